@@ -1,0 +1,42 @@
+#pragma once
+// The split plan: how many microbatches, and which rows of each split dataset
+// go into each (PRODUCT.md §3).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/partition.hpp"
+#include "core/resolve.hpp"
+#include "core/tree.hpp"
+
+namespace mb {
+
+enum class OnShort { Error, Downsize, Empty };
+
+// Beyond this many microbatches a request is taken for a typo.
+inline constexpr std::uint64_t kMaxMicrobatches = 1'000'000;
+
+struct SplitOptions {
+  std::optional<std::uint64_t> chunks;            // -n N
+  std::optional<std::uint64_t> micro_batch_size;  // --micro-batch-size M
+  OnShort on_short = OnShort::Error;
+};
+
+struct SplitPlan {
+  std::uint64_t count = 0;  // number of microbatches
+  // Per split dataset (by path): its row range in each microbatch.
+  std::map<std::string, std::vector<Range>> pieces;
+  std::vector<std::string> warnings;
+};
+
+// Checks that the resolution can be split (no reducers) and cuts every split
+// dataset. Throws mb::Error naming the dataset when a length does not allow
+// the requested cut.
+SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options);
+
+// Offsets at which each input's rows start when `lengths` are concatenated.
+std::vector<std::uint64_t> concat_offsets(const std::vector<std::uint64_t>& lengths);
+
+}  // namespace mb

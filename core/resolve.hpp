@@ -1,0 +1,33 @@
+#pragma once
+// Spec resolution: match a spec tree against a file's tree and give every
+// dataset and every attribute its rule, strictly (PRODUCT.md §2).
+#include <map>
+#include <string>
+#include <utility>
+
+#include "core/spec.hpp"
+#include "core/tree.hpp"
+
+namespace mb {
+
+struct Resolution {
+  // Every dataset of the file, by path. Split axes are normalised (>= 0).
+  std::map<std::string, LeafRule> datasets;
+  // Attributes named by an "@name" key, by (object path, attribute name).
+  // Every other attribute is replicated.
+  std::map<std::pair<std::string, std::string>, LeafRule> attributes;
+
+  const LeafRule& dataset_rule(const std::string& path) const;
+  LeafRule attribute_rule(const std::string& object_path, const std::string& name) const;
+};
+
+// The rule a leaf gets when no spec names it: rank >= 1 splits on axis 0,
+// rank 0 (and null dataspaces) replicate.
+LeafRule default_rule(const NodeInfo& dataset);
+
+// `spec_name` names the spec in messages (a file name, or "default spec").
+// Throws mb::Error (exit 1) naming the path, and the line and column of the
+// spec node, when the spec does not fit the tree.
+Resolution resolve(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
+
+}  // namespace mb

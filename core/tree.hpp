@@ -1,0 +1,65 @@
+#pragma once
+// A description of an HDF5 file's tree, with no HDF5 types in it: io/ fills
+// it in, core/ resolves specs and plans against it, cli/ prints it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mb {
+
+using Shape = std::vector<std::uint64_t>;
+
+// Maximum extent of one dimension; nullopt means unlimited.
+using MaxDim = std::optional<std::uint64_t>;
+
+struct AttributeInfo {
+  std::string name;
+  Shape shape;             // empty for a scalar
+  bool null_space = false; // H5S_NULL: no value at all
+  std::string dtype;       // numpy-style name, for display
+};
+
+struct StorageInfo {
+  std::string layout;              // "contiguous", "chunked", "compact", ...
+  Shape chunks;                    // chunked layout only
+  std::vector<std::string> filters;
+  std::vector<MaxDim> max_shape;
+};
+
+struct NodeInfo {
+  enum class Kind { Group, Dataset };
+
+  Kind kind = Kind::Group;
+  std::string name;  // last path component; "" for the root
+  std::string path;  // absolute HDF5 path, "/" for the root
+  std::vector<AttributeInfo> attributes;
+
+  // Group only: members sorted by name.
+  std::vector<NodeInfo> children;
+
+  // Dataset only.
+  Shape shape;             // empty for rank 0
+  bool null_space = false; // H5S_NULL dataspace
+  std::string dtype;
+  StorageInfo storage;
+
+  bool is_group() const { return kind == Kind::Group; }
+  std::size_t rank() const { return shape.size(); }
+  const NodeInfo* child(const std::string& child_name) const;
+
+  // True when the members are named exactly "0".."n-1" (a sequence group).
+  bool is_sequence() const;
+};
+
+// Joins a group path and a member name into an HDF5 path.
+std::string join_path(const std::string& parent, const std::string& name);
+
+// Calls fn(node) for every node in pre-order (parents before children).
+template <typename Fn>
+void for_each_node(const NodeInfo& node, Fn&& fn) {
+  fn(node);
+  for (const auto& c : node.children) for_each_node(c, fn);
+}
+
+}  // namespace mb

@@ -1,0 +1,291 @@
+#include "specs/parse.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace mb::specs {
+namespace {
+
+// A JSON value with the position where it starts. nlohmann's DOM keeps no
+// positions, so we build this small tree from SAX events instead.
+struct JNode {
+  enum class Type { Null, Bool, Integer, Float, String, Object, Array };
+  Type type = Type::Null;
+  SourcePos pos;
+  bool boolean = false;
+  bool integer_fits = true;  // false for integers beyond int64
+  std::int64_t integer = 0;
+  std::string text;  // String
+  std::vector<std::pair<std::string, JNode>> members;
+  std::vector<SourcePos> key_pos;
+  std::vector<JNode> items;
+};
+
+// Character iterator that publishes how far the lexer has read, so SAX
+// callbacks know where in the text they are.
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator(const char* p, const char** cursor) : p_(p), cursor_(cursor) {}
+  reference operator*() const { return *p_; }
+  TrackingIterator& operator++() {
+    *cursor_ = ++p_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackingIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackingIterator& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_;
+  const char** cursor_;
+};
+
+class Builder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Builder(std::string_view text, const char** cursor, const std::string& name)
+      : text_(text), cursor_(cursor), name_(name), scan_from_(text.data()) {}
+
+  JNode take_root() { return std::move(root_); }
+
+  bool null() override { return emit(JNode::Type::Null); }
+  bool boolean(bool v) override {
+    JNode& n = *place(JNode::Type::Bool);
+    n.boolean = v;
+    return true;
+  }
+  bool number_integer(number_integer_t v) override {
+    JNode& n = *place(JNode::Type::Integer);
+    n.integer = v;
+    return true;
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    JNode& n = *place(JNode::Type::Integer);
+    n.integer_fits = v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    n.integer = n.integer_fits ? static_cast<std::int64_t>(v) : 0;
+    return true;
+  }
+  bool number_float(number_float_t, const string_t& literal) override {
+    // An integer literal too large even for uint64 arrives here as a float.
+    const bool integral = literal.find_first_of(".eE") == std::string::npos;
+    JNode& n = *place(integral ? JNode::Type::Integer : JNode::Type::Float);
+    n.integer_fits = !integral;
+    return true;
+  }
+  bool string(string_t& v) override {
+    place(JNode::Type::String)->text = v;
+    return true;
+  }
+  bool binary(binary_t&) override { return emit(JNode::Type::Null); }
+  bool start_object(std::size_t) override { return open(JNode::Type::Object); }
+  bool key(string_t& k) override {
+    JNode& obj = *stack_.back();
+    const SourcePos pos = token_start();
+    for (const auto& [existing, _] : obj.members)
+      if (existing == k) fail(pos, "duplicate key \"" + k + "\"");
+    obj.members.emplace_back(k, JNode{});
+    obj.key_pos.push_back(pos);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(JNode::Type::Array); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& ex) override {
+    std::string what = ex.what();
+    // nlohmann's text reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...";
+    // keep only what follows the position, which we print ourselves.
+    if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    fail(position_of(text_.data() + std::min(position == 0 ? 0 : position - 1, text_.size())), what);
+  }
+
+  [[noreturn]] void fail(SourcePos pos, const std::string& what) const {
+    throw Error(name_ + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) + ": " + what);
+  }
+
+ private:
+  bool emit(JNode::Type type) {
+    place(type);
+    return true;
+  }
+
+  // Where the token of the current event starts: the first character after
+  // the previous event that is not white space or a separator. (The lexer may
+  // have read one character past a number; it is always a separator.)
+  SourcePos token_start() {
+    const char* p = scan_from_;
+    const char* end = text_.data() + text_.size();
+    while (p < end && (std::isspace(static_cast<unsigned char>(*p)) || *p == ',' || *p == ':')) ++p;
+    scan_from_ = std::max(*cursor_, p + 1);
+    return position_of(p);
+  }
+
+  SourcePos position_of(const char* p) const {
+    SourcePos pos{1, 1};
+    for (const char* q = text_.data(); q < p; ++q) {
+      if (*q == '\n') {
+        ++pos.line;
+        pos.column = 1;
+      } else if ((static_cast<unsigned char>(*q) & 0xC0) != 0x80) {  // count characters, not UTF-8 bytes
+        ++pos.column;
+      }
+    }
+    return pos;
+  }
+
+  JNode* place(JNode::Type type) {
+    const SourcePos pos = token_start();
+    JNode* n;
+    if (stack_.empty()) {
+      n = &root_;
+    } else if (stack_.back()->type == JNode::Type::Array) {
+      n = &stack_.back()->items.emplace_back();
+    } else {
+      n = &stack_.back()->members.back().second;
+    }
+    n->type = type;
+    n->pos = pos;
+    return n;
+  }
+
+  bool open(JNode::Type type) {
+    JNode* n = place(type);
+    if (static_cast<int>(stack_.size()) >= kMaxDepth)
+      fail(n->pos, "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    stack_.push_back(n);
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    scan_from_ = *cursor_;
+    return true;
+  }
+
+  std::string_view text_;
+  const char** cursor_;
+  const std::string& name_;
+  const char* scan_from_;
+  JNode root_;
+  std::vector<JNode*> stack_;
+};
+
+class Converter {
+ public:
+  explicit Converter(const Builder& b) : b_(b) {}
+
+  SpecNode convert(const JNode& j) const {
+    SpecNode n = convert_value(j);
+    n.pos = j.pos;
+    return n;
+  }
+
+ private:
+  SpecNode convert_value(const JNode& j) const {
+    switch (j.type) {
+      case JNode::Type::Null: return SpecNode::make_default();
+      case JNode::Type::Integer: return SpecNode::make_leaf(LeafRule::split(axis_of(j)));
+      case JNode::Type::String:
+        if (j.text == "replicate") return SpecNode::make_leaf(LeafRule::replicate());
+        b_.fail(j.pos, "unknown leaf spec \"" + j.text + "\" (expected an axis, \"replicate\", " +
+                           "{\"split_axis\": k}, {\"reduce\": ...}, null, an object or an array)");
+      case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
+      case JNode::Type::Array: {
+        SpecNode n;
+        n.kind = SpecNode::Kind::Array;
+        for (const auto& item : j.items) n.elements.push_back(convert(item));
+        return n;
+      }
+      case JNode::Type::Bool:
+      case JNode::Type::Float: break;
+    }
+    b_.fail(j.pos, std::string("a spec cannot be a ") + (j.type == JNode::Type::Bool ? "boolean" : "fraction") +
+                       " (expected an axis, \"replicate\", {\"split_axis\": k}, {\"reduce\": ...}, null, an "
+                       "object or an array)");
+  }
+
+  int axis_of(const JNode& j) const {
+    if (j.type != JNode::Type::Integer) b_.fail(j.pos, "a split axis must be an integer");
+    if (!j.integer_fits || j.integer < -1024 || j.integer > 1024)
+      b_.fail(j.pos, "split axis is out of range (HDF5 datasets have at most 32 dimensions)");
+    return static_cast<int>(j.integer);
+  }
+
+  // {"split_axis": k} and {"reduce": op} are leaves; any other object is a group.
+  static bool is_leaf_object(const JNode& j) {
+    return std::any_of(j.members.begin(), j.members.end(),
+                       [](const auto& m) { return m.first == "split_axis" || m.first == "reduce"; });
+  }
+
+  SpecNode leaf_object(const JNode& j) const {
+    if (j.members.size() != 1)
+      b_.fail(j.pos, "a leaf object takes exactly one key, \"split_axis\" or \"reduce\" (to name group members "
+                     "called so, they cannot be mixed with other keys)");
+    const auto& [key, value] = j.members.front();
+    if (key == "split_axis") return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
+    static const std::pair<const char*, Reducer> reducers[] = {
+        {"sum", Reducer::Sum}, {"mean", Reducer::Mean}, {"min", Reducer::Min}, {"max", Reducer::Max}};
+    if (value.type == JNode::Type::String)
+      for (const auto& [name, r] : reducers)
+        if (value.text == name) return SpecNode::make_leaf(LeafRule::reduce(r));
+    b_.fail(value.pos, "\"reduce\" takes \"sum\", \"mean\", \"min\" or \"max\"");
+  }
+
+  SpecNode group_object(const JNode& j) const {
+    SpecNode n;
+    n.kind = SpecNode::Kind::Object;
+    for (std::size_t i = 0; i < j.members.size(); ++i) {
+      const auto& [key, value] = j.members[i];
+      if (key.empty() || key == "@") b_.fail(j.key_pos[i], "empty member name");
+      SpecNode sub = convert(value);
+      if (key == "*") {
+        n.star = std::make_shared<SpecNode>(std::move(sub));
+      } else {
+        n.members.emplace_back(key, std::move(sub));
+      }
+    }
+    return n;
+  }
+
+  const Builder& b_;
+};
+
+}  // namespace
+
+SpecNode parse_spec(std::string_view text, const std::string& name) {
+  const char* cursor = text.data();
+  Builder builder(text, &cursor, name);
+  TrackingIterator first(text.data(), &cursor), last(text.data() + text.size(), &cursor);
+  nlohmann::json::sax_parse(first, last, &builder);
+  const JNode root = builder.take_root();
+  return Converter(builder).convert(root);
+}
+
+SpecNode load_spec_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": cannot read the spec: not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the spec file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read the spec file");
+  return parse_spec(text.str(), path);
+}
+
+}  // namespace mb::specs

@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "core/resolve.hpp"
+#include "helpers.hpp"
+#include "specs/parse.hpp"
+
+using namespace mb::test;
+using mb::LeafRule;
+
+namespace {
+
+mb::NodeInfo sample_tree() {
+  return root({dataset("input_ids", {8, 16}), dataset("temperature", {}),
+               group("pos", {dataset("0", {3, 8, 16}), dataset("1", {3, 8, 16})}),
+               group("out", {dataset("loss", {}), dataset("logits", {8, 4})}, {"tokens"})},
+              {"step"});
+}
+
+mb::Resolution resolve_text(const mb::NodeInfo& tree, const std::string& text) {
+  return mb::resolve(tree, mb::specs::parse_spec(text, "s.json"), "s.json");
+}
+
+std::string error_of(const mb::NodeInfo& tree, const std::string& text) {
+  try {
+    resolve_text(tree, text);
+  } catch (const mb::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("the default spec splits rank>=1 on axis 0 and replicates rank 0") {
+  const auto r = resolve_text(sample_tree(), "null");
+  CHECK(r.dataset_rule("/input_ids") == LeafRule::split(0));
+  CHECK(r.dataset_rule("/temperature") == LeafRule::replicate());
+  CHECK(r.dataset_rule("/pos/1") == LeafRule::split(0));
+  CHECK(r.attribute_rule("/", "step") == LeafRule::replicate());
+  CHECK(r.datasets.size() == 6);
+}
+
+TEST_CASE("object keys, star, arrays, tree prefixes and negative axes") {
+  const auto r = resolve_text(sample_tree(), R"({
+    "input_ids": -1,
+    "temperature": "replicate",
+    "pos": [1, {"split_axis": -2}],
+    "out": {"@tokens": {"reduce": "sum"}, "loss": {"reduce": "mean"}, "*": 0}
+  })");
+  CHECK(r.dataset_rule("/input_ids") == LeafRule::split(1));
+  CHECK(r.dataset_rule("/pos/0") == LeafRule::split(1));
+  CHECK(r.dataset_rule("/pos/1") == LeafRule::split(1));
+  CHECK(r.dataset_rule("/out/loss") == LeafRule::reduce(mb::Reducer::Mean));
+  CHECK(r.dataset_rule("/out/logits") == LeafRule::split(0));
+  CHECK(r.attribute_rule("/out", "tokens") == LeafRule::reduce(mb::Reducer::Sum));
+
+  const auto prefix = resolve_text(sample_tree(), R"({"pos": 1, "*": null})");
+  CHECK(prefix.dataset_rule("/pos/0") == LeafRule::split(1));
+  CHECK(prefix.dataset_rule("/pos/1") == LeafRule::split(1));
+  CHECK(prefix.dataset_rule("/out/logits") == LeafRule::split(0));
+}
+
+TEST_CASE("strictness: every mismatch is an error naming the path and position") {
+  const auto tree = sample_tree();
+  CHECK(error_of(tree, R"({"input_ids": 0})").find("file member /out is not covered") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "nope": 0})") ==
+        "s.json:1:21: spec key \"nope\" names nothing in the file: / has no member /nope");
+  CHECK(error_of(tree, R"({"*": null, "input_ids": 2})")
+            .find("split axis 2 is out of range for /input_ids of rank 2") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "temperature": 0})").find("cannot split /temperature") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "pos": [0]})").find("has 1 elements, the group has 2") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "out": [0, 0]})").find("not named 0..n-1") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"a": 0}})").find("which is a dataset") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "@nope": "replicate"})").find("has no attribute nope") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "@step": 0})").find("cannot be split") != std::string::npos);
+  // a split leaf on a group that holds a rank-0 dataset is refused too
+  CHECK(error_of(tree, R"({"*": null, "out": 0})").find("cannot split /out/loss") != std::string::npos);
+}
