@@ -1,0 +1,61 @@
+#include "cli/common.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "specs/parse.hpp"
+
+namespace mb::cli {
+namespace {
+struct LoggingFlags {
+  bool quiet = false;
+  bool verbose = false;
+  std::string level;
+};
+LoggingFlags g_logging;
+}  // namespace
+
+void add_logging_options(CLI::App& app) {
+  app.add_flag("-q,--quiet", g_logging.quiet, "only print errors");
+  app.add_flag("-v,--verbose", g_logging.verbose, "print debug details, HDF5's error stack included");
+  app.add_option("--log-level", g_logging.level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+}
+
+void apply_logging_options() {
+  spdlog::level::level_enum level = spdlog::level::info;
+  if (g_logging.quiet) level = spdlog::level::err;
+  if (g_logging.verbose) level = spdlog::level::debug;
+  if (!g_logging.level.empty()) level = spdlog::level::from_str(g_logging.level);
+  spdlog::set_level(level);
+}
+
+void add_buffer_option(CLI::App& app, std::size_t& bytes) {
+  app.add_option_function<std::size_t>(
+         "--buffer-size", [&bytes](std::size_t mib) { bytes = mib << 20; },
+         "MiB of data moved per read/write; bounds memory (default 64)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+}
+
+io::Progress terminal_progress(const std::string& verb) {
+  if (!isatty(STDERR_FILENO) || !spdlog::should_log(spdlog::level::info)) return {};
+  return [verb](std::uint64_t done, std::uint64_t total) {
+    std::fprintf(stderr, "\r%s: %llu/%llu", verb.c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total));
+    if (done == total) std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+  };
+}
+
+SpecNode load_spec_or_default(const std::string& path, std::string& spec_name) {
+  if (path.empty()) {
+    spec_name = "default spec";
+    return SpecNode::make_default();
+  }
+  spec_name = path;
+  return specs::load_spec_file(path);
+}
+
+}  // namespace mb::cli

@@ -1,0 +1,220 @@
+// microbatch inspect: the tree of a file and, with a spec or -n, the plan.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/plan.hpp"
+#include "core/resolve.hpp"
+#include "io/h5.hpp"
+#include "io/tree_reader.hpp"
+#include "specs/emit.hpp"
+
+namespace mb::cli {
+namespace {
+
+struct InspectCommand {
+  std::string input;
+  std::string spec;
+  std::optional<std::uint64_t> chunks;
+  std::optional<std::uint64_t> micro_batch_size;
+  OnShort on_short = OnShort::Error;
+  bool json = false;
+};
+
+std::string shape_text(const NodeInfo& n) {
+  if (n.null_space) return "null";
+  std::string out = "(";
+  for (std::size_t d = 0; d < n.shape.size(); ++d) out += (d ? ", " : "") + std::to_string(n.shape[d]);
+  return out + (n.shape.size() == 1 ? ",)" : ")");
+}
+
+std::string storage_text(const StorageInfo& s) {
+  std::string out = s.layout;
+  if (!s.chunks.empty()) {
+    out += " [";
+    for (std::size_t d = 0; d < s.chunks.size(); ++d) out += (d ? "," : "") + std::to_string(s.chunks[d]);
+    out += "]";
+  }
+  for (const auto& f : s.filters) out += " " + f;
+  bool unlimited = false;
+  for (const auto& m : s.max_shape) unlimited = unlimited || !m;
+  if (unlimited) {
+    out += " max(";
+    for (std::size_t d = 0; d < s.max_shape.size(); ++d)
+      out += (d ? "," : "") + (s.max_shape[d] ? std::to_string(*s.max_shape[d]) : std::string("inf"));
+    out += ")";
+  }
+  return out;
+}
+
+std::string rule_text(const LeafRule& r) {
+  switch (r.mode) {
+    case LeafRule::Mode::Split: return "split axis " + std::to_string(r.axis);
+    case LeafRule::Mode::Replicate: return "replicate";
+    case LeafRule::Mode::Reduce: return std::string("reduce ") + reducer_name(r.reducer);
+  }
+  return "?";
+}
+
+std::string rows_text(const std::vector<Range>& rows) {
+  std::string out = "rows ";
+  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += (i ? "," : "") + std::to_string(rows[i].size());
+  if (rows.size() > 16) out += ",…";
+  return out;
+}
+
+struct Row {
+  std::string path, shape, dtype, storage, plan;
+};
+
+struct Inspection {
+  NodeInfo tree;
+  std::optional<Resolution> resolution;
+  std::optional<SplitPlan> plan;
+  std::map<std::string, std::string> previews;  // "path@name" -> value
+};
+
+void print_text(const InspectCommand& cmd, const Inspection& in) {
+  std::vector<Row> rows;
+  for_each_node(in.tree, [&](const NodeInfo& n) {
+    Row r{n.path, n.is_group() ? "group" : shape_text(n), n.is_group() ? "" : n.dtype,
+          n.is_group() ? "" : storage_text(n.storage), ""};
+    if (in.resolution && !n.is_group()) {
+      const LeafRule& rule = in.resolution->dataset_rule(n.path);
+      r.plan = rule_text(rule);
+      if (in.plan && rule.mode == LeafRule::Mode::Split) r.plan += ": " + rows_text(in.plan->pieces.at(n.path));
+    }
+    rows.push_back(r);
+    for (const auto& a : n.attributes) {
+      Row ar{"  @" + a.name, "= " + in.previews.at(n.path + "@" + a.name), a.dtype, "", ""};
+      if (in.resolution) ar.plan = rule_text(in.resolution->attribute_rule(n.path, a.name));
+      rows.push_back(ar);
+    }
+  });
+  std::size_t w[4] = {0, 0, 0, 0};
+  for (const auto& r : rows) {
+    if (r.path.rfind("  @", 0) == 0) continue;  // attribute lines do not widen the columns
+    w[0] = std::max(w[0], r.path.size());
+    w[1] = std::max(w[1], r.shape.size());
+    w[2] = std::max(w[2], r.dtype.size());
+    w[3] = std::max(w[3], r.storage.size());
+  }
+  std::printf("%s\n", cmd.input.c_str());
+  for (const auto& r : rows) {
+    if (r.path.rfind("  @", 0) == 0) {
+      std::printf("%s %s  %s%s%s\n", r.path.c_str(), r.shape.c_str(), r.dtype.c_str(), r.plan.empty() ? "" : "  -> ",
+                  r.plan.c_str());
+      continue;
+    }
+    std::string line = r.path + std::string(w[0] - r.path.size() + 2, ' ') + r.shape +
+                       std::string(w[1] - r.shape.size() + 2, ' ') + r.dtype +
+                       std::string(w[2] - r.dtype.size() + 2, ' ') + r.storage;
+    if (!r.plan.empty()) line += std::string(w[3] - r.storage.size() + 2, ' ') + "-> " + r.plan;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
+  if (in.plan) {
+    std::printf("plan: %llu microbatches\n", static_cast<unsigned long long>(in.plan->count));
+    for (const auto& w2 : in.plan->warnings) std::printf("warning: %s\n", w2.c_str());
+  }
+}
+
+void print_json(const InspectCommand& cmd, const Inspection& in) {
+  using json = nlohmann::ordered_json;
+  json out;
+  out["file"] = cmd.input;
+  auto& nodes = out["tree"] = json::array();
+  for_each_node(in.tree, [&](const NodeInfo& n) {
+    json j;
+    j["path"] = n.path;
+    j["kind"] = n.is_group() ? "group" : "dataset";
+    if (!n.is_group()) {
+      j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
+      j["dtype"] = n.dtype;
+      j["layout"] = n.storage.layout;
+      if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
+      j["filters"] = n.storage.filters;
+      auto max = json::array();
+      for (const auto& m : n.storage.max_shape) max.push_back(m ? json(*m) : json(nullptr));
+      j["max_shape"] = max;
+      if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
+      if (in.plan && in.plan->pieces.count(n.path)) {
+        auto rows = json::array();
+        for (const auto& r : in.plan->pieces.at(n.path)) rows.push_back({r.begin, r.end});
+        j["rows"] = rows;
+      }
+    }
+    auto attrs = json::array();
+    for (const auto& a : n.attributes) {
+      json ja{{"name", a.name}, {"shape", a.null_space ? json(nullptr) : json(a.shape)}, {"dtype", a.dtype},
+              {"value", in.previews.at(n.path + "@" + a.name)}};
+      if (in.resolution) ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name));
+      attrs.push_back(ja);
+    }
+    j["attributes"] = attrs;
+    nodes.push_back(j);
+  });
+  if (in.plan) {
+    out["chunks"] = in.plan->count;
+    out["warnings"] = in.plan->warnings;
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+void run_inspect(const InspectCommand& cmd) {
+  Inspection in;
+  {
+    h5::Id file = h5::open_file_read_only(cmd.input);
+    in.tree = h5::read_tree(file.get(), cmd.input);
+    for_each_node(in.tree, [&](const NodeInfo& n) {
+      for (const auto& a : n.attributes)
+        in.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), cmd.input, n.path, a.name);
+    });
+  }
+  const bool planning = cmd.chunks || cmd.micro_batch_size;
+  if (!cmd.spec.empty() || planning) {
+    std::string spec_name;
+    const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
+    in.resolution = about_file(cmd.input, [&] { return resolve(in.tree, spec, spec_name); });
+  }
+  if (planning)
+    in.plan = about_file(cmd.input,
+                         [&] { return plan_split(in.tree, *in.resolution, {cmd.chunks, cmd.micro_batch_size, cmd.on_short}); });
+  if (cmd.json) {
+    print_json(cmd, in);
+  } else {
+    print_text(cmd, in);
+  }
+}
+
+}  // namespace
+
+void setup_inspect(CLI::App& app) {
+  auto cmd = std::make_shared<InspectCommand>();
+  CLI::App* sub = app.add_subcommand("inspect", "Show a file's tree and what a spec will do to it");
+  sub->footer(
+      "Examples:\n"
+      "  microbatch inspect batch.h5\n"
+      "  microbatch inspect batch.h5 -s spec.json -n 4      # the plan: per-microbatch rows\n"
+      "  microbatch inspect batch.h5 --json | jq .tree");
+  sub->add_option("input", cmd->input, "HDF5 file, opened read-only")->required();
+  sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON to show the rule of every leaf");
+  auto* n = sub->add_option("-n,--chunks", cmd->chunks, "show the split plan for N microbatches");
+  auto* m = sub->add_option("--micro-batch-size", cmd->micro_batch_size, "show the plan for pieces of M rows");
+  n->excludes(m);
+  sub->add_option("--on-short", cmd->on_short, "error, downsize or empty (as for split)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, OnShort>{
+              {"error", OnShort::Error}, {"downsize", OnShort::Downsize}, {"empty", OnShort::Empty}},
+          CLI::ignore_case));
+  sub->add_flag("--json", cmd->json, "machine-readable output");
+  add_logging_options(*sub);
+  sub->callback([cmd] {
+    apply_logging_options();
+    run_inspect(*cmd);
+  });
+}
+
+}  // namespace mb::cli

@@ -1,0 +1,70 @@
+// microbatch: wires the subcommands, logs, and maps errors to exit codes
+// (0 success, 1 data or spec wrong, 2 command line wrong, 130 interrupted).
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/error.hpp"
+#include "io/atomic.hpp"
+#include "io/h5.hpp"
+
+namespace {
+
+void setup_logging() {
+  auto logger = spdlog::stderr_logger_st("microbatch");
+  logger->set_pattern("microbatch: %l: %v");
+  spdlog::set_default_logger(logger);
+}
+
+// Merge opens every input at once; let it use as many descriptors as allowed.
+void raise_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setup_logging();
+  raise_open_file_limit();
+  mb::h5::silence_library_errors();
+  mb::io::install_interrupt_handlers();
+
+  CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back"};
+  app.set_version_flag("--version", MICROBATCH_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Run 'microbatch COMMAND --help' for a command's options and an example.\n"
+      "Exit status: 0 success, 1 data or spec wrong, 2 command line wrong.");
+  mb::cli::add_logging_options(app);
+  mb::cli::setup_split(app);
+  mb::cli::setup_merge(app);
+  mb::cli::setup_inspect(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    spdlog::error("{} (see --help)", e.what());
+    return 2;
+  } catch (const mb::Error& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+// microbatch merge: glue microbatch files back into one batch.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/error.hpp"
+#include "core/resolve.hpp"
+#include "io/manifest.hpp"
+#include "io/merge_writer.hpp"
+#include "specs/parse.hpp"
+
+namespace mb::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct MergeCommand {
+  std::vector<std::string> inputs;
+  std::string spec;
+  std::string output;
+  bool force = false;
+  std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+};
+
+std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
+  std::vector<io::MergeInput> out;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    out.push_back({paths[i], "microbatch " + std::to_string(i) + " (" + paths[i] + ")"});
+  return out;
+}
+
+void run_merge(const MergeCommand& cmd) {
+  std::error_code ec;
+  const bool from_directory = cmd.inputs.size() == 1 && fs::is_directory(cmd.inputs[0], ec);
+  for (const auto& in : cmd.inputs)
+    if (!from_directory && fs::is_directory(in, ec))
+      throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " + in);
+
+  std::vector<std::string> paths = cmd.inputs;
+  std::string spec_name;
+  SpecNode spec;
+  if (from_directory) {
+    const io::Manifest manifest = io::read_manifest(cmd.inputs[0]);
+    paths.clear();
+    for (const auto& f : manifest.files) paths.push_back((fs::path(cmd.inputs[0]) / f).string());
+    if (cmd.spec.empty()) {
+      spec_name = (fs::path(cmd.inputs[0]) / io::kManifestName).string() + " (spec)";
+      spec = specs::parse_spec(manifest.spec.dump(), spec_name);
+    }
+  }
+  if (!from_directory || !cmd.spec.empty()) spec = load_spec_or_default(cmd.spec, spec_name);
+
+  io::MergeJob job;
+  job.inputs = labelled(paths);
+  job.output = cmd.output;
+  job.force = cmd.force;
+  job.buffer_bytes = cmd.buffer_bytes;
+  job.progress = terminal_progress("merge");
+  const NodeInfo tree = io::read_common_tree(job.inputs);
+  const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
+  io::write_merge(job, tree, resolution);
+  spdlog::info("merged {} microbatches into {}", paths.size(), cmd.output);
+}
+
+}  // namespace
+
+void setup_merge(CLI::App& app) {
+  auto cmd = std::make_shared<MergeCommand>();
+  CLI::App* sub = app.add_subcommand("merge", "Concatenate, check and reduce microbatch files back into one batch");
+  sub->footer(
+      "Examples:\n"
+      "  microbatch merge mb/ -o batch.h5                # order, files and spec from mb/manifest.json\n"
+      "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5");
+  sub->add_option("inputs", cmd->inputs, "a split's output directory, or microbatch files in order")->required();
+  sub->add_option("-s,--spec", cmd->spec,
+                  "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
+  sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
+  sub->add_flag("--force", cmd->force, "replace an existing output file");
+  add_buffer_option(*sub, cmd->buffer_bytes);
+  add_logging_options(*sub);
+  sub->callback([cmd] {
+    apply_logging_options();
+    run_merge(*cmd);
+  });
+}
+
+}  // namespace mb::cli

@@ -1,0 +1,100 @@
+// microbatch split: one HDF5 file per microbatch, plus manifest.json.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "core/error.hpp"
+#include "core/plan.hpp"
+#include "core/resolve.hpp"
+#include "io/h5.hpp"
+#include "io/split_writer.hpp"
+#include "io/tree_reader.hpp"
+#include "specs/emit.hpp"
+
+namespace mb::cli {
+namespace {
+
+struct SplitCommand {
+  std::string input;
+  std::string spec;
+  std::string output_dir;
+  std::optional<std::uint64_t> chunks;
+  std::optional<std::uint64_t> micro_batch_size;
+  OnShort on_short = OnShort::Error;
+  bool force = false;
+  std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+};
+
+const char* on_short_name(OnShort s) {
+  switch (s) {
+    case OnShort::Error: return "error";
+    case OnShort::Downsize: return "downsize";
+    case OnShort::Empty: return "empty";
+  }
+  return "?";
+}
+
+void run_split(const SplitCommand& cmd) {
+  if (cmd.chunks.has_value() == cmd.micro_batch_size.has_value())
+    throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
+  NodeInfo tree;
+  {
+    h5::Id file = h5::open_file_read_only(cmd.input);
+    tree = h5::read_tree(file.get(), cmd.input);
+  }
+  std::string spec_name;
+  const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
+  const Resolution resolution = about_file(cmd.input, [&] { return resolve(tree, spec, spec_name); });
+  const SplitPlan plan = about_file(
+      cmd.input, [&] { return plan_split(tree, resolution, {cmd.chunks, cmd.micro_batch_size, cmd.on_short}); });
+  for (const auto& w : plan.warnings) spdlog::warn("{}", w);
+
+  io::SplitJob job;
+  job.input = cmd.input;
+  job.output_dir = cmd.output_dir;
+  job.force = cmd.force;
+  job.buffer_bytes = cmd.buffer_bytes;
+  job.spec = specs::resolved_spec_json(tree, resolution);
+  job.options = {{"chunks", cmd.chunks ? nlohmann::ordered_json(*cmd.chunks) : nullptr},
+                 {"micro_batch_size", cmd.micro_batch_size ? nlohmann::ordered_json(*cmd.micro_batch_size) : nullptr},
+                 {"on_short", on_short_name(cmd.on_short)}};
+  job.tool_version = MICROBATCH_VERSION;
+  job.progress = terminal_progress("split");
+  const auto files = io::write_split(job, tree, resolution, plan);
+  spdlog::info("split {} into {} microbatches in {} ({} split datasets)", cmd.input, files.size(), cmd.output_dir,
+               plan.pieces.size());
+}
+
+}  // namespace
+
+void setup_split(CLI::App& app) {
+  auto cmd = std::make_shared<SplitCommand>();
+  CLI::App* sub = app.add_subcommand("split", "Cut a batch file into one HDF5 file per microbatch");
+  sub->footer(
+      "Example:\n"
+      "  microbatch split batch.h5 -s spec.json -n 4 -o mb/\n"
+      "  writes mb/microbatch-00000.h5 ... mb/microbatch-00003.h5 and mb/manifest.json");
+  sub->add_option("input", cmd->input, "batch file (HDF5), opened read-only")->required();
+  sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON (default: split rank>=1 on axis 0, replicate the rest)");
+  auto* n = sub->add_option("-n,--chunks", cmd->chunks, "number of microbatches (numpy.array_split sizes)");
+  auto* m = sub->add_option("--micro-batch-size", cmd->micro_batch_size,
+                            "rows per microbatch, the last one shorter (torch.split)");
+  n->excludes(m);
+  sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
+  sub->add_option("--on-short", cmd->on_short, "when a split axis is shorter than N: error, downsize or empty")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, OnShort>{
+              {"error", OnShort::Error}, {"downsize", OnShort::Downsize}, {"empty", OnShort::Empty}},
+          CLI::ignore_case));
+  sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
+  add_buffer_option(*sub, cmd->buffer_bytes);
+  add_logging_options(*sub);
+  sub->callback([cmd] {
+    apply_logging_options();
+    run_split(*cmd);
+  });
+}
+
+}  // namespace mb::cli

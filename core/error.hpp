@@ -7,7 +7,7 @@
 
 namespace mb {
 
-enum class ErrorKind { Data = 1, Usage = 2 };
+enum class ErrorKind { Data = 1, Usage = 2, Interrupted = 130 };
 
 class Error : public std::runtime_error {
  public:

@@ -23,7 +23,7 @@ void store(void* base, std::size_t i, T v) {
   std::memcpy(static_cast<char*>(base) + i * sizeof(T), &v, sizeof(T));
 }
 
-__int128 load_int(NumKind k, const void* p, std::size_t i) {
+Int128 load_int(NumKind k, const void* p, std::size_t i) {
   switch (k) {
     case NumKind::I8: return load<std::int8_t>(p, i);
     case NumKind::I16: return load<std::int16_t>(p, i);
@@ -38,15 +38,15 @@ __int128 load_int(NumKind k, const void* p, std::size_t i) {
 }
 
 template <typename T>
-bool store_checked(void* p, std::size_t i, __int128 v) {
-  if (v < static_cast<__int128>(std::numeric_limits<T>::min()) ||
-      v > static_cast<__int128>(std::numeric_limits<T>::max()))
+bool store_checked(void* p, std::size_t i, Int128 v) {
+  if (v < static_cast<Int128>(std::numeric_limits<T>::min()) ||
+      v > static_cast<Int128>(std::numeric_limits<T>::max()))
     return false;
   store<T>(p, i, static_cast<T>(v));
   return true;
 }
 
-bool store_int(NumKind k, void* p, std::size_t i, __int128 v) {
+bool store_int(NumKind k, void* p, std::size_t i, Int128 v) {
   switch (k) {
     case NumKind::I8: return store_checked<std::int8_t>(p, i, v);
     case NumKind::I16: return store_checked<std::int16_t>(p, i, v);
@@ -60,10 +60,10 @@ bool store_int(NumKind k, void* p, std::size_t i, __int128 v) {
   }
 }
 
-std::string int128_text(__int128 v) {
+std::string int128_text(Int128 v) {
   if (v == 0) return "0";
   const bool neg = v < 0;
-  unsigned __int128 u = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  UInt128 u = neg ? -static_cast<UInt128>(v) : static_cast<UInt128>(v);
   std::string s;
   while (u) {
     s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
@@ -73,10 +73,10 @@ std::string int128_text(__int128 v) {
 }
 
 // Exact sum / n rounded to nearest, ties to even.
-__int128 rounded_mean(__int128 sum, std::uint64_t n) {
-  const __int128 d = n;
-  __int128 q = sum / d;
-  __int128 r = sum % d;
+Int128 rounded_mean(Int128 sum, std::uint64_t n) {
+  const Int128 d = n;
+  Int128 q = sum / d;
+  Int128 r = sum % d;
   if (r < 0) {  // make the remainder non-negative: q = floor(sum / n)
     r += d;
     q -= 1;
@@ -127,8 +127,8 @@ void Accumulator::add(const void* values) {
     return;
   }
   for (std::size_t i = 0; i < count_; ++i) {
-    const __int128 v = load_int(kind_, values, i);
-    __int128& acc = ints_[i];
+    const Int128 v = load_int(kind_, values, i);
+    Int128& acc = ints_[i];
     switch (reducer_) {
       case Reducer::Sum:
       case Reducer::Mean: acc = first ? v : acc + v; break;
@@ -153,7 +153,7 @@ void Accumulator::finish(void* out, const std::string& what, std::uint64_t first
     return;
   }
   for (std::size_t i = 0; i < count_; ++i) {
-    const __int128 v = reducer_ == Reducer::Mean ? rounded_mean(ints_[i], inputs_) : ints_[i];
+    const Int128 v = reducer_ == Reducer::Mean ? rounded_mean(ints_[i], inputs_) : ints_[i];
     if (!store_int(kind_, out, i, v))
       throw Error(what + ": " + reducer_name(reducer_) + " overflows " + num_kind_name(kind_) + " at element " +
                   std::to_string(first_index + i) + " (exact value " + int128_text(v) + ")");

@@ -17,6 +17,10 @@
 
 namespace mb {
 
+// Exact accumulators for integer sums (GCC/Clang extension; -Wpedantic is told).
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
 enum class NumKind { I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 };
 
 const char* num_kind_name(NumKind k);
@@ -39,7 +43,7 @@ class Accumulator {
   NumKind kind_;
   std::size_t count_;
   std::uint64_t inputs_ = 0;
-  std::vector<__int128> ints_;  // integer kinds
+  std::vector<Int128> ints_;  // integer kinds
   std::vector<double> floats_;  // float kinds
 };
 

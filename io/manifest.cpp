@@ -1,0 +1,67 @@
+#include "io/manifest.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace mb::io {
+
+nlohmann::ordered_json manifest_json(const Manifest& m) {
+  nlohmann::ordered_json j;
+  j["format"] = kManifestFormat;
+  j["version"] = kManifestVersion;
+  j["tool_version"] = m.tool_version;
+  j["source"] = m.source;
+  j["chunks"] = m.chunks;
+  j["options"] = m.options;
+  j["files"] = m.files;
+  j["spec"] = m.spec;
+  auto& datasets = j["datasets"] = nlohmann::ordered_json::object();
+  for (const auto& [path, rec] : m.datasets) {
+    auto rows = nlohmann::ordered_json::array();
+    for (const auto& r : rec.rows) rows.push_back({r.begin, r.end});
+    datasets[path] = {{"axis", rec.axis}, {"length", rec.length}, {"rows", rows}};
+  }
+  return j;
+}
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kManifestName).string();
+  std::ifstream in(path);
+  if (!in)
+    throw Error(path + ": no manifest (is " + dir + " the output of a finished split? merge also takes the files)");
+  Manifest m;
+  try {
+    const auto j = nlohmann::ordered_json::parse(in);
+    if (j.at("format") != kManifestFormat) throw Error(path + ": not a microbatch manifest");
+    if (j.at("version") != kManifestVersion)
+      throw Error(path + ": manifest version " + j.at("version").dump() + " is not supported (expected " +
+                  std::to_string(kManifestVersion) + ")");
+    m.tool_version = j.at("tool_version").get<std::string>();
+    m.source = j.at("source").get<std::string>();
+    m.chunks = j.at("chunks").get<std::uint64_t>();
+    m.options = j.at("options");
+    m.files = j.at("files").get<std::vector<std::string>>();
+    m.spec = j.at("spec");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": malformed manifest: " + e.what());
+  }
+  if (m.files.size() != m.chunks)
+    throw Error(path + ": manifest lists " + std::to_string(m.files.size()) + " files for " +
+                std::to_string(m.chunks) + " microbatches");
+  for (const auto& f : m.files)
+    if (f.empty() || f.find('/') != std::string::npos)
+      throw Error(path + ": manifest file name \"" + f + "\" is not a plain file name");
+  return m;
+}
+
+std::string microbatch_file_name(std::uint64_t index, std::uint64_t count) {
+  const std::size_t width = std::max<std::size_t>(5, std::to_string(count == 0 ? 0 : count - 1).size());
+  std::string digits = std::to_string(index);
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return "microbatch-" + digits + ".h5";
+}
+
+}  // namespace mb::io

@@ -1,0 +1,347 @@
+#include "io/merge_writer.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/partition.hpp"
+#include "core/plan.hpp"
+#include "core/reduce.hpp"
+#include "core/values.hpp"
+#include "io/atomic.hpp"
+#include "io/h5.hpp"
+#include "io/tree_reader.hpp"
+#include "io/types.hpp"
+
+namespace mb::io {
+namespace fs = std::filesystem;
+namespace {
+
+const char* kind_name(const NodeInfo& n) { return n.is_group() ? "group" : "dataset"; }
+
+std::string shape_text(const Shape& s) {
+  std::string out = "(";
+  for (std::size_t d = 0; d < s.size(); ++d) out += (d ? ", " : "") + std::to_string(s[d]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+template <typename T, typename Name>
+void compare_names(const std::vector<T>& a, const std::vector<T>& b, Name name, const std::string& what,
+                   const MergeInput& first, const MergeInput& other) {
+  std::set<std::string> in_a, in_b;
+  for (const auto& x : a) in_a.insert(name(x));
+  for (const auto& x : b) in_b.insert(name(x));
+  for (const auto& n : in_a)
+    if (!in_b.count(n)) throw Error(other.path + ": " + what + n + " is missing (present in " + first.path + ")");
+  for (const auto& n : in_b)
+    if (!in_a.count(n)) throw Error(other.path + ": " + what + n + " is extra (not in " + first.path + ")");
+}
+
+void compare_structure(const NodeInfo& a, const NodeInfo& b, const MergeInput& first, const MergeInput& other) {
+  if (a.kind != b.kind)
+    throw Error(other.path + ": " + b.path + " is a " + kind_name(b) + ", but a " + kind_name(a) + " in " +
+                first.path);
+  const std::string at = a.path == "/" ? "" : a.path;
+  compare_names(a.attributes, b.attributes, [](const AttributeInfo& x) { return x.name; },
+                "attribute " + at + "@", first, other);
+  compare_names(a.children, b.children, [](const NodeInfo& x) { return x.name; }, "member " + at + "/", first,
+                other);
+  for (const auto& child : a.children) compare_structure(child, *b.child(child.name), first, other);
+}
+
+std::uint64_t flat_index(const Shape& shape, const Shape& start) {
+  std::uint64_t flat = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + start[d];
+  return flat;
+}
+
+std::string type_name(hid_t type) { return h5::dtype_name(type); }
+
+class MergeWriter {
+ public:
+  MergeWriter(const MergeJob& job, const Resolution& resolution, std::vector<h5::Id>& files, hid_t output,
+              const std::string& output_name)
+      : job_(job), resolution_(resolution), files_(files), output_(output), output_name_(output_name) {}
+
+  void write(const NodeInfo& root) {
+    std::vector<h5::Id> roots;
+    for (std::size_t i = 0; i < files_.size(); ++i)
+      roots.emplace_back(H5Gopen2(files_[i].get(), "/", H5P_DEFAULT), where(i, "/"), "cannot open the root group");
+    h5::Id out_root(H5Gopen2(output_, "/", H5P_DEFAULT), {output_name_, "/"}, "cannot open the root group");
+    merge_attributes(root, roots, out_root.get());
+    write_children(root, roots, out_root.get());
+  }
+
+ private:
+  h5::Location where(std::size_t i, const std::string& path) const { return {job_.inputs[i].path, path}; }
+  h5::Location out_where(const std::string& path) const { return {output_name_, path}; }
+
+  [[noreturn]] void differ(const std::string& what, std::size_t i, const std::string& detail) const {
+    throw Error(what + " differs between " + job_.inputs[0].label + " and " + job_.inputs[i].label + ": " + detail);
+  }
+
+  std::vector<h5::Id> open_all(const std::vector<h5::Id>& parents, const NodeInfo& node) const {
+    std::vector<h5::Id> out;
+    for (std::size_t i = 0; i < parents.size(); ++i)
+      out.push_back(h5::open_object(parents[i].get(), node.name, where(i, node.path)));
+    return out;
+  }
+
+  void write_children(const NodeInfo& group, const std::vector<h5::Id>& srcs, hid_t dst) {
+    for (const auto& child : group.children) {
+      throw_if_interrupted();
+      std::vector<h5::Id> objects = open_all(srcs, child);
+      if (child.is_group()) {
+        h5::Id out(H5Gcreate2(dst, child.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), out_where(child.path),
+                   "cannot create the group");
+        merge_attributes(child, objects, out.get());
+        write_children(child, objects, out.get());
+      } else {
+        write_dataset(child, objects, dst);
+      }
+    }
+  }
+
+  // --- attributes ---------------------------------------------------------
+
+  void merge_attributes(const NodeInfo& node, const std::vector<h5::Id>& srcs, hid_t dst) {
+    for (const auto& attr : node.attributes) {
+      const LeafRule rule = resolution_.attribute_rule(node.path, attr.name);
+      const std::string what = node.path + "@" + attr.name;
+      std::vector<h5::AttributeValue> values;
+      for (std::size_t i = 0; i < srcs.size(); ++i)
+        values.push_back(h5::read_attribute(srcs[i].get(), attr.name, where(i, node.path)));
+      for (std::size_t i = 1; i < values.size(); ++i) check_alike(what, values[0], values[i], i);
+      if (rule.mode == LeafRule::Mode::Reduce) {
+        reduce_attribute(what, rule.reducer, node, attr.name, srcs, values[0], dst);
+        continue;
+      }
+      for (std::size_t i = 1; i < values.size(); ++i) check_equal(what, values[0], values[i], i);
+      h5::write_attribute(dst, attr.name, values[0], out_where(node.path));
+    }
+  }
+
+  void check_alike(const std::string& what, const h5::AttributeValue& a, const h5::AttributeValue& b,
+                   std::size_t i) const {
+    if (H5Tequal(a.type.get(), b.type.get()) <= 0)
+      differ(what, i, "dtype " + type_name(a.type.get()) + " vs " + type_name(b.type.get()));
+    if (a.shape.null_space != b.shape.null_space || a.shape.dims != b.shape.dims)
+      differ(what, i, "shape " + shape_text(a.shape.dims) + " vs " + shape_text(b.shape.dims));
+  }
+
+  void check_equal(const std::string& what, const h5::AttributeValue& a, const h5::AttributeValue& b,
+                   std::size_t i) const {
+    const ValueType t = h5::value_type_of(a.type.get(), {job_.inputs[0].path, what});
+    const std::uint64_t n = a.shape.elements();
+    if (auto at = first_difference(t, a.data.data(), b.data.data(), n))
+      differ(what, i, difference_text(t, a.shape.dims, a.data.data(), b.data.data(), n, 0, *at));
+  }
+
+  static std::string difference_text(const ValueType& t, const Shape& shape, const void* a, const void* b,
+                                     std::uint64_t n, std::uint64_t first_flat, std::uint64_t at) {
+    const bool scalar = shape.empty();
+    if (first_flat == 0 && n <= 8 && flat_elements(shape) == n)
+      return format_elements(t, a, n, scalar) + " vs " + format_elements(t, b, n, scalar);
+    const auto* pa = static_cast<const unsigned char*>(a) + at * t.size;
+    const auto* pb = static_cast<const unsigned char*>(b) + at * t.size;
+    return "at " + format_index(shape, first_flat + at) + ": " + format_element(t, pa) + " vs " +
+           format_element(t, pb);
+  }
+
+  static std::uint64_t flat_elements(const Shape& s) {
+    std::uint64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+  }
+
+  NumKind reducible_kind(const std::string& what, hid_t type) const {
+    const auto kind = h5::numeric_kind(type);
+    if (!kind)
+      throw Error(job_.inputs[0].path + ": " + what + ": cannot reduce dtype " + type_name(type) +
+                  " (reducers take integers and floats)");
+    return *kind;
+  }
+
+  void reduce_attribute(const std::string& what, Reducer reducer, const NodeInfo& node, const std::string& name,
+                        const std::vector<h5::Id>& srcs, const h5::AttributeValue& first, hid_t dst) {
+    const NumKind kind = reducible_kind(what, first.type.get());
+    const std::uint64_t n = first.shape.elements();
+    Accumulator acc(reducer, kind, n);
+    std::vector<unsigned char> buf(std::max<std::uint64_t>(n, 1) * num_kind_size(kind));
+    for (std::size_t i = 0; i < srcs.size(); ++i) {
+      const h5::Location at{job_.inputs[i].path, what};
+      h5::Id attr(H5Aopen(srcs[i].get(), name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
+      if (n > 0) h5::check(H5Aread(attr.get(), h5::native_type(kind), buf.data()), at, "cannot read the attribute");
+      acc.add(buf.data());
+    }
+    acc.finish(buf.data(), what);
+    const h5::Location at = out_where(what);
+    h5::Id attr(H5Acreate2(dst, name.c_str(), first.type.get(), first.space.get(), H5P_DEFAULT, H5P_DEFAULT), at,
+                "cannot create the attribute");
+    if (n > 0) h5::check(H5Awrite(attr.get(), h5::native_type(kind), buf.data()), at, "cannot write the attribute");
+    (void)node;
+  }
+
+  // --- datasets -----------------------------------------------------------
+
+  struct Inputs {
+    std::vector<h5::Id> types;
+    std::vector<h5::SpaceInfo> spaces;
+  };
+
+  Inputs describe(const NodeInfo& ds, const std::vector<h5::Id>& objects) const {
+    Inputs in;
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      const auto at = where(i, ds.path);
+      in.types.emplace_back(H5Dget_type(objects[i].get()), at, "cannot read the datatype");
+      h5::Id space(H5Dget_space(objects[i].get()), at, "cannot read the dataspace");
+      in.spaces.push_back(h5::space_info(space.get(), at));
+      if (i > 0 && H5Tequal(in.types[0].get(), in.types[i].get()) <= 0)
+        differ(ds.path, i, "dtype " + type_name(in.types[0].get()) + " vs " + type_name(in.types[i].get()));
+      if (in.spaces[i].null_space != in.spaces[0].null_space || in.spaces[i].dims.size() != in.spaces[0].dims.size())
+        differ(ds.path, i, "shape " + shape_text(in.spaces[0].dims) + " vs " + shape_text(in.spaces[i].dims));
+    }
+    return in;
+  }
+
+  void require_same_shape(const NodeInfo& ds, const Inputs& in, std::optional<std::size_t> except_axis) const {
+    for (std::size_t i = 1; i < in.spaces.size(); ++i)
+      for (std::size_t d = 0; d < in.spaces[0].dims.size(); ++d)
+        if (d != except_axis && in.spaces[i].dims[d] != in.spaces[0].dims[d])
+          differ(ds.path, i,
+                 "shape " + shape_text(in.spaces[0].dims) + " vs " + shape_text(in.spaces[i].dims) +
+                     (except_axis ? " outside the concatenation axis " + std::to_string(*except_axis) : ""));
+  }
+
+  void write_dataset(const NodeInfo& ds, const std::vector<h5::Id>& objects, hid_t dst_parent) {
+    const LeafRule& rule = resolution_.dataset_rule(ds.path);
+    const Inputs in = describe(ds, objects);
+    const Shape& dims0 = in.spaces[0].dims;
+    Shape out_dims = dims0;
+    std::optional<int> axis;
+    if (rule.mode == LeafRule::Mode::Split) {
+      axis = rule.axis;
+      require_same_shape(ds, in, static_cast<std::size_t>(rule.axis));
+      std::uint64_t total = 0;
+      for (const auto& s : in.spaces) total += s.dims[static_cast<std::size_t>(rule.axis)];
+      out_dims[static_cast<std::size_t>(rule.axis)] = total;
+    } else {
+      require_same_shape(ds, in, std::nullopt);
+    }
+    NumKind kind{};
+    if (rule.mode == LeafRule::Mode::Reduce) kind = reducible_kind(ds.path, in.types[0].get());
+    if (rule.mode == LeafRule::Mode::Replicate) compare_replicated(ds, objects, in);
+
+    h5::Id dst = h5::create_dataset_like(objects[0].get(), dst_parent, ds.name, out_dims, axis, out_where(ds.path));
+    merge_attributes(ds, objects, dst.get());
+    switch (rule.mode) {
+      case LeafRule::Mode::Split: concatenate(ds, objects, in, rule.axis, dst.get()); break;
+      case LeafRule::Mode::Replicate:
+        h5::copy_box(objects[0].get(), where(0, ds.path), Shape(dims0.size(), 0), dst.get(), out_where(ds.path),
+                     Shape(dims0.size(), 0), dims0, job_.buffer_bytes);
+        break;
+      case LeafRule::Mode::Reduce: reduce_dataset(ds, objects, in, rule.reducer, kind, dst.get()); break;
+    }
+  }
+
+  void concatenate(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in, int axis, hid_t dst) {
+    std::vector<std::uint64_t> lengths;
+    for (const auto& s : in.spaces) lengths.push_back(s.dims[static_cast<std::size_t>(axis)]);
+    const auto offsets = concat_offsets(lengths);
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      Shape dst_start(in.spaces[i].dims.size(), 0);
+      dst_start[static_cast<std::size_t>(axis)] = offsets[i];
+      h5::copy_box(objects[i].get(), where(i, ds.path), Shape(dst_start.size(), 0), dst, out_where(ds.path),
+                   dst_start, in.spaces[i].dims, job_.buffer_bytes);
+    }
+  }
+
+  void compare_replicated(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in) const {
+    if (in.spaces[0].null_space) return;
+    const hid_t type = in.types[0].get();
+    const ValueType t = h5::value_type_of(type, where(0, ds.path));
+    const Shape& shape = in.spaces[0].dims;
+    h5::Buffer a(type), b(type);
+    const std::size_t element = std::max<std::size_t>(H5Tget_size(type), 1);
+    // Both sides are in memory at once: half the buffer each.
+    for (std::size_t i = 1; i < objects.size(); ++i)
+      for_each_block(shape, job_.buffer_bytes / 2 / element, [&](const Shape& start, const Shape& block) {
+        h5::read_box(objects[0].get(), type, start, block, a, where(0, ds.path));
+        h5::read_box(objects[i].get(), type, start, block, b, where(i, ds.path));
+        if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
+          differ(ds.path, i,
+                 difference_text(t, shape, a.data(), b.data(), a.elements(), flat_index(shape, start), *at));
+      });
+  }
+
+  void reduce_dataset(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in, Reducer reducer,
+                      NumKind kind, hid_t dst) {
+    if (in.spaces[0].null_space) return;
+    const Shape& shape = in.spaces[0].dims;
+    const hid_t mem = h5::native_type(kind);
+    h5::Buffer buf(mem), out(mem);
+    // One input block, the output block and the 16-byte accumulators at once.
+    const std::size_t per_element = 2 * num_kind_size(kind) + 16;
+    for_each_block(shape, job_.buffer_bytes / per_element, [&](const Shape& start, const Shape& block) {
+      std::uint64_t n = 1;
+      for (auto d : block) n *= d;
+      Accumulator acc(reducer, kind, n);
+      for (std::size_t i = 0; i < objects.size(); ++i) {
+        h5::read_box(objects[i].get(), mem, start, block, buf, where(i, ds.path));
+        acc.add(buf.data());
+      }
+      out.prepare(n);
+      acc.finish(out.data(), ds.path, flat_index(shape, start));
+      h5::write_box(dst, mem, start, block, out.data(), out_where(ds.path));
+    });
+  }
+
+  const MergeJob& job_;
+  const Resolution& resolution_;
+  std::vector<h5::Id>& files_;
+  hid_t output_;
+  std::string output_name_;
+};
+
+void check_output_path(const MergeJob& job) {
+  std::error_code ec;
+  if (fs::is_directory(job.output, ec)) throw Error(job.output + ": the output path is a directory");
+  if (!fs::exists(job.output, ec)) return;
+  for (const auto& in : job.inputs)
+    if (fs::equivalent(in.path, job.output, ec))
+      throw Error(job.output + ": the output would replace input " + in.path);
+  if (!job.force) throw Error(job.output + ": the output exists; use --force to replace it");
+}
+
+}  // namespace
+
+NodeInfo read_common_tree(const std::vector<MergeInput>& inputs) {
+  if (inputs.empty()) throw usage_error("merge needs at least one input");
+  NodeInfo first;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    h5::Id file = h5::open_file_read_only(inputs[i].path);
+    NodeInfo tree = h5::read_tree(file.get(), inputs[i].path);
+    if (i == 0) {
+      first = std::move(tree);
+    } else {
+      compare_structure(first, tree, inputs[0], inputs[i]);
+    }
+  }
+  return first;
+}
+
+void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& resolution) {
+  check_output_path(job);
+  std::vector<h5::Id> files;
+  for (const auto& in : job.inputs) files.push_back(h5::open_file_read_only(in.path));
+  AtomicOutputs outputs;
+  const std::string temp = outputs.add(job.output);
+  h5::Id out = h5::create_file(temp);
+  MergeWriter(job, resolution, files, out.get(), job.output).write(tree);
+  out.close({job.output, ""});
+  if (job.progress) job.progress(1, 1);
+  outputs.publish();
+  outputs.keep();
+}
+
+}  // namespace mb::io

@@ -1,0 +1,175 @@
+#include "io/split_writer.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "io/atomic.hpp"
+#include "io/h5.hpp"
+#include "io/manifest.hpp"
+
+namespace mb::io {
+namespace fs = std::filesystem;
+namespace {
+
+// At most this many microbatch files are open at once; the input is walked
+// once per batch of outputs, so each dataset is opened ceil(N/K) times.
+constexpr std::size_t kOpenOutputs = 64;
+
+bool is_split_output(const std::string& name) {
+  const bool microbatch = name.rfind("microbatch-", 0) == 0 && name.size() > 3 && name.ends_with(".h5");
+  const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".manifest.json.tmp-", 0) == 0;
+  return microbatch || temporary || name == kManifestName;
+}
+
+// Refuses to overwrite an earlier split unless forced; when forced, removes
+// it, manifest first, so that no mix of old and new can pass for finished.
+void prepare_output_dir(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw Error(dir + ": the output path exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create the output directory: " + ec.message());
+  std::vector<fs::path> earlier;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());
+  if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
+  if (earlier.empty()) return;
+  if (!force)
+    throw Error(dir + ": holds the output of an earlier split (" + earlier.front().filename().string() +
+                "); use --force to replace it");
+  std::sort(earlier.begin(), earlier.end(), [](const fs::path& a, const fs::path& b) {
+    return (a.filename() == kManifestName) > (b.filename() == kManifestName);
+  });
+  for (const auto& p : earlier)
+    if (!fs::remove(p, ec) || ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
+}
+
+class SplitWriter {
+ public:
+  SplitWriter(const SplitJob& job, const Resolution& resolution, const SplitPlan& plan, hid_t input)
+      : job_(job), resolution_(resolution), plan_(plan), input_(input) {}
+
+  // Writes microbatches [first, first + outputs.size()) from the tree;
+  // `names` are their final paths, for messages.
+  void write_batch(const NodeInfo& tree, std::uint64_t first, std::vector<h5::Id>& outputs,
+                   const std::vector<std::string>& names) {
+    first_ = first;
+    names_ = &names;
+    std::vector<hid_t> roots;
+    for (auto& f : outputs) roots.push_back(f.get());
+    h5::Id root(H5Gopen2(input_, "/", H5P_DEFAULT), {job_.input, "/"}, "cannot open the root group");
+    for (std::size_t i = 0; i < roots.size(); ++i)
+      h5::copy_attributes(root.get(), {job_.input, "/"}, roots[i], out_where(i, "/"));
+    write_children(tree, root.get(), roots);
+  }
+
+ private:
+  h5::Location out_where(std::size_t i, const std::string& path) const { return {(*names_)[i], path}; }
+
+  void write_children(const NodeInfo& group, hid_t src_group, const std::vector<hid_t>& dst_groups) {
+    for (const auto& child : group.children) {
+      throw_if_interrupted();
+      const h5::Location src_where{job_.input, child.path};
+      h5::Id src = h5::open_object(src_group, child.name, src_where);
+      if (child.is_group()) {
+        write_group(child, src.get(), dst_groups);
+      } else {
+        write_dataset(child, src.get(), dst_groups);
+      }
+    }
+  }
+
+  void write_group(const NodeInfo& group, hid_t src, const std::vector<hid_t>& dst_parents) {
+    std::vector<h5::Id> created;
+    std::vector<hid_t> dst;
+    for (std::size_t i = 0; i < dst_parents.size(); ++i) {
+      const auto where = out_where(i, group.path);
+      created.emplace_back(H5Gcreate2(dst_parents[i], group.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                           where, "cannot create the group");
+      h5::copy_attributes(src, {job_.input, group.path}, created.back().get(), where);
+      dst.push_back(created.back().get());
+    }
+    write_children(group, src, dst);
+  }
+
+  void write_dataset(const NodeInfo& ds, hid_t src, const std::vector<hid_t>& dst_parents) {
+    const h5::Location src_where{job_.input, ds.path};
+    const LeafRule& rule = resolution_.dataset_rule(ds.path);
+    const auto pieces = plan_.pieces.find(ds.path);
+    for (std::size_t i = 0; i < dst_parents.size(); ++i) {
+      const auto where = out_where(i, ds.path);
+      Shape start(ds.rank(), 0), count = ds.shape;
+      std::optional<int> axis;
+      if (rule.mode == LeafRule::Mode::Split) {
+        axis = rule.axis;
+        const Range& r = pieces->second.at(first_ + i);
+        start[static_cast<std::size_t>(rule.axis)] = r.begin;
+        count[static_cast<std::size_t>(rule.axis)] = r.size();
+      }
+      h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, count, axis, where);
+      h5::copy_attributes(src, src_where, dst.get(), where);
+      h5::copy_box(src, src_where, start, dst.get(), where, Shape(ds.rank(), 0), count, job_.buffer_bytes);
+    }
+  }
+
+  const SplitJob& job_;
+  const Resolution& resolution_;
+  const SplitPlan& plan_;
+  hid_t input_;
+  std::uint64_t first_ = 0;
+  const std::vector<std::string>* names_ = nullptr;
+};
+
+Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const SplitPlan& plan,
+                       const std::vector<std::string>& files, const NodeInfo& tree) {
+  Manifest m;
+  m.tool_version = job.tool_version;
+  m.source = job.input;
+  m.spec = job.spec;
+  m.options = job.options;
+  m.chunks = plan.count;
+  m.files = files;
+  for (const auto& [path, rows] : plan.pieces) {
+    SplitDatasetRecord rec;
+    rec.axis = resolution.dataset_rule(path).axis;
+    rec.rows = rows;
+    for_each_node(tree, [&](const NodeInfo& n) {
+      if (n.path == path) rec.length = n.shape.at(static_cast<std::size_t>(rec.axis));
+    });
+    m.datasets[path] = std::move(rec);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, const Resolution& resolution,
+                                     const SplitPlan& plan) {
+  h5::Id input = h5::open_file_read_only(job.input);
+  prepare_output_dir(job.output_dir, job.force);
+
+  std::vector<std::string> files;
+  AtomicOutputs outputs;
+  SplitWriter writer(job, resolution, plan, input.get());
+  for (std::uint64_t first = 0; first < plan.count; first += kOpenOutputs) {
+    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, plan.count - first);
+    std::vector<h5::Id> handles;
+    std::vector<std::string> finals;
+    for (std::uint64_t i = first; i < first + n; ++i) {
+      files.push_back(microbatch_file_name(i, plan.count));
+      finals.push_back((fs::path(job.output_dir) / files.back()).string());
+      handles.push_back(h5::create_file(outputs.add(finals.back())));
+    }
+    writer.write_batch(tree, first, handles, finals);
+    for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({finals[i], ""});
+    if (job.progress) job.progress(first + n, plan.count);
+  }
+  outputs.publish();
+  const Manifest manifest = make_manifest(job, resolution, plan, files, tree);
+  write_text_atomically((fs::path(job.output_dir) / kManifestName).string(), manifest_json(manifest).dump(2) + "\n");
+  outputs.keep();
+  return files;
+}
+
+}  // namespace mb::io

@@ -1,0 +1,155 @@
+#include "io/tree_reader.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "io/types.hpp"
+
+namespace mb::h5 {
+namespace {
+
+struct Link {
+  std::string name;
+  H5L_type_t type;
+};
+
+herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  static_cast<std::vector<Link>*>(data)->push_back({name, info->type});
+  return 0;
+}
+
+herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
+  return 0;
+}
+
+std::vector<AttributeInfo> read_attributes(hid_t object, const Location& where) {
+  std::vector<std::string> names;
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attribute, &names), where,
+        "cannot list attributes");
+  std::vector<AttributeInfo> out;
+  for (const auto& name : names) {
+    const Location at{where.file, where.path + "@" + name};
+    Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
+    Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
+    Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
+    value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
+    const SpaceInfo s = space_info(space.get(), at);
+    out.push_back({name, s.dims, s.null_space, dtype_name(type.get())});
+  }
+  return out;
+}
+
+std::string filter_text(hid_t dcpl, unsigned index, const Location& where) {
+  unsigned flags = 0, config = 0;
+  size_t n_values = 0;
+  char name[256] = {};
+  const H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof name, name, &config);
+  if (id < 0) fail(where, "cannot read the dataset's filters");
+  const std::string label = (*name ? std::string(name) : std::string("filter")) + " (id " + std::to_string(id) + ")";
+  if (H5Zfilter_avail(id) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(where.describe() + ": filter " + label +
+                " is not available to the HDF5 library (install its plugin, e.g. hdf5-filter-plugin, or set "
+                "HDF5_PLUGIN_PATH)");
+  }
+  switch (id) {
+    case H5Z_FILTER_DEFLATE: return "gzip";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    default: return label;
+  }
+}
+
+StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& where) {
+  StorageInfo info;
+  info.max_shape = space.max_dims;
+  Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  switch (H5Pget_layout(dcpl.get())) {
+    case H5D_COMPACT: info.layout = "compact"; break;
+    case H5D_CONTIGUOUS: info.layout = "contiguous"; break;
+    case H5D_VIRTUAL: info.layout = "virtual"; break;
+    case H5D_CHUNKED: {
+      info.layout = "chunked";
+      std::vector<hsize_t> chunks(space.dims.size());
+      check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunks.size()), chunks.data()), where,
+            "cannot read the chunk shape");
+      info.chunks.assign(chunks.begin(), chunks.end());
+      break;
+    }
+    default: fail(where, "cannot read the dataset's layout");
+  }
+  const int n = check(H5Pget_nfilters(dcpl.get()), where, "cannot read the dataset's filters");
+  for (int i = 0; i < n; ++i) info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where));
+  return info;
+}
+
+void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
+  node.kind = NodeInfo::Kind::Dataset;
+  Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
+  Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
+  value_type_of(type.get(), where);
+  const SpaceInfo s = space_info(space.get(), where);
+  node.shape = s.dims;
+  node.null_space = s.null_space;
+  node.dtype = dtype_name(type.get());
+  node.storage = read_storage(dataset, s, where);
+  node.attributes = read_attributes(dataset, where);
+}
+
+void read_group(hid_t group, const Location& where, NodeInfo& node) {
+  node.kind = NodeInfo::Kind::Group;
+  node.attributes = read_attributes(group, where);
+  std::vector<Link> links;
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
+  for (const auto& link : links) {
+    const Location at = where.child(link.name);
+    if (link.type != H5L_TYPE_HARD)
+      throw Error(at.describe() + ": " + (link.type == H5L_TYPE_SOFT ? "soft" : "external") +
+                  " links are not supported (only hard links: groups and datasets)");
+    Id object(H5Oopen(group, link.name.c_str(), H5P_DEFAULT), at, "cannot open");
+    NodeInfo child;
+    child.name = link.name;
+    child.path = at.path;
+    switch (H5Iget_type(object.get())) {
+      case H5I_GROUP: read_group(object.get(), at, child); break;
+      case H5I_DATASET: read_dataset(object.get(), at, child); break;
+      default: throw Error(at.describe() + ": named datatypes are not supported (only groups and datasets)");
+    }
+    node.children.push_back(std::move(child));
+  }
+  std::sort(node.children.begin(), node.children.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
+}
+
+}  // namespace
+
+NodeInfo read_tree(hid_t file, const std::string& file_name) {
+  NodeInfo root;
+  root.path = "/";
+  Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
+  read_group(group.get(), {file_name, "/"}, root);
+  return root;
+}
+
+}  // namespace mb::h5
+
+#include "io/copy.hpp"
+
+namespace mb::h5 {
+
+std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
+                              const std::string& name) {
+  const Location where{file_name, object_path};
+  Id object = open_object(file, object_path, where);
+  const AttributeValue value = read_attribute(object.get(), name, where);
+  if (value.shape.null_space) return "(null)";
+  const ValueType type = value_type_of(value.type.get(), where);
+  return format_elements(type, value.data.data(), value.shape.elements(), value.shape.dims.empty());
+}
+
+}  // namespace mb::h5

@@ -1,0 +1,203 @@
+#include "io/types.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace mb::h5 {
+namespace {
+
+std::string take_name(char* name) {
+  std::string out = name ? name : "";
+  if (name) H5free_memory(name);
+  return out;
+}
+
+bool big_endian(hid_t type) { return H5Tget_order(type) == H5T_ORDER_BE; }
+
+bool is_h5py_bool(hid_t type) {
+  if (H5Tget_nmembers(type) != 2) return false;
+  return take_name(H5Tget_member_name(type, 0)) == "FALSE" && take_name(H5Tget_member_name(type, 1)) == "TRUE";
+}
+
+bool is_complex(hid_t type) {
+  if (H5Tget_nmembers(type) != 2) return false;
+  Id r(H5Tget_member_type(type, 0)), i(H5Tget_member_type(type, 1));
+  return take_name(H5Tget_member_name(type, 0)) == "r" && take_name(H5Tget_member_name(type, 1)) == "i" &&
+         H5Tget_class(r.get()) == H5T_FLOAT && H5Tequal(r.get(), i.get()) > 0;
+}
+
+std::string array_dims(hid_t type) {
+  const int rank = H5Tget_array_ndims(type);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Tget_array_dims2(type, dims.data());
+  std::string out = "[";
+  for (std::size_t d = 0; d < dims.size(); ++d) out += (d ? "," : "") + std::to_string(dims[d]);
+  return out + "]";
+}
+
+}  // namespace
+
+ValueType value_type_of(hid_t type, const Location& where) {
+  using K = ValueType::Kind;
+  const std::size_t size = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER:
+      return ValueType::scalar(H5Tget_sign(type) == H5T_SGN_NONE ? K::UInt : K::Int, size, big_endian(type));
+    case H5T_FLOAT: return ValueType::scalar(K::Float, size, big_endian(type));
+    case H5T_ENUM: {
+      ValueType t = ValueType::scalar(K::Enum, size);
+      Id base(H5Tget_super(type), where, "cannot read an enum's base type");
+      t.elements.push_back(value_type_of(base.get(), where));
+      const int n = H5Tget_nmembers(type);
+      for (int i = 0; i < n; ++i) {
+        t.names.push_back(take_name(H5Tget_member_name(type, static_cast<unsigned>(i))));
+        // Member values are stored in the base type; HDF5 converts one to long long for us.
+        std::vector<unsigned char> raw(std::max(size, sizeof(long long)));
+        check(H5Tget_member_value(type, static_cast<unsigned>(i), raw.data()), where, "cannot read an enum value");
+        check(H5Tconvert(base.get(), H5T_NATIVE_LLONG, 1, raw.data(), nullptr, H5P_DEFAULT), where,
+              "cannot convert an enum value");
+        long long v = 0;
+        std::memcpy(&v, raw.data(), sizeof v);
+        t.enum_values.push_back(v);
+      }
+      return t;
+    }
+    case H5T_STRING:
+      return ValueType::scalar(H5Tis_variable_str(type) > 0 ? K::VlenString : K::FixedString, size);
+    case H5T_COMPOUND: {
+      ValueType t = ValueType::scalar(K::Compound, size);
+      const int n = H5Tget_nmembers(type);
+      for (int i = 0; i < n; ++i) {
+        const auto idx = static_cast<unsigned>(i);
+        Id member(H5Tget_member_type(type, idx), where, "cannot read a compound member type");
+        t.names.push_back(take_name(H5Tget_member_name(type, idx)));
+        t.offsets.push_back(H5Tget_member_offset(type, idx));
+        t.elements.push_back(value_type_of(member.get(), where));
+      }
+      return t;
+    }
+    case H5T_ARRAY: {
+      ValueType t = ValueType::scalar(K::Array, size);
+      Id base(H5Tget_super(type), where, "cannot read an array's base type");
+      t.elements.push_back(value_type_of(base.get(), where));
+      t.count = t.elements[0].size ? size / t.elements[0].size : 0;
+      return t;
+    }
+    case H5T_VLEN: {
+      ValueType t = ValueType::scalar(K::Vlen, size);
+      Id base(H5Tget_super(type), where, "cannot read a sequence's base type");
+      t.elements.push_back(value_type_of(base.get(), where));
+      return t;
+    }
+    case H5T_OPAQUE:
+    case H5T_BITFIELD: return ValueType::scalar(K::Opaque, size);
+    default: break;
+  }
+  throw Error(where.describe() + ": datatype " + dtype_name(type) + " is not supported");
+}
+
+std::string dtype_name(hid_t type) {
+  const std::size_t size = H5Tget_size(type);
+  const std::string bits = std::to_string(size * 8);
+  const std::string order = big_endian(type) ? " (big-endian)" : "";
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + bits + order;
+    case H5T_FLOAT: return "float" + bits + order;
+    case H5T_ENUM: {
+      if (is_h5py_bool(type)) return "bool";
+      Id base(H5Tget_super(type));
+      return "enum(" + (base.valid() ? dtype_name(base.get()) : std::string("?")) + ")";
+    }
+    case H5T_STRING: {
+      const bool utf8 = H5Tget_cset(type) == H5T_CSET_UTF8;
+      if (H5Tis_variable_str(type) > 0) return utf8 ? "str" : "bytes (vlen ascii)";
+      return "|S" + std::to_string(size) + (utf8 ? " (utf-8)" : "");
+    }
+    case H5T_COMPOUND: {
+      if (is_complex(type)) return "complex" + bits + order;
+      std::string out = "{";
+      const int n = H5Tget_nmembers(type);
+      for (int i = 0; i < n; ++i) {
+        Id member(H5Tget_member_type(type, static_cast<unsigned>(i)));
+        out += (i ? ", " : "") + take_name(H5Tget_member_name(type, static_cast<unsigned>(i))) + ": " +
+               (member.valid() ? dtype_name(member.get()) : "?");
+      }
+      return out + "}";
+    }
+    case H5T_ARRAY: {
+      Id base(H5Tget_super(type));
+      return (base.valid() ? dtype_name(base.get()) : std::string("?")) + array_dims(type);
+    }
+    case H5T_VLEN: {
+      Id base(H5Tget_super(type));
+      return "vlen " + (base.valid() ? dtype_name(base.get()) : std::string("?"));
+    }
+    case H5T_OPAQUE: return "opaque" + bits;
+    case H5T_BITFIELD: return "bitfield" + bits;
+    case H5T_REFERENCE: return "reference";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+  }
+}
+
+bool has_variable_length(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_VLEN: return true;
+    case H5T_STRING: return H5Tis_variable_str(type) > 0;
+    case H5T_COMPOUND: {
+      const int n = H5Tget_nmembers(type);
+      for (int i = 0; i < n; ++i) {
+        Id member(H5Tget_member_type(type, static_cast<unsigned>(i)));
+        if (member.valid() && has_variable_length(member.get())) return true;
+      }
+      return false;
+    }
+    case H5T_ARRAY: {
+      Id base(H5Tget_super(type));
+      return base.valid() && has_variable_length(base.get());
+    }
+    default: return false;
+  }
+}
+
+std::optional<NumKind> numeric_kind(hid_t type) {
+  const std::size_t size = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: {
+      const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
+      switch (size) {
+        case 1: return is_unsigned ? NumKind::U8 : NumKind::I8;
+        case 2: return is_unsigned ? NumKind::U16 : NumKind::I16;
+        case 4: return is_unsigned ? NumKind::U32 : NumKind::I32;
+        case 8: return is_unsigned ? NumKind::U64 : NumKind::I64;
+        default: return std::nullopt;
+      }
+    }
+    case H5T_FLOAT:
+      // float16 is reduced in float32 and rounded back by HDF5 on write.
+      if (size <= 4) return NumKind::F32;
+      if (size == 8) return NumKind::F64;
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+hid_t native_type(NumKind kind) {
+  switch (kind) {
+    case NumKind::I8: return H5T_NATIVE_INT8;
+    case NumKind::I16: return H5T_NATIVE_INT16;
+    case NumKind::I32: return H5T_NATIVE_INT32;
+    case NumKind::I64: return H5T_NATIVE_INT64;
+    case NumKind::U8: return H5T_NATIVE_UINT8;
+    case NumKind::U16: return H5T_NATIVE_UINT16;
+    case NumKind::U32: return H5T_NATIVE_UINT32;
+    case NumKind::U64: return H5T_NATIVE_UINT64;
+    case NumKind::F32: return H5T_NATIVE_FLOAT;
+    case NumKind::F64: return H5T_NATIVE_DOUBLE;
+  }
+  return H5T_NATIVE_INT8;
+}
+
+}  // namespace mb::h5

@@ -1,0 +1,38 @@
+#pragma once
+// What the subcommands share: logging flags, progress on a terminal, spec
+// loading, the buffer-size option.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/spec.hpp"
+#include "io/split_writer.hpp"
+
+namespace mb::cli {
+
+// -q / -v / --log-level, on the app and every subcommand.
+void add_logging_options(CLI::App& app);
+void apply_logging_options();
+
+// Adds --buffer-size (MiB) bound to `bytes`.
+void add_buffer_option(CLI::App& app, std::size_t& bytes);
+
+// A progress callback that redraws one line on stderr when it is a terminal
+// and logging is not quieted; otherwise nothing.
+io::Progress terminal_progress(const std::string& verb);
+
+// The spec file when given, else the default spec ("null").
+SpecNode load_spec_or_default(const std::string& path, std::string& spec_name);
+
+// Runs fn; an mb::Error it throws is given `file` as its first word, so
+// resolution and planning errors name the batch file they are about.
+template <typename Fn>
+auto about_file(const std::string& file, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw Error(file + ": " + e.what(), e.kind());
+  }
+}
+
+}  // namespace mb::cli

@@ -1,0 +1,51 @@
+#pragma once
+// Atomic outputs: every output is written under a hidden temporary name in
+// its final directory and renamed into place only when the whole job is
+// complete. Until then nothing under a final name can pass for finished
+// output; on an error, or SIGINT/SIGTERM/SIGHUP, what was written is removed.
+#include <string>
+#include <vector>
+
+namespace mb::io {
+
+// Installs handlers that turn SIGINT, SIGTERM and SIGHUP into an
+// interruption the copy loops notice (see throw_if_interrupted).
+void install_interrupt_handlers();
+
+// Throws mb::Error (exit 130) when a signal asked us to stop.
+void throw_if_interrupted();
+
+class AtomicOutputs {
+ public:
+  AtomicOutputs() = default;
+  AtomicOutputs(const AtomicOutputs&) = delete;
+  AtomicOutputs& operator=(const AtomicOutputs&) = delete;
+  ~AtomicOutputs();
+
+  // Registers an output; returns the temporary path to write it under.
+  std::string add(const std::string& final_path);
+
+  // Renames every temporary into place, in the order added. After this the
+  // outputs still disappear on destruction unless keep() is called.
+  void publish();
+
+  // The job is complete: leave the published outputs alone.
+  void keep() { kept_ = true; }
+
+ private:
+  struct Entry {
+    std::string temp;
+    std::string final_path;
+    bool published = false;
+  };
+  std::vector<Entry> entries_;
+  bool kept_ = false;
+};
+
+// Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
+std::string temporary_name(const std::string& final_path);
+
+// Writes `text` to `path` atomically (temporary file, fsync, rename).
+void write_text_atomically(const std::string& path, const std::string& text);
+
+}  // namespace mb::io

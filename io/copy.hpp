@@ -1,0 +1,81 @@
+#pragma once
+// The copy engine: creating datasets like their source, moving elements in
+// bounded blocks, reading, writing and comparing attributes.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/h5.hpp"
+
+namespace mb::h5 {
+
+inline constexpr std::size_t kDefaultBufferBytes = 64u << 20;
+
+// A transfer buffer for `type` elements. Variable-length elements read into
+// it own heap memory that HDF5 allocated; it is reclaimed on reuse and at
+// destruction.
+class Buffer {
+ public:
+  explicit Buffer(hid_t type);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&&) = delete;
+
+  // Room for `elements` zeroed elements (the old content is released).
+  void* prepare(std::uint64_t elements);
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  std::uint64_t elements() const { return elements_; }
+
+ private:
+  void reclaim();
+  hid_t type_;  // not owned
+  std::size_t element_size_;
+  bool variable_;
+  std::uint64_t elements_ = 0;
+  std::vector<unsigned char> bytes_;
+};
+
+// Creates `name` in `parent` with the source's datatype and creation
+// properties (layout, filters, fill value), resized to `dims`. On the
+// resized axis a fixed maximum follows the new length and an unlimited one
+// stays unlimited; chunk dimensions are clamped to fixed extents.
+Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
+                       std::optional<int> resized_axis, const Location& where);
+
+// Copies the box [src_start, src_start + count) of `src` to `dst` at
+// `dst_start`, through blocks of at most `buffer_bytes`.
+void copy_box(hid_t src, const Location& src_where, const Shape& src_start, hid_t dst, const Location& dst_where,
+              const Shape& dst_start, const Shape& count, std::size_t buffer_bytes);
+
+// Reads the box of `dataset` into `buffer` as `mem_type` elements.
+void read_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, Buffer& buffer,
+              const Location& where);
+void write_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, const void* data,
+               const Location& where);
+
+// An attribute's value in memory, with its own type and dataspace.
+struct AttributeValue {
+  Id type;
+  Id space;
+  SpaceInfo shape;
+  Buffer data;
+  explicit AttributeValue(Id t) : type(std::move(t)), data(type.get()) {}
+};
+
+std::vector<std::string> attribute_names(hid_t object, const Location& where);
+AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
+void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
+
+// Copies every attribute of `src` onto `dst`.
+void copy_attributes(hid_t src, const Location& src_where, hid_t dst, const Location& dst_where);
+
+// Opens the group or dataset at `path` below `file`.
+Id open_object(hid_t file, const std::string& path, const Location& where);
+
+}  // namespace mb::h5

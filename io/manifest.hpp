@@ -1,0 +1,43 @@
+#pragma once
+// manifest.json: what a split did, written last into the output directory;
+// merge of a directory takes the file order, completeness and spec from it.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/partition.hpp"
+
+namespace mb::io {
+
+inline constexpr const char* kManifestName = "manifest.json";
+inline constexpr const char* kManifestFormat = "microbatch-manifest";
+inline constexpr int kManifestVersion = 1;
+
+struct SplitDatasetRecord {
+  int axis = 0;
+  std::uint64_t length = 0;
+  std::vector<Range> rows;  // per microbatch
+};
+
+struct Manifest {
+  std::string tool_version;
+  std::string source;
+  nlohmann::ordered_json spec;     // the resolved spec
+  nlohmann::ordered_json options;  // the split options that shaped the plan
+  std::uint64_t chunks = 0;
+  std::vector<std::string> files;  // names relative to the manifest's directory
+  std::map<std::string, SplitDatasetRecord> datasets;
+};
+
+nlohmann::ordered_json manifest_json(const Manifest& m);
+
+// Reads DIR/manifest.json, checking its format, version and that it lists
+// `chunks` files. Throws mb::Error naming the manifest.
+Manifest read_manifest(const std::string& dir);
+
+// Microbatch file name for index i of n: zero-padded so a glob lists them in order.
+std::string microbatch_file_name(std::uint64_t index, std::uint64_t count);
+
+}  // namespace mb::io

@@ -1,0 +1,34 @@
+#pragma once
+// Merges microbatch files back into one batch: concatenation of split
+// leaves, exact equality of replicated leaves and attributes, reducers.
+#include <string>
+#include <vector>
+
+#include "core/resolve.hpp"
+#include "core/tree.hpp"
+#include "io/copy.hpp"
+#include "io/split_writer.hpp"
+
+namespace mb::io {
+
+struct MergeInput {
+  std::string path;
+  std::string label;  // "microbatch 3 (dir/microbatch-00003.h5)", for messages
+};
+
+struct MergeJob {
+  std::vector<MergeInput> inputs;
+  std::string output;
+  bool force = false;
+  std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+  Progress progress;
+};
+
+// Reads every input's tree and checks that they all have the tree of the
+// first (same groups, datasets and attributes). Returns the first's tree.
+NodeInfo read_common_tree(const std::vector<MergeInput>& inputs);
+
+// Writes the merged file. On any error no file is left at job.output.
+void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& resolution);
+
+}  // namespace mb::io

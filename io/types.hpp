@@ -1,0 +1,32 @@
+#pragma once
+// HDF5 datatypes: their description for core/values, their numpy-style name,
+// and the native numeric type used by reducers.
+#include <hdf5.h>
+
+#include <optional>
+#include <string>
+
+#include "core/reduce.hpp"
+#include "core/values.hpp"
+#include "io/h5.hpp"
+
+namespace mb::h5 {
+
+// Describes `type` (as used in memory). Throws mb::Error naming `where` for
+// classes microbatch cannot handle (references, time).
+ValueType value_type_of(hid_t type, const Location& where);
+
+// numpy-style name: int64, float16, bool, complex64, |S8, str, {a: int32, ...}.
+std::string dtype_name(hid_t type);
+
+// True when elements hold pointers (variable-length strings or sequences),
+// so buffers must be reclaimed and compared by content.
+bool has_variable_length(hid_t type);
+
+// The reducer kind for a numeric type; nullopt for anything else.
+std::optional<NumKind> numeric_kind(hid_t type);
+
+// HDF5's predefined native type for a reducer kind (not to be closed).
+hid_t native_type(NumKind kind);
+
+}  // namespace mb::h5

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Writes sample_data/: a small LLM-style batch, its spec, and per-microbatch
+model outputs with their spec. Deterministic: rerunning gives the same data.
+
+    /usr/bin/python3 scripts/make_sample_data.py [OUT_DIR]
+"""
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+
+B, S, H, W, V, VOCAB = 8, 32, 16, 16, 16, 1000
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "sample_data")
+
+
+def write_batch(path, rng):
+    with h5py.File(path, "w", track_order=False) as f:
+        f.attrs["step"] = np.int64(1200)
+        f.attrs["model_name"] = "tiny-vlm-0.1"
+        ids = rng.integers(0, VOCAB, size=(B, S), dtype=np.int64)
+        lengths = rng.integers(S // 2, S + 1, size=B)
+        mask = np.arange(S)[None, :] < lengths[:, None]
+        f["input_ids"] = np.where(mask, ids, 0)
+        f["labels"] = np.where(mask, np.roll(ids, -1, axis=1), -100)
+        f["attention_mask"] = mask
+        # mRoPE: temporal, height and width position ids, batch on axis 1.
+        f["position_ids"] = np.broadcast_to(np.arange(S, dtype=np.int64), (3, B, S)).copy()
+        pix = rng.standard_normal((B, 3, H, W)).astype(np.float16)
+        d = f.create_dataset("pixel_values", data=pix, chunks=(1, 3, H, W), compression="gzip",
+                             compression_opts=4, shuffle=True)
+        d.attrs["normalization"] = "imagenet"
+        prompts = [f"Describe image {i}: " + "what is shown? " * int(rng.integers(1, 4)) for i in range(B)]
+        f.create_dataset("prompts", data=prompts, dtype=h5py.string_dtype())
+        f["temperature"] = np.float32(0.7)
+
+
+def write_outputs(directory, rng, pieces=4):
+    os.makedirs(directory, exist_ok=True)
+    rows = B // pieces
+    for i in range(pieces):
+        with h5py.File(os.path.join(directory, f"out-{i:05d}.h5"), "w") as f:
+            f.attrs["step"] = np.int64(1200)
+            f.attrs["num_tokens"] = np.int64(rng.integers(rows * S // 2, rows * S))
+            f["logits"] = rng.standard_normal((rows, S, V)).astype(np.float32)
+            f["loss"] = np.float32(rng.uniform(1.5, 3.0))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.default_rng(20261130)
+    write_batch(os.path.join(OUT, "batch.h5"), rng)
+    with open(os.path.join(OUT, "batch_spec.json"), "w") as f:
+        json.dump({"input_ids": 0, "labels": 0, "attention_mask": 0, "position_ids": 1,
+                   "pixel_values": {"split_axis": 0}, "prompts": 0, "temperature": "replicate"}, f, indent=2)
+        f.write("\n")
+    write_outputs(os.path.join(OUT, "model_outputs"), rng)
+    with open(os.path.join(OUT, "outputs_spec.json"), "w") as f:
+        json.dump({"@num_tokens": {"reduce": "sum"}, "logits": 0, "loss": {"reduce": "mean"}}, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
