@@ -1,0 +1,72 @@
+"""Shared helpers for the end-to-end tests: run the built binary, write HDF5
+files with h5py, judge results with h5diff (an independent implementation)."""
+import json
+import os
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+BINARY = os.environ.get("MICROBATCH", os.path.join(os.path.dirname(__file__), "..", "..", "build", "microbatch"))
+
+
+class Result:
+    def __init__(self, proc):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def __repr__(self):
+        return f"exit {self.code}\nstdout: {self.out}\nstderr: {self.err}"
+
+
+def run(*args, check=None):
+    """Runs microbatch; `check` asserts the exit code."""
+    proc = subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    res = Result(proc)
+    if check is not None:
+        assert res.code == check, res
+    return res
+
+
+def h5diff(a, b):
+    """0 when h5diff finds no difference (data and attributes)."""
+    return subprocess.run(["h5diff", str(a), str(b)], capture_output=True, text=True).returncode
+
+
+def write_spec(path, spec):
+    with open(path, "w") as f:
+        if isinstance(spec, str):
+            f.write(spec)
+        else:
+            json.dump(spec, f)
+    return path
+
+
+def listing(directory):
+    return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+
+
+def assert_one_line_error(res, code, *needles):
+    """A failed run: the exit code, one line on stderr naming what it is about."""
+    assert res.code == code, res
+    lines = [l for l in res.err.splitlines() if l.strip()]
+    assert len(lines) == 1, res
+    assert lines[0].startswith("microbatch: error: "), res
+    for n in needles:
+        assert n in lines[0], res
+    assert "HDF5-DIAG" not in res.err
+
+
+@pytest.fixture
+def batch(tmp_path):
+    """A small batch with a split tensor, a rank-0 scalar and root attributes."""
+    path = tmp_path / "batch.h5"
+    with h5py.File(path, "w") as f:
+        f["x"] = np.arange(40, dtype=np.int64).reshape(10, 4)
+        f["y"] = np.arange(10, dtype=np.float32)
+        f["t"] = np.float32(0.5)
+        f.attrs["step"] = 7
+    return path
