@@ -48,6 +48,13 @@ int main(int argc, char** argv) {
   mb::cli::setup_merge(app);
   mb::cli::setup_inspect(app);
 
+  // CLI11 would only say that a subcommand is required; name the typo instead.
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+  if (!known) {
+    spdlog::error("unknown command '{}' (expected split, merge or inspect; see --help)", argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -41,28 +41,35 @@ std::vector<AttributeInfo> read_attributes(hid_t object, const Location& where) 
   return out;
 }
 
+// Short names for the filters of HDF5's registry that ML data tends to use;
+// plugins report long descriptions ("HDF5 lz4 filter; see http://...").
+std::string filter_name(H5Z_filter_t id, const char* reported) {
+  static const std::pair<H5Z_filter_t, const char*> known[] = {
+      {H5Z_FILTER_DEFLATE, "gzip"}, {H5Z_FILTER_SHUFFLE, "shuffle"}, {H5Z_FILTER_FLETCHER32, "fletcher32"},
+      {H5Z_FILTER_SZIP, "szip"},    {H5Z_FILTER_NBIT, "nbit"},       {H5Z_FILTER_SCALEOFFSET, "scaleoffset"},
+      {307, "bzip2"},               {32000, "lzf"},                  {32001, "blosc"},
+      {32004, "lz4"},               {32008, "bitshuffle"},           {32015, "zstd"}};
+  for (const auto& [known_id, name] : known)
+    if (known_id == id) return id < 256 ? name : std::string(name) + " (id " + std::to_string(id) + ")";
+  std::string name = *reported ? reported : "filter";
+  if (auto cut = name.find(';'); cut != std::string::npos) name.resize(cut);
+  return name + " (id " + std::to_string(id) + ")";
+}
+
 std::string filter_text(hid_t dcpl, unsigned index, const Location& where) {
   unsigned flags = 0, config = 0;
   size_t n_values = 0;
-  char name[256] = {};
-  const H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof name, name, &config);
+  char reported[256] = {};
+  const H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof reported, reported, &config);
   if (id < 0) fail(where, "cannot read the dataset's filters");
-  const std::string label = (*name ? std::string(name) : std::string("filter")) + " (id " + std::to_string(id) + ")";
+  const std::string name = filter_name(id, reported);
   if (H5Zfilter_avail(id) <= 0) {
     H5Eclear2(H5E_DEFAULT);
-    throw Error(where.describe() + ": filter " + label +
-                " is not available to the HDF5 library (install its plugin, e.g. hdf5-filter-plugin, or set "
-                "HDF5_PLUGIN_PATH)");
+    throw Error(where.describe() + ": filter " + name +
+                " is not available to the HDF5 library (install its plugin, e.g. Debian's hdf5-filter-plugin, or "
+                "set HDF5_PLUGIN_PATH)");
   }
-  switch (id) {
-    case H5Z_FILTER_DEFLATE: return "gzip";
-    case H5Z_FILTER_SHUFFLE: return "shuffle";
-    case H5Z_FILTER_FLETCHER32: return "fletcher32";
-    case H5Z_FILTER_SZIP: return "szip";
-    case H5Z_FILTER_NBIT: return "nbit";
-    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
-    default: return label;
-  }
+  return name;
 }
 
 StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& where) {

@@ -58,6 +58,23 @@ class TrackingIterator {
   const char** cursor_;
 };
 
+// Replaces control bytes and bytes outside ASCII with \xNN, so that an error
+// message stays one valid line whatever the spec file held.
+std::string printable(const std::string& text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 class Builder : public nlohmann::json_sax<nlohmann::json> {
  public:
   Builder(std::string_view text, const char** cursor, const std::string& name)
@@ -112,6 +129,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     // nlohmann's text reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...";
     // keep only what follows the position, which we print ourselves.
     if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    what = printable(what);  // it quotes the offending bytes, which may not be valid UTF-8
     fail(position_of(text_.data() + std::min(position == 0 ? 0 : position - 1, text_.size())), what);
   }
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what microbatch needs to build, test and demo, from Debian 12
+# packages only. Skips apt entirely when everything is already there.
+set -euo pipefail
+
+packages=(
+  cmake g++ make                                    # build
+  libhdf5-dev libcli11-dev nlohmann-json3-dev       # libraries
+  libspdlog-dev libfmt-dev doctest-dev
+  hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
+  python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,149 @@
+"""Every bad input: one clear line, the documented exit code, nothing that
+could pass for finished output, and the input untouched."""
+import hashlib
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, listing, run, write_spec
+
+
+def digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+SPEC_ERRORS = [
+    # (spec text, needles)
+    ('{"x": 0, "y": 0}', ["batch.h5", "file member /t is not covered"]),
+    ('{"*": null, "nope": 0}', ["s.json:1:21", "names nothing in the file", "/nope"]),
+    ('{"*": null, "x": 2}', ["split axis 2 is out of range for /x of rank 2"]),
+    ('{"*": null, "x": -3}', ["split axis -3 is out of range"]),
+    ('{"*": null, "t": 0}', ["cannot split /t", "rank-0"]),
+    ('{"*": null, "@nope": "replicate"}', ["has no attribute nope"]),
+    ('{"*": null, "@step": {"reduce": "sum"}}', ["/@step", "a reducer only applies to merge"]),
+    ('{"*": null, "y": {"reduce": "mean"}}', ["/y", "a reducer only applies to merge"]),
+    ('{"*": null,\n "x": [0]}', ["s.json:2:7", "/x, which is a dataset"]),
+    ('{"*": 0', ["s.json:1:8"]),
+    ('{"x": 0,, }', ["s.json:1:9"]),
+    ('', ["s.json:1:1"]),
+    ('{"x": "cut", "*": null}', ["s.json:1:7", "unknown leaf spec \"cut\""]),
+    ('{"x": 1.5, "*": null}', ["a spec cannot be a fraction"]),
+    ('{"x": 0, "x": 0, "*": null}', ["duplicate key \"x\""]),
+    ('{"x": 123456789012345678901234567890, "*": null}', ["out of range"]),
+    ('[' * 5000 + ']' * 5000, ["nesting deeper than"]),
+    ('{"x": 0, "*": null, "\xff": 0}', ["s.json"]),
+]
+
+
+@pytest.mark.parametrize("text,needles", SPEC_ERRORS)
+def test_spec_errors_exit_1_name_the_place_and_write_nothing(tmp_path, batch, text, needles):
+    before = digest(batch)
+    spec = tmp_path / "s.json"
+    spec.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else text.encode("latin-1"))
+    res = run("split", batch, "-s", spec, "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, *needles)
+    assert listing(tmp_path / "mb") == []
+    assert digest(batch) == before
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["split"], ["input"]),
+    (["split", "{batch}", "-o", "{tmp}/mb"], ["exactly one of -n/--chunks and --micro-batch-size"]),
+    (["split", "{batch}", "-n", "2", "--micro-batch-size", "3", "-o", "{tmp}/mb"], ["excludes"]),
+    (["split", "{batch}", "-n", "0", "-o", "{tmp}/mb"], ["at least 1"]),
+    (["split", "{batch}", "-n", "-4", "-o", "{tmp}/mb"], ["-n"]),
+    (["split", "{batch}", "-n", "abc", "-o", "{tmp}/mb"], ["abc"]),
+    (["split", "{batch}", "-n", "1000000000000", "-o", "{tmp}/mb"], ["limit"]),
+    (["split", "{batch}", "--micro-batch-size", "0", "-o", "{tmp}/mb"], ["at least 1"]),
+    (["split", "{batch}", "-n", "2", "--on-short", "maybe", "-o", "{tmp}/mb"], ["maybe"]),
+    (["split", "{batch}", "-n", "2"], ["--output"]),
+    (["frobnicate"], ["unknown command 'frobnicate'"]),
+    ([], ["subcommand"]),
+    (["merge", "-o", "{tmp}/m.h5"], ["inputs"]),
+    (["merge", "{tmp}", "{batch}", "-o", "{tmp}/m.h5"], ["one directory", "not both"]),
+    (["inspect", "{batch}", "--json", "--bogus"], ["--bogus"]),
+])
+def test_command_line_errors_exit_2(tmp_path, batch, args, needles):
+    res = run(*[a.format(batch=batch, tmp=tmp_path) for a in args])
+    assert_one_line_error(res, 2, *needles)
+    assert not (tmp_path / "mb").exists() and not (tmp_path / "m.h5").exists()
+
+
+def test_help_and_version(tmp_path):
+    for cmd in ["split", "merge", "inspect"]:
+        res = run(cmd, "--help", check=0)
+        assert "Example" in res.out and "--help" in res.out
+    assert run("--version", check=0).out.strip() == "0.1.0"
+
+
+@pytest.mark.parametrize("make,needles", [
+    (lambda p: None, ["no such file"]),
+    (lambda p: p.write_bytes(b""), ["not an HDF5 file"]),
+    (lambda p: p.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100), ["missing.h5"]),
+    (lambda p: p.mkdir(), ["not a regular file"]),
+    (lambda p: os.mkfifo(p), ["not a regular file"]),
+    (lambda p: os.symlink(p, p), ["missing.h5"]),
+])
+def test_unreadable_inputs_exit_1(tmp_path, make, needles):
+    path = tmp_path / "missing.h5"
+    make(path)
+    commands = [["split", path, "-n", 2, "-o", tmp_path / "mb"], ["inspect", path]]
+    if not path.is_dir():  # a directory is merge's manifest form, tested elsewhere
+        commands.append(["merge", path, path, "-o", tmp_path / "m.h5"])
+    for args in commands:
+        assert_one_line_error(run(*args), 1, *needles)
+    assert not (tmp_path / "mb").exists() or listing(tmp_path / "mb") == []
+    assert not (tmp_path / "m.h5").exists()
+
+
+def test_truncated_input_is_an_error_not_a_crash(tmp_path, batch):
+    data = batch.read_bytes()
+    for cut in [len(data) // 4, len(data) // 2, len(data) - 10]:
+        bad = tmp_path / f"cut{cut}.h5"
+        bad.write_bytes(data[:cut])
+        res = run("split", bad, "-n", 2, "-o", tmp_path / f"mb{cut}")
+        assert res.code == 1, res
+        assert "HDF5-DIAG" not in res.err and len(res.err.strip().splitlines()) == 1
+        assert [f for f in listing(tmp_path / f"mb{cut}") if not f.startswith(".")] == []
+
+
+def test_unsupported_things_are_named(tmp_path):
+    src = tmp_path / "refs.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(4)
+        f.create_dataset("r", (2,), dtype=h5py.ref_dtype)
+    assert_one_line_error(run("split", src, "-n", 2, "-o", tmp_path / "mb"), 1, "/r", "reference", "not supported")
+    src = tmp_path / "soft.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(4)
+        f["alias"] = h5py.SoftLink("/x")
+    assert_one_line_error(run("split", src, "-n", 2, "-o", tmp_path / "mb"), 1, "/alias", "soft links")
+
+
+def test_existing_output_needs_force_and_force_replaces_cleanly(tmp_path, batch):
+    run("split", batch, "-n", 4, "-o", tmp_path / "mb", check=0)
+    assert_one_line_error(run("split", batch, "-n", 2, "-o", tmp_path / "mb"), 1, "--force")
+    assert len(listing(tmp_path / "mb")) == 5
+    run("split", batch, "-n", 2, "-o", tmp_path / "mb", "--force", check=0)
+    assert listing(tmp_path / "mb") == ["manifest.json", "microbatch-00000.h5", "microbatch-00001.h5"]
+
+
+def test_output_path_that_is_a_file_or_unwritable(tmp_path, batch):
+    (tmp_path / "file").write_text("x")
+    assert_one_line_error(run("split", batch, "-n", 2, "-o", tmp_path / "file"), 1, "not a directory")
+    assert_one_line_error(run("merge", batch, "-o", tmp_path), 1, "is a directory")
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        assert run("split", batch, "-n", 2, "-o", ro).code == 1
+
+
+def test_inputs_never_change(tmp_path, batch):
+    before = digest(batch)
+    os.chmod(batch, 0o444)
+    run("inspect", batch, check=0)
+    run("split", batch, "-n", 3, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert digest(batch) == before
