@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/partition.hpp"
+#include "io/atomic.hpp"
 #include "io/types.hpp"
 
 namespace mb::h5 {
@@ -125,6 +126,7 @@ void copy_box(hid_t src, const Location& src_where, const Shape& src_start, hid_
   Buffer buffer(type.get());
   const std::size_t element = std::max<std::size_t>(H5Tget_size(type.get()), 1);
   for_each_block(count, buffer_bytes / element, [&](const Shape& start, const Shape& block) {
+    io::throw_if_interrupted();
     read_box(src, type.get(), add(src_start, start), block, buffer, src_where);
     write_box(dst, type.get(), add(dst_start, start), block, buffer.data(), dst_where);
   });

@@ -24,7 +24,8 @@ bool is_split_output(const std::string& name) {
 
 // Refuses to overwrite an earlier split unless forced; when forced, removes
 // it, manifest first, so that no mix of old and new can pass for finished.
-void prepare_output_dir(const std::string& dir, bool force) {
+// The input itself is never among what is removed.
+void prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(dir + ": the output path exists and is not a directory");
@@ -35,6 +36,10 @@ void prepare_output_dir(const std::string& dir, bool force) {
     if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
   if (earlier.empty()) return;
+  for (const auto& p : earlier)
+    if (fs::equivalent(p, input, ec))
+      throw Error(dir + ": the input " + input + " has a microbatch file name in the output directory; choose "
+                  "another output directory");
   if (!force)
     throw Error(dir + ": holds the output of an earlier split (" + earlier.front().filename().string() +
                 "); use --force to replace it");
@@ -147,7 +152,7 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
 std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, const Resolution& resolution,
                                      const SplitPlan& plan) {
   h5::Id input = h5::open_file_read_only(job.input);
-  prepare_output_dir(job.output_dir, job.force);
+  prepare_output_dir(job.output_dir, job.force, job.input);
 
   std::vector<std::string> files;
   AtomicOutputs outputs;

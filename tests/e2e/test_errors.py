@@ -2,12 +2,15 @@
 could pass for finished output, and the input untouched."""
 import hashlib
 import os
+import signal
+import subprocess
+import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, listing, run, write_spec
+from conftest import BINARY, assert_one_line_error, listing, run, write_spec
 
 
 def digest(path):
@@ -147,3 +150,37 @@ def test_inputs_never_change(tmp_path, batch):
     run("split", batch, "-n", 3, "-o", tmp_path / "mb", check=0)
     run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
     assert digest(batch) == before
+
+
+def test_split_force_never_removes_its_input(tmp_path, batch):
+    run("split", batch, "-n", 2, "-o", tmp_path / "mb", check=0)
+    inside = tmp_path / "mb" / "microbatch-00000.h5"
+    before = digest(inside)
+    res = run("split", inside, "-n", 2, "-o", tmp_path / "mb", "--force")
+    assert_one_line_error(res, 1, "has a microbatch file name in the output directory")
+    assert digest(inside) == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_run_leaves_nothing_that_passes_for_output(tmp_path, sig):
+    src = tmp_path / "big.h5"
+    with h5py.File(src, "w") as f:
+        f["d"] = np.zeros((128, 1 << 20), dtype=np.uint8)  # 128 MiB: a split takes ~0.1 s
+    interrupted = 0
+    for delay in [0.0, 0.01, 0.02, 0.04, 0.08]:
+        out = tmp_path / f"mb{delay}"
+        proc = subprocess.Popen([BINARY, "split", str(src), "-n", "8", "-o", str(out), "--buffer-size", "1"],
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=60)[1]
+        if proc.returncode == 0:  # finished before the signal: a complete split
+            assert (out / "manifest.json").exists()
+            continue
+        assert listing(out) == [], listing(out)
+        if proc.returncode == -sig:  # killed before the handlers were installed
+            continue
+        assert proc.returncode == 130, err
+        assert "interrupted by signal" in err
+        interrupted += 1
+    assert interrupted > 0  # the clean-up path did run
