@@ -32,6 +32,20 @@ void apply_logging_options() {
   spdlog::set_level(level);
 }
 
+void add_partition_options(CLI::App& app, SplitOptions& options) {
+  auto* n = app.add_option("-n,--chunks", options.chunks, "number of microbatches (numpy.array_split sizes)");
+  auto* m = app.add_option("--micro-batch-size", options.micro_batch_size,
+                           "rows per microbatch, the last one shorter (torch.split)");
+  n->excludes(m);
+  app.add_option_function<std::string>(
+         "--on-short",
+         [&options](const std::string& v) {
+           options.on_short = v == "downsize" ? OnShort::Downsize : v == "empty" ? OnShort::Empty : OnShort::Error;
+         },
+         "when a split axis is shorter than N: error (default), downsize or empty")
+      ->check(CLI::IsMember({"error", "downsize", "empty"}));
+}
+
 void add_buffer_option(CLI::App& app, std::size_t& bytes) {
   app.add_option_function<std::size_t>(
          "--buffer-size", [&bytes](std::size_t mib) { bytes = mib << 20; },

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/plan.hpp"
 #include "core/spec.hpp"
 #include "io/split_writer.hpp"
 
@@ -13,6 +14,10 @@ namespace mb::cli {
 // -q / -v / --log-level, on the app and every subcommand.
 void add_logging_options(CLI::App& app);
 void apply_logging_options();
+
+// -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split
+// and inspect.
+void add_partition_options(CLI::App& app, SplitOptions& options);
 
 // Adds --buffer-size (MiB) bound to `bytes`.
 void add_buffer_option(CLI::App& app, std::size_t& bytes);

@@ -17,9 +17,7 @@ namespace {
 struct InspectCommand {
   std::string input;
   std::string spec;
-  std::optional<std::uint64_t> chunks;
-  std::optional<std::uint64_t> micro_batch_size;
-  OnShort on_short = OnShort::Error;
+  SplitOptions partition;
   bool json = false;
 };
 
@@ -173,7 +171,7 @@ void run_inspect(const InspectCommand& cmd) {
         in.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), cmd.input, n.path, a.name);
     });
   }
-  const bool planning = cmd.chunks || cmd.micro_batch_size;
+  const bool planning = cmd.partition.chunks || cmd.partition.micro_batch_size;
   if (!cmd.spec.empty() || planning) {
     std::string spec_name;
     const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
@@ -181,7 +179,7 @@ void run_inspect(const InspectCommand& cmd) {
   }
   if (planning)
     in.plan = about_file(cmd.input,
-                         [&] { return plan_split(in.tree, *in.resolution, {cmd.chunks, cmd.micro_batch_size, cmd.on_short}); });
+                         [&] { return plan_split(in.tree, *in.resolution, cmd.partition); });
   if (cmd.json) {
     print_json(cmd, in);
   } else {
@@ -201,14 +199,7 @@ void setup_inspect(CLI::App& app) {
       "  microbatch inspect batch.h5 --json | jq .tree");
   sub->add_option("input", cmd->input, "HDF5 file, opened read-only")->required();
   sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON to show the rule of every leaf");
-  auto* n = sub->add_option("-n,--chunks", cmd->chunks, "show the split plan for N microbatches");
-  auto* m = sub->add_option("--micro-batch-size", cmd->micro_batch_size, "show the plan for pieces of M rows");
-  n->excludes(m);
-  sub->add_option("--on-short", cmd->on_short, "error, downsize or empty (as for split)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, OnShort>{
-              {"error", OnShort::Error}, {"downsize", OnShort::Downsize}, {"empty", OnShort::Empty}},
-          CLI::ignore_case));
+  add_partition_options(*sub, cmd->partition);  // with -n or --micro-batch-size: the split plan
   sub->add_flag("--json", cmd->json, "machine-readable output");
   add_logging_options(*sub);
   sub->callback([cmd] {

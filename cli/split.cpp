@@ -20,9 +20,7 @@ struct SplitCommand {
   std::string input;
   std::string spec;
   std::string output_dir;
-  std::optional<std::uint64_t> chunks;
-  std::optional<std::uint64_t> micro_batch_size;
-  OnShort on_short = OnShort::Error;
+  SplitOptions partition;
   bool force = false;
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
 };
@@ -37,7 +35,8 @@ const char* on_short_name(OnShort s) {
 }
 
 void run_split(const SplitCommand& cmd) {
-  if (cmd.chunks.has_value() == cmd.micro_batch_size.has_value())
+  const SplitOptions& p = cmd.partition;
+  if (p.chunks.has_value() == p.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   NodeInfo tree;
   {
@@ -48,7 +47,7 @@ void run_split(const SplitCommand& cmd) {
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
   const Resolution resolution = about_file(cmd.input, [&] { return resolve(tree, spec, spec_name); });
   const SplitPlan plan = about_file(
-      cmd.input, [&] { return plan_split(tree, resolution, {cmd.chunks, cmd.micro_batch_size, cmd.on_short}); });
+      cmd.input, [&] { return plan_split(tree, resolution, p); });
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
 
   io::SplitJob job;
@@ -57,9 +56,9 @@ void run_split(const SplitCommand& cmd) {
   job.force = cmd.force;
   job.buffer_bytes = cmd.buffer_bytes;
   job.spec = specs::resolved_spec_json(tree, resolution);
-  job.options = {{"chunks", cmd.chunks ? nlohmann::ordered_json(*cmd.chunks) : nullptr},
-                 {"micro_batch_size", cmd.micro_batch_size ? nlohmann::ordered_json(*cmd.micro_batch_size) : nullptr},
-                 {"on_short", on_short_name(cmd.on_short)}};
+  job.options = {{"chunks", p.chunks ? nlohmann::ordered_json(*p.chunks) : nullptr},
+                 {"micro_batch_size", p.micro_batch_size ? nlohmann::ordered_json(*p.micro_batch_size) : nullptr},
+                 {"on_short", on_short_name(p.on_short)}};
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
   const auto files = io::write_split(job, tree, resolution, plan);
@@ -78,16 +77,8 @@ void setup_split(CLI::App& app) {
       "  writes mb/microbatch-00000.h5 ... mb/microbatch-00003.h5 and mb/manifest.json");
   sub->add_option("input", cmd->input, "batch file (HDF5), opened read-only")->required();
   sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON (default: split rank>=1 on axis 0, replicate the rest)");
-  auto* n = sub->add_option("-n,--chunks", cmd->chunks, "number of microbatches (numpy.array_split sizes)");
-  auto* m = sub->add_option("--micro-batch-size", cmd->micro_batch_size,
-                            "rows per microbatch, the last one shorter (torch.split)");
-  n->excludes(m);
+  add_partition_options(*sub, cmd->partition);
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
-  sub->add_option("--on-short", cmd->on_short, "when a split axis is shorter than N: error, downsize or empty")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, OnShort>{
-              {"error", OnShort::Error}, {"downsize", OnShort::Downsize}, {"empty", OnShort::Empty}},
-          CLI::ignore_case));
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
   add_buffer_option(*sub, cmd->buffer_bytes);
   add_logging_options(*sub);

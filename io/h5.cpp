@@ -20,7 +20,7 @@ herr_t walk_entry(unsigned n, const H5E_error2_t* e, void* data) {
   auto* text = static_cast<StackText*>(data);
   const std::string line = std::string(e->func_name ? e->func_name : "?") + ": " + (e->desc ? e->desc : "");
   text->all += "\n  #" + std::to_string(n) + " " + line;
-  if (text->innermost.empty() && e->desc && *e->desc) text->innermost = e->desc;
+  if (e->desc && *e->desc) text->innermost = e->desc;  // walking down: the last is the root cause
   return 0;
 }
 
