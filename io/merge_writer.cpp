@@ -113,7 +113,7 @@ class MergeWriter {
         values.push_back(h5::read_attribute(srcs[i].get(), attr.name, where(i, node.path)));
       for (std::size_t i = 1; i < values.size(); ++i) check_alike(what, values[0], values[i], i);
       if (rule.mode == LeafRule::Mode::Reduce) {
-        reduce_attribute(what, rule.reducer, node, attr.name, srcs, values[0], dst);
+        reduce_attribute(what, rule.reducer, attr.name, srcs, values[0], dst);
         continue;
       }
       for (std::size_t i = 1; i < values.size(); ++i) check_equal(what, values[0], values[i], i);
@@ -162,7 +162,7 @@ class MergeWriter {
     return *kind;
   }
 
-  void reduce_attribute(const std::string& what, Reducer reducer, const NodeInfo& node, const std::string& name,
+  void reduce_attribute(const std::string& what, Reducer reducer, const std::string& name,
                         const std::vector<h5::Id>& srcs, const h5::AttributeValue& first, hid_t dst) {
     const NumKind kind = reducible_kind(what, first.type.get());
     const std::uint64_t n = first.shape.elements();
@@ -179,7 +179,6 @@ class MergeWriter {
     h5::Id attr(H5Acreate2(dst, name.c_str(), first.type.get(), first.space.get(), H5P_DEFAULT, H5P_DEFAULT), at,
                 "cannot create the attribute");
     if (n > 0) h5::check(H5Awrite(attr.get(), h5::native_type(kind), buf.data()), at, "cannot write the attribute");
-    (void)node;
   }
 
   // --- datasets -----------------------------------------------------------

@@ -127,7 +127,7 @@ class SplitWriter {
 };
 
 Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const SplitPlan& plan,
-                       const std::vector<std::string>& files, const NodeInfo& tree) {
+                       const std::vector<std::string>& files) {
   Manifest m;
   m.tool_version = job.tool_version;
   m.source = job.input;
@@ -139,9 +139,7 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
     SplitDatasetRecord rec;
     rec.axis = resolution.dataset_rule(path).axis;
     rec.rows = rows;
-    for_each_node(tree, [&](const NodeInfo& n) {
-      if (n.path == path) rec.length = n.shape.at(static_cast<std::size_t>(rec.axis));
-    });
+    rec.length = rows.empty() ? 0 : rows.back().end;  // the pieces cover the whole axis
     m.datasets[path] = std::move(rec);
   }
   return m;
@@ -171,7 +169,7 @@ std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, 
     if (job.progress) job.progress(first + n, plan.count);
   }
   outputs.publish();
-  const Manifest manifest = make_manifest(job, resolution, plan, files, tree);
+  const Manifest manifest = make_manifest(job, resolution, plan, files);
   write_text_atomically((fs::path(job.output_dir) / kManifestName).string(), manifest_json(manifest).dump(2) + "\n");
   outputs.keep();
   return files;
