@@ -44,6 +44,15 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
          },
          "when a split axis is shorter than N: error (default), downsize or empty")
       ->check(CLI::IsMember({"error", "downsize", "empty"}));
+  add_data_parallel_options(app, options.dp);
+}
+
+void add_data_parallel_options(CLI::App& app, DataParallel& dp) {
+  app.add_option("--dp-degree", dp.degree,
+                 "the split axis holds D contiguous data-parallel shards; each shard is cut, and microbatch i joins "
+                 "piece i of every shard")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
+  app.add_flag("--align", dp.align, "PaddlePaddle's align mode: shard s is the rows s, s+D, s+2D, ...");
 }
 
 void add_buffer_option(CLI::App& app, std::size_t& bytes) {

@@ -19,6 +19,9 @@ void apply_logging_options();
 // and inspect.
 void add_partition_options(CLI::App& app, SplitOptions& options);
 
+// --dp-degree D and --align (split, inspect and merge).
+void add_data_parallel_options(CLI::App& app, DataParallel& dp);
+
 // Adds --buffer-size (MiB) bound to `bytes`.
 void add_buffer_option(CLI::App& app, std::size_t& bytes);
 

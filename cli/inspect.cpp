@@ -8,6 +8,7 @@
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
 #include "io/h5.hpp"
+#include "io/manifest.hpp"
 #include "io/tree_reader.hpp"
 #include "specs/emit.hpp"
 
@@ -56,9 +57,9 @@ std::string rule_text(const LeafRule& r) {
   return "?";
 }
 
-std::string rows_text(const std::vector<Range>& rows) {
+std::string rows_text(const std::vector<RowMap>& rows) {
   std::string out = "rows ";
-  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += (i ? "," : "") + std::to_string(rows[i].size());
+  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += (i ? "," : "") + std::to_string(rows_in(rows[i]));
   if (rows.size() > 16) out += ",…";
   return out;
 }
@@ -139,9 +140,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       j["max_shape"] = max;
       if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
       if (in.plan && in.plan->pieces.count(n.path)) {
-        auto rows = json::array();
-        for (const auto& r : in.plan->pieces.at(n.path)) rows.push_back({r.begin, r.end});
-        j["rows"] = rows;
+        j["rows"] = io::row_maps_json(in.plan->pieces.at(n.path));
       }
     }
     auto attrs = json::array();

@@ -21,6 +21,8 @@ struct MergeCommand {
   std::string spec;
   std::string output;
   bool force = false;
+  DataParallel dp;
+  bool dp_given = false;  // --dp-degree or --align on the command line
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
 };
 
@@ -41,8 +43,10 @@ void run_merge(const MergeCommand& cmd) {
   std::vector<std::string> paths = cmd.inputs;
   std::string spec_name;
   SpecNode spec;
+  DataParallel dp = cmd.dp;
   if (from_directory) {
     const io::Manifest manifest = io::read_manifest(cmd.inputs[0]);
+    if (!cmd.dp_given) dp = {manifest.options.value("dp_degree", std::uint64_t{1}), manifest.options.value("align", false)};
     paths.clear();
     for (const auto& f : manifest.files) paths.push_back((fs::path(cmd.inputs[0]) / f).string());
     if (cmd.spec.empty()) {
@@ -56,6 +60,7 @@ void run_merge(const MergeCommand& cmd) {
   job.inputs = labelled(paths);
   job.output = cmd.output;
   job.force = cmd.force;
+  job.dp = dp;
   job.buffer_bytes = cmd.buffer_bytes;
   job.progress = terminal_progress("merge");
   const NodeInfo tree = io::read_common_tree(job.inputs);
@@ -78,10 +83,12 @@ void setup_merge(CLI::App& app) {
                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
+  add_data_parallel_options(*sub, cmd->dp);  // as given to split; a directory's manifest records them
   add_buffer_option(*sub, cmd->buffer_bytes);
   add_logging_options(*sub);
-  sub->callback([cmd] {
+  sub->callback([cmd, sub] {
     apply_logging_options();
+    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0;
     run_merge(*cmd);
   });
 }

@@ -58,7 +58,9 @@ void run_split(const SplitCommand& cmd) {
   job.spec = specs::resolved_spec_json(tree, resolution);
   job.options = {{"chunks", p.chunks ? nlohmann::ordered_json(*p.chunks) : nullptr},
                  {"micro_batch_size", p.micro_batch_size ? nlohmann::ordered_json(*p.micro_batch_size) : nullptr},
-                 {"on_short", on_short_name(p.on_short)}};
+                 {"on_short", on_short_name(p.on_short)},
+                 {"dp_degree", p.dp.degree},
+                 {"align", p.dp.align}};
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
   const auto files = io::write_split(job, tree, resolution, plan);

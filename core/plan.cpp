@@ -9,7 +9,7 @@ namespace {
 
 struct SplitLeaf {
   std::string path;
-  std::uint64_t length;
+  std::uint64_t length;  // rows on the split axis; per shard with a data-parallel degree
 };
 
 // The split datasets with their split-axis lengths, in path order; refuses reducers.
@@ -29,6 +29,18 @@ std::vector<SplitLeaf> split_leaves(const NodeInfo& root, const Resolution& reso
   return out;
 }
 
+// With a data-parallel degree D, every split axis holds D equal shards, and
+// the cut applies to the shard length.
+void to_shard_lengths(std::vector<SplitLeaf>& leaves, std::uint64_t degree) {
+  if (degree == 1) return;
+  for (auto& leaf : leaves) {
+    if (leaf.length % degree != 0)
+      throw Error(leaf.path + " has " + std::to_string(leaf.length) +
+                  " rows on its split axis, not divisible by --dp-degree " + std::to_string(degree));
+    leaf.length /= degree;
+  }
+}
+
 std::uint64_t count_by_size(const std::vector<SplitLeaf>& leaves, std::uint64_t size) {
   if (leaves.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
   for (const auto& leaf : leaves)
@@ -42,11 +54,12 @@ std::uint64_t count_by_size(const std::vector<SplitLeaf>& leaves, std::uint64_t 
 }
 
 std::uint64_t count_by_chunks(const std::vector<SplitLeaf>& leaves, std::uint64_t n, OnShort on_short,
-                              std::vector<std::string>& warnings) {
+                              bool per_shard, std::vector<std::string>& warnings) {
   auto shortest = std::min_element(leaves.begin(), leaves.end(),
                                    [](const SplitLeaf& a, const SplitLeaf& b) { return a.length < b.length; });
   if (shortest == leaves.end() || shortest->length >= n) return n;
-  const std::string why = shortest->path + " has " + std::to_string(shortest->length) + " rows on its split axis";
+  const std::string why = shortest->path + " has " + std::to_string(shortest->length) + " rows on its split axis" +
+                          (per_shard ? " per data-parallel shard" : "");
   switch (on_short) {
     case OnShort::Error:
       throw Error("cannot cut into " + std::to_string(n) + " microbatches: " + why +
@@ -76,8 +89,14 @@ const char* reducer_name(Reducer r) {
 SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options) {
   if (options.chunks.has_value() == options.micro_batch_size.has_value())
     throw usage_error("give exactly one of -n/--chunks and --micro-batch-size");
+  if (options.dp.degree == 0) throw usage_error("--dp-degree must be at least 1");
   SplitPlan plan;
-  const auto leaves = split_leaves(root, resolution);
+  auto leaves = split_leaves(root, resolution);
+  to_shard_lengths(leaves, options.dp.degree);
+  const std::uint64_t d = options.dp.degree;
+  auto cut = [&](const SplitLeaf& leaf, const std::vector<Range>& pieces) {
+    plan.pieces[leaf.path] = data_parallel_maps(leaf.length * d, options.dp, pieces);
+  };
   if (options.micro_batch_size) {
     const std::uint64_t size = *options.micro_batch_size;
     if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
@@ -85,7 +104,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     if (plan.count > kMaxMicrobatches)
       throw usage_error("--micro-batch-size " + std::to_string(size) + " gives " + std::to_string(plan.count) +
                         " microbatches, more than the limit of " + std::to_string(kMaxMicrobatches));
-    for (const auto& leaf : leaves) plan.pieces[leaf.path] = split_by_size(leaf.length, size);
+    for (const auto& leaf : leaves) cut(leaf, split_by_size(leaf.length, size));
     return plan;
   }
   const std::uint64_t n = *options.chunks;
@@ -93,20 +112,9 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (n > kMaxMicrobatches)
     throw usage_error("-n " + std::to_string(n) + " is more than the limit of " + std::to_string(kMaxMicrobatches) +
                       " microbatches");
-  plan.count = count_by_chunks(leaves, n, options.on_short, plan.warnings);
-  for (const auto& leaf : leaves) plan.pieces[leaf.path] = array_split(leaf.length, plan.count);
+  plan.count = count_by_chunks(leaves, n, options.on_short, d > 1, plan.warnings);
+  for (const auto& leaf : leaves) cut(leaf, array_split(leaf.length, plan.count));
   return plan;
-}
-
-std::vector<std::uint64_t> concat_offsets(const std::vector<std::uint64_t>& lengths) {
-  std::vector<std::uint64_t> out;
-  out.reserve(lengths.size());
-  std::uint64_t at = 0;
-  for (auto len : lengths) {
-    out.push_back(at);
-    at += len;
-  }
-  return out;
 }
 
 }  // namespace mb

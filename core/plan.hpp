@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "core/partition.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
@@ -22,12 +23,13 @@ struct SplitOptions {
   std::optional<std::uint64_t> chunks;            // -n N
   std::optional<std::uint64_t> micro_batch_size;  // --micro-batch-size M
   OnShort on_short = OnShort::Error;
+  DataParallel dp;                                // --dp-degree D, --align
 };
 
 struct SplitPlan {
   std::uint64_t count = 0;  // number of microbatches
-  // Per split dataset (by path): its row range in each microbatch.
-  std::map<std::string, std::vector<Range>> pieces;
+  // Per split dataset (by path): its rows in each microbatch.
+  std::map<std::string, std::vector<RowMap>> pieces;
   std::vector<std::string> warnings;
 };
 
@@ -35,8 +37,5 @@ struct SplitPlan {
 // dataset. Throws mb::Error naming the dataset when a length does not allow
 // the requested cut.
 SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options);
-
-// Offsets at which each input's rows start when `lengths` are concatenated.
-std::vector<std::uint64_t> concat_offsets(const std::vector<std::uint64_t>& lengths);
 
 }  // namespace mb

@@ -15,9 +15,10 @@ namespace {
 // HDF5 refuses compact datasets of 64 KiB and more; larger ones fall back to contiguous.
 constexpr std::size_t kCompactLimit = 64000;
 
-Shape add(const Shape& a, const Shape& b) {
-  Shape out(a);
-  for (std::size_t d = 0; d < out.size(); ++d) out[d] += b[d];
+// The element `offset` steps (per dimension) past `at`.
+Shape advance(const Placement& at, const Shape& offset) {
+  Shape out(at.start);
+  for (std::size_t d = 0; d < out.size(); ++d) out[d] += offset[d] * (at.stride.empty() ? 1 : at.stride[d]);
   return out;
 }
 
@@ -99,10 +100,17 @@ Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, cons
             "cannot create the dataset");
 }
 
+Placement Placement::on_axis(std::size_t rank, std::size_t axis, std::uint64_t begin, std::uint64_t step) {
+  Placement p{Shape(rank, 0), Shape(rank, 1)};
+  p.start.at(axis) = begin;
+  p.stride.at(axis) = step;
+  return p;
+}
+
 void read_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, Buffer& buffer,
-              const Location& where) {
+              const Location& where, const Shape& stride) {
   Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
-  select_box(file_space.get(), start, count, where);
+  select_box(file_space.get(), start, count, stride, where);
   Id mem_space = make_space(count, where);
   buffer.prepare(product(count));
   check(H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()), where,
@@ -110,16 +118,16 @@ void read_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& co
 }
 
 void write_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, const void* data,
-               const Location& where) {
+               const Location& where, const Shape& stride) {
   Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
-  select_box(file_space.get(), start, count, where);
+  select_box(file_space.get(), start, count, stride, where);
   Id mem_space = make_space(count, where);
   check(H5Dwrite(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where,
         "cannot write data");
 }
 
-void copy_box(hid_t src, const Location& src_where, const Shape& src_start, hid_t dst, const Location& dst_where,
-              const Shape& dst_start, const Shape& count, std::size_t buffer_bytes) {
+void copy_box(hid_t src, const Location& src_where, const Placement& from, hid_t dst, const Location& dst_where,
+              const Placement& to, const Shape& count, std::size_t buffer_bytes) {
   Id type(H5Dget_type(src), src_where, "cannot read the datatype");
   Id src_space(H5Dget_space(src), src_where, "cannot read the dataspace");
   if (H5Sget_simple_extent_type(src_space.get()) == H5S_NULL) return;  // no elements to copy
@@ -127,8 +135,8 @@ void copy_box(hid_t src, const Location& src_where, const Shape& src_start, hid_
   const std::size_t element = std::max<std::size_t>(H5Tget_size(type.get()), 1);
   for_each_block(count, buffer_bytes / element, [&](const Shape& start, const Shape& block) {
     io::throw_if_interrupted();
-    read_box(src, type.get(), add(src_start, start), block, buffer, src_where);
-    write_box(dst, type.get(), add(dst_start, start), block, buffer.data(), dst_where);
+    read_box(src, type.get(), advance(from, start), block, buffer, src_where, from.stride);
+    write_box(dst, type.get(), advance(to, start), block, buffer.data(), dst_where, to.stride);
   });
 }
 

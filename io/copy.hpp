@@ -48,16 +48,26 @@ class Buffer {
 Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
                        std::optional<int> resized_axis, const Location& where);
 
-// Copies the box [src_start, src_start + count) of `src` to `dst` at
-// `dst_start`, through blocks of at most `buffer_bytes`.
-void copy_box(hid_t src, const Location& src_where, const Shape& src_start, hid_t dst, const Location& dst_where,
-              const Shape& dst_start, const Shape& count, std::size_t buffer_bytes);
+// Where a box of elements sits in a dataset: its first element and the step
+// between elements per dimension (empty stride: 1 everywhere).
+struct Placement {
+  Shape start;
+  Shape stride;
+  static Placement origin(std::size_t rank) { return {Shape(rank, 0), {}}; }
+  // At `begin` with `step` on `axis`, 0 and 1 elsewhere.
+  static Placement on_axis(std::size_t rank, std::size_t axis, std::uint64_t begin, std::uint64_t step = 1);
+};
+
+// Copies `count` elements per dimension from `src` at `from` to `dst` at
+// `to`, through blocks of at most `buffer_bytes`.
+void copy_box(hid_t src, const Location& src_where, const Placement& from, hid_t dst, const Location& dst_where,
+              const Placement& to, const Shape& count, std::size_t buffer_bytes);
 
 // Reads the box of `dataset` into `buffer` as `mem_type` elements.
 void read_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, Buffer& buffer,
-              const Location& where);
+              const Location& where, const Shape& stride = {});
 void write_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, const void* data,
-               const Location& where);
+               const Location& where, const Shape& stride = {});
 
 // An attribute's value in memory, with its own type and dataspace.
 struct AttributeValue {

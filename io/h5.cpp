@@ -121,11 +121,11 @@ Id make_space(const Shape& dims, const Location& where) { return make_space(dims
 
 Id make_null_space(const Location& where) { return Id(H5Screate(H5S_NULL), where, "cannot create a null dataspace"); }
 
-void select_box(hid_t space, const Shape& start, const Shape& count, const Location& where) {
+void select_box(hid_t space, const Shape& start, const Shape& count, const Shape& stride, const Location& where) {
   if (start.empty()) return;  // scalar: the one element is selected already
-  std::vector<hsize_t> s(start.begin(), start.end()), c(count.begin(), count.end());
-  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, s.data(), nullptr, c.data(), nullptr), where,
-        "cannot select a hyperslab");
+  std::vector<hsize_t> s(start.begin(), start.end()), c(count.begin(), count.end()), st(stride.begin(), stride.end());
+  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, s.data(), st.empty() ? nullptr : st.data(), c.data(), nullptr),
+        where, "cannot select a hyperslab");
 }
 
 }  // namespace mb::h5

@@ -77,7 +77,8 @@ Id make_space(const Shape& dims, const std::vector<MaxDim>& max_dims, const Loca
 Id make_space(const Shape& dims, const Location& where);
 Id make_null_space(const Location& where);
 
-// Selects the box [start, start+count) of a simple dataspace.
-void select_box(hid_t space, const Shape& start, const Shape& count, const Location& where);
+// Selects `count` elements per dimension from `start`, `stride` apart (an
+// empty stride means 1), in a simple dataspace.
+void select_box(hid_t space, const Shape& start, const Shape& count, const Shape& stride, const Location& where);
 
 }  // namespace mb::h5

@@ -20,11 +20,19 @@ nlohmann::ordered_json manifest_json(const Manifest& m) {
   j["spec"] = m.spec;
   auto& datasets = j["datasets"] = nlohmann::ordered_json::object();
   for (const auto& [path, rec] : m.datasets) {
-    auto rows = nlohmann::ordered_json::array();
-    for (const auto& r : rec.rows) rows.push_back({r.begin, r.end});
-    datasets[path] = {{"axis", rec.axis}, {"length", rec.length}, {"rows", rows}};
+    datasets[path] = {{"axis", rec.axis}, {"length", rec.length}, {"rows", row_maps_json(rec.rows)}};
   }
   return j;
+}
+
+nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps) {
+  auto rows = nlohmann::ordered_json::array();
+  for (const auto& map : maps) {
+    auto slices = nlohmann::ordered_json::array();
+    for (const auto& seg : map) slices.push_back({seg.begin, seg.stop(), seg.stride});
+    rows.push_back(slices);
+  }
+  return rows;
 }
 
 Manifest read_manifest(const std::string& dir) {

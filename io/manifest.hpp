@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/partition.hpp"
+#include "core/layout.hpp"
 
 namespace mb::io {
 
@@ -18,7 +18,7 @@ inline constexpr int kManifestVersion = 1;
 struct SplitDatasetRecord {
   int axis = 0;
   std::uint64_t length = 0;
-  std::vector<Range> rows;  // per microbatch
+  std::vector<RowMap> rows;  // per microbatch; written as [start, stop, step] slices
 };
 
 struct Manifest {
@@ -32,6 +32,9 @@ struct Manifest {
 };
 
 nlohmann::ordered_json manifest_json(const Manifest& m);
+
+// Per microbatch, its rows as [start, stop, step] slices (Python semantics).
+nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);
 
 // Reads DIR/manifest.json, checking its format, version and that it lists
 // `chunks` files. Throws mb::Error naming the manifest.

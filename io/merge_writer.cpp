@@ -236,22 +236,31 @@ class MergeWriter {
     switch (rule.mode) {
       case LeafRule::Mode::Split: concatenate(ds, objects, in, rule.axis, dst.get()); break;
       case LeafRule::Mode::Replicate:
-        h5::copy_box(objects[0].get(), where(0, ds.path), Shape(dims0.size(), 0), dst.get(), out_where(ds.path),
-                     Shape(dims0.size(), 0), dims0, job_.buffer_bytes);
+        h5::copy_box(objects[0].get(), where(0, ds.path), h5::Placement::origin(dims0.size()), dst.get(),
+                     out_where(ds.path), h5::Placement::origin(dims0.size()), dims0, job_.buffer_bytes);
         break;
       case LeafRule::Mode::Reduce: reduce_dataset(ds, objects, in, rule.reducer, kind, dst.get()); break;
     }
   }
 
+  // Puts every input's rows back where the split took them from: consecutive
+  // ranges, or the data-parallel row maps.
   void concatenate(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in, int axis, hid_t dst) {
+    const auto a = static_cast<std::size_t>(axis);
+    const std::size_t rank = in.spaces[0].dims.size();
     std::vector<std::uint64_t> lengths;
-    for (const auto& s : in.spaces) lengths.push_back(s.dims[static_cast<std::size_t>(axis)]);
-    const auto offsets = concat_offsets(lengths);
+    for (const auto& s : in.spaces) lengths.push_back(s.dims[a]);
+    const auto maps = merge_maps(lengths, job_.dp, ds.path);
     for (std::size_t i = 0; i < objects.size(); ++i) {
-      Shape dst_start(in.spaces[i].dims.size(), 0);
-      dst_start[static_cast<std::size_t>(axis)] = offsets[i];
-      h5::copy_box(objects[i].get(), where(i, ds.path), Shape(dst_start.size(), 0), dst, out_where(ds.path),
-                   dst_start, in.spaces[i].dims, job_.buffer_bytes);
+      Shape count = in.spaces[i].dims;
+      std::uint64_t at = 0;
+      for (const Segment& seg : maps[i]) {
+        count[a] = seg.count;
+        h5::copy_box(objects[i].get(), where(i, ds.path), h5::Placement::on_axis(rank, a, at), dst,
+                     out_where(ds.path), h5::Placement::on_axis(rank, a, seg.begin, seg.stride), count,
+                     job_.buffer_bytes);
+        at += seg.count;
+      }
     }
   }
 

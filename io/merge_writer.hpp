@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
 #include "io/copy.hpp"
@@ -20,6 +21,7 @@ struct MergeJob {
   std::vector<MergeInput> inputs;
   std::string output;
   bool force = false;
+  DataParallel dp;  // the layout the microbatches were split with
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
   Progress progress;
 };

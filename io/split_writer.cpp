@@ -104,17 +104,27 @@ class SplitWriter {
     const auto pieces = plan_.pieces.find(ds.path);
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
-      Shape start(ds.rank(), 0), count = ds.shape;
-      std::optional<int> axis;
-      if (rule.mode == LeafRule::Mode::Split) {
-        axis = rule.axis;
-        const Range& r = pieces->second.at(first_ + i);
-        start[static_cast<std::size_t>(rule.axis)] = r.begin;
-        count[static_cast<std::size_t>(rule.axis)] = r.size();
+      if (rule.mode != LeafRule::Mode::Split) {
+        h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, ds.shape, std::nullopt, where);
+        h5::copy_attributes(src, src_where, dst.get(), where);
+        h5::copy_box(src, src_where, h5::Placement::origin(ds.rank()), dst.get(), where,
+                     h5::Placement::origin(ds.rank()), ds.shape, job_.buffer_bytes);
+        continue;
       }
-      h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, count, axis, where);
+      const auto axis = static_cast<std::size_t>(rule.axis);
+      const RowMap& rows = pieces->second.at(first_ + i);
+      Shape count = ds.shape;
+      count[axis] = rows_in(rows);
+      h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, count, rule.axis, where);
       h5::copy_attributes(src, src_where, dst.get(), where);
-      h5::copy_box(src, src_where, start, dst.get(), where, Shape(ds.rank(), 0), count, job_.buffer_bytes);
+      // Each segment of the row map lands right after the previous one.
+      std::uint64_t at = 0;
+      for (const Segment& seg : rows) {
+        count[axis] = seg.count;
+        h5::copy_box(src, src_where, h5::Placement::on_axis(ds.rank(), axis, seg.begin, seg.stride), dst.get(),
+                     where, h5::Placement::on_axis(ds.rank(), axis, at), count, job_.buffer_bytes);
+        at += seg.count;
+      }
     }
   }
 
@@ -139,7 +149,7 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
     SplitDatasetRecord rec;
     rec.axis = resolution.dataset_rule(path).axis;
     rec.rows = rows;
-    rec.length = rows.empty() ? 0 : rows.back().end;  // the pieces cover the whole axis
+    for (const auto& map : rows) rec.length += rows_in(map);  // the pieces cover the whole axis
     m.datasets[path] = std::move(rec);
   }
   return m;

@@ -36,7 +36,7 @@ def test_json_is_complete_and_matches_split(tmp_path, batch):
     assert nodes["/"]["attributes"] == [{"name": "step", "shape": [], "dtype": "int64", "value": "7",
                                          "rule": "replicate"}]
     assert nodes["/x"]["shape"] == [10, 4] and nodes["/x"]["rule"] == 0
-    assert nodes["/x"]["rows"] == [[0, 3], [3, 6], [6, 8], [8, 10]]
+    assert nodes["/x"]["rows"] == [[[0, 3, 1]], [[3, 6, 1]], [[6, 8, 1]], [[8, 10, 1]]]
     assert nodes["/t"]["rule"] == "replicate" and "rows" not in nodes["/t"]
     run("split", batch, "-n", 4, "-o", tmp_path / "mb", check=0)
     manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())

@@ -92,7 +92,7 @@ def test_spec_forms_star_arrays_prefix_negative_axis(tmp_path):
     manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
     assert manifest["datasets"]["/cols"]["axis"] == 1
     assert manifest["datasets"]["/pos/0"]["axis"] == 1
-    assert manifest["datasets"]["/inputs/ids"]["rows"] == [[0, 2], [2, 4], [4, 5], [5, 6]]
+    assert manifest["datasets"]["/inputs/ids"]["rows"] == [[[0, 2, 1]], [[2, 4, 1]], [[4, 5, 1]], [[5, 6, 1]]]
     assert manifest["spec"]["scalar"] == "replicate"
     with h5py.File(tmp_path / "mb" / "microbatch-00002.h5") as m:
         assert m["cols"].shape == (5, 1)
@@ -123,7 +123,7 @@ def test_micro_batch_size_follows_torch_split(tmp_path, batch):
         "--micro-batch-size", 4, "-o", tmp_path / "mb", check=0)
     m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
     assert m["chunks"] == 3
-    assert m["datasets"]["/x"]["rows"] == [[0, 4], [4, 8], [8, 10]]
+    assert m["datasets"]["/x"]["rows"] == [[[0, 4, 1]], [[4, 8, 1]], [[8, 10, 1]]]
     run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
     assert h5diff(batch, tmp_path / "out.h5") == 0
 
@@ -157,8 +157,9 @@ def test_manifest_lists_everything_and_files_glob_in_order(tmp_path, batch):
     assert m["source"] == str(batch)
     assert m["files"] == sorted(m["files"]) == [f"microbatch-{i:05d}.h5" for i in range(12)]
     assert listing(tmp_path / "mb") == sorted(m["files"] + ["manifest.json"])
-    assert m["datasets"]["/y"] == {"axis": 0, "length": 10,
-                                   "rows": [[i, i + 1] for i in range(10)] + [[10, 10], [10, 10]]}
+    assert m["datasets"]["/y"] == {"axis": 0, "length": 10, "rows": [[[i, i + 1, 1]] for i in range(10)] + [[], []]}
+    assert m["options"] == {"chunks": 12, "micro_batch_size": None, "on_short": "empty", "dp_degree": 1,
+                            "align": False}
 
 
 def test_sample_data_round_trip(tmp_path):

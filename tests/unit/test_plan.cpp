@@ -7,7 +7,8 @@
 
 using namespace mb::test;
 using mb::OnShort;
-using mb::Range;
+using mb::RowMap;
+using mb::Segment;
 
 namespace {
 
@@ -18,7 +19,14 @@ mb::SplitPlan plan(const std::string& spec, mb::SplitOptions o) {
   return mb::plan_split(t, mb::resolve(t, mb::specs::parse_spec(spec, "s"), "s"), o);
 }
 
-mb::SplitOptions chunks(std::uint64_t n, OnShort s = OnShort::Error) { return {n, std::nullopt, s}; }
+mb::SplitOptions chunks(std::uint64_t n, OnShort s = OnShort::Error) { return {n, std::nullopt, s, {}}; }
+
+// Row maps of contiguous pieces, from (begin, end) pairs.
+std::vector<RowMap> ranges(std::vector<std::pair<std::uint64_t, std::uint64_t>> rs) {
+  std::vector<RowMap> out;
+  for (auto [b, e] : rs) out.push_back(b == e ? RowMap{} : RowMap{Segment{b, e - b, 1}});
+  return out;
+}
 
 std::string error_of(const std::string& spec, mb::SplitOptions o) {
   try {
@@ -34,8 +42,8 @@ std::string error_of(const std::string& spec, mb::SplitOptions o) {
 TEST_CASE("each dataset is cut by its own length") {
   const auto p = plan("null", chunks(3));
   CHECK(p.count == 3);
-  CHECK(p.pieces.at("/a") == std::vector<Range>{{0, 4}, {4, 7}, {7, 10}});
-  CHECK(p.pieces.at("/b") == std::vector<Range>{{0, 1}, {1, 2}, {2, 3}});
+  CHECK(p.pieces.at("/a") == ranges({{0, 4}, {4, 7}, {7, 10}}));
+  CHECK(p.pieces.at("/b") == ranges({{0, 1}, {1, 2}, {2, 3}}));
   CHECK(p.pieces.count("/s") == 0);
 }
 
@@ -47,15 +55,15 @@ TEST_CASE("on-short policies") {
   CHECK(down.warnings[0].find("downsizing from 4 to 3") != std::string::npos);
   const auto empty = plan("null", chunks(4, OnShort::Empty));
   CHECK(empty.count == 4);
-  CHECK(empty.pieces.at("/b") == std::vector<Range>{{0, 1}, {1, 2}, {2, 3}, {3, 3}});
+  CHECK(empty.pieces.at("/b") == ranges({{0, 1}, {1, 2}, {2, 3}, {3, 3}}));
 }
 
 TEST_CASE("micro-batch size needs equal split lengths") {
-  CHECK(error_of("null", {std::nullopt, 4, OnShort::Error}).find("same length") != std::string::npos);
-  const auto p = plan(R"({"a": 0, "b": "replicate", "s": "replicate"})", {std::nullopt, 3, OnShort::Error});
+  CHECK(error_of("null", {std::nullopt, 4, OnShort::Error, {}}).find("same length") != std::string::npos);
+  const auto p = plan(R"({"a": 0, "b": "replicate", "s": "replicate"})", {std::nullopt, 3, OnShort::Error, {}});
   CHECK(p.count == 4);
-  CHECK(p.pieces.at("/a") == std::vector<Range>{{0, 3}, {3, 6}, {6, 9}, {9, 10}});
-  CHECK(error_of(R"({"*": "replicate"})", {std::nullopt, 3, OnShort::Error}).find("splits none") !=
+  CHECK(p.pieces.at("/a") == ranges({{0, 3}, {3, 6}, {6, 9}, {9, 10}}));
+  CHECK(error_of(R"({"*": "replicate"})", {std::nullopt, 3, OnShort::Error, {}}).find("splits none") !=
         std::string::npos);
 }
 
@@ -71,6 +79,15 @@ TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
   CHECK_THROWS_AS(plan("null", chunks(0)), mb::Error);
 }
 
-TEST_CASE("concat offsets") {
-  CHECK(mb::concat_offsets({4, 3, 0, 3}) == std::vector<std::uint64_t>{0, 4, 7, 7});
+TEST_CASE("data-parallel degree: shards cut separately, lengths must divide") {
+  // /a has 10 rows -> 2 shards of 5; /b has 3 rows, not divisible by 2
+  CHECK(error_of("null", {2, std::nullopt, OnShort::Error, {2, false}}) ==
+        "/b has 3 rows on its split axis, not divisible by --dp-degree 2");
+  const auto p = plan(R"({"a": 0, "*": "replicate"})", {2, std::nullopt, OnShort::Error, {2, false}});
+  CHECK(p.pieces.at("/a") == std::vector<RowMap>{{{0, 3, 1}, {5, 3, 1}}, {{3, 2, 1}, {8, 2, 1}}});
+  const auto aligned = plan(R"({"a": 0, "*": "replicate"})", {2, std::nullopt, OnShort::Error, {2, true}});
+  CHECK(aligned.pieces.at("/a") == std::vector<RowMap>{{{0, 3, 2}, {1, 3, 2}}, {{6, 2, 2}, {7, 2, 2}}});
+  // the shard length (5) is what --on-short compares with N
+  CHECK(error_of(R"({"a": 0, "*": "replicate"})", {6, std::nullopt, OnShort::Error, {2, false}})
+            .find("/a has 5 rows on its split axis per data-parallel shard") != std::string::npos);
 }

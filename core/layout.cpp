@@ -1,0 +1,44 @@
+#include "core/layout.hpp"
+
+#include "core/error.hpp"
+
+namespace mb {
+
+std::uint64_t rows_in(const RowMap& map) {
+  std::uint64_t n = 0;
+  for (const auto& s : map) n += s.count;
+  return n;
+}
+
+Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::uint64_t shard, const Range& piece) {
+  if (dp.align) return {shard + piece.begin * dp.degree, piece.size(), dp.degree};
+  return {shard * shard_length + piece.begin, piece.size(), 1};
+}
+
+std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces) {
+  const std::uint64_t shard_length = length / dp.degree;
+  std::vector<RowMap> maps(pieces.size());
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    for (std::uint64_t s = 0; s < dp.degree; ++s) {
+      const Segment seg = shard_segment(shard_length, dp, s, pieces[i]);
+      if (seg.count > 0) maps[i].push_back(seg);
+    }
+  return maps;
+}
+
+std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
+                               const std::string& what) {
+  std::vector<Range> pieces;
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] % dp.degree != 0)
+      throw Error(what + ": microbatch " + std::to_string(i) + " has " + std::to_string(lengths[i]) +
+                  " rows, not a multiple of the data-parallel degree " + std::to_string(dp.degree));
+    const std::uint64_t piece = lengths[i] / dp.degree;
+    pieces.push_back({at, at + piece});
+    at += piece;
+  }
+  return data_parallel_maps(at * dp.degree, dp, pieces);
+}
+
+}  // namespace mb

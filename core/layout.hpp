@@ -1,0 +1,50 @@
+#pragma once
+// Row maps: which rows of a split axis make up one microbatch. A microbatch
+// is usually one contiguous range, but the data-parallel layout makes it a
+// concatenation of one piece per shard, and align mode makes each piece a
+// strided run. HDF5 hyperslabs take strides, so a row map is copied as is.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/partition.hpp"
+
+namespace mb {
+
+// Rows begin, begin + stride, ..., count of them (Python: [begin:stop:stride]).
+struct Segment {
+  std::uint64_t begin = 0;
+  std::uint64_t count = 0;
+  std::uint64_t stride = 1;
+  std::uint64_t stop() const { return count == 0 ? begin : begin + (count - 1) * stride + 1; }
+  friend bool operator==(const Segment&, const Segment&) = default;
+};
+
+// The rows of one microbatch, in order.
+using RowMap = std::vector<Segment>;
+
+std::uint64_t rows_in(const RowMap& map);
+
+// Data-parallel layout (PaddlePaddle's microbatch code): the split axis holds
+// `degree` contiguous shards; with `align`, new row s*R + r is old row
+// s + r*degree (R = L/degree), i.e. shard s is the rows s, s+D, s+2D, ...
+struct DataParallel {
+  std::uint64_t degree = 1;
+  bool align = false;
+};
+
+// Row map of `piece` (a range of rows within a shard) of shard `shard`.
+Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::uint64_t shard, const Range& piece);
+
+// Microbatch i = piece i of every shard, shards in order. `pieces` cut one
+// shard (of length L/D).
+std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces);
+
+// The row maps that put microbatches of the given lengths back in place:
+// consecutive ranges, or, with a data-parallel degree, the inverse of
+// data_parallel_maps (each length must then be a multiple of the degree).
+// `what` names the dataset in errors.
+std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
+                               const std::string& what);
+
+}  // namespace mb
