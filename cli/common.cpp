@@ -44,6 +44,12 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
          },
          "when a split axis is shorter than N: error (default), downsize or empty")
       ->check(CLI::IsMember({"error", "downsize", "empty"}));
+  app.add_option_function<std::string>(
+         "--balance",
+         [&options](const std::string& v) { options.balance = v == "sequences" ? Balance::Sequences : Balance::Tokens; },
+         "packed sequences: fewest tokens in the largest microbatch (tokens, default) or array_split of the "
+         "sequence count (sequences)")
+      ->check(CLI::IsMember({"tokens", "sequences"}));
   add_data_parallel_options(app, options.dp);
 }
 

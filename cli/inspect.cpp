@@ -1,4 +1,5 @@
 // microbatch inspect: the tree of a file and, with a spec or -n, the plan.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -53,6 +54,9 @@ std::string rule_text(const LeafRule& r) {
     case LeafRule::Mode::Split: return "split axis " + std::to_string(r.axis);
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce: return std::string("reduce ") + reducer_name(r.reducer);
+    case LeafRule::Mode::Offsets: return "offsets";
+    case LeafRule::Mode::Packed: return "packed by " + r.offsets + " on axis " + std::to_string(r.axis);
+    case LeafRule::Mode::PerSequence: return "per sequence of " + r.offsets + " on axis " + std::to_string(r.axis);
   }
   return "?";
 }
@@ -75,6 +79,27 @@ struct Inspection {
   std::map<std::string, std::string> previews;  // "path@name" -> value
 };
 
+// Per microbatch: its sequences and tokens, and how close the largest comes
+// to the ideal share T/N.
+void print_sequences(const SequencePlan& seq, std::uint64_t count) {
+  std::string sets;
+  for (const auto& o : seq.offsets) sets += (sets.empty() ? "" : ", ") + o;
+  std::printf("sequences: %llu, %llu tokens (summed over %s)\n", static_cast<unsigned long long>(seq.sequences),
+              static_cast<unsigned long long>(seq.tokens), sets.c_str());
+  std::uint64_t largest = 0;
+  for (std::size_t i = 0; i < seq.runs.size(); ++i) {
+    largest = std::max(largest, seq.run_tokens[i]);
+    if (i < 16)
+      std::printf("  microbatch %zu: sequences [%llu, %llu) (%llu), %llu tokens\n", i,
+                  static_cast<unsigned long long>(seq.runs[i].begin), static_cast<unsigned long long>(seq.runs[i].end),
+                  static_cast<unsigned long long>(seq.runs[i].size()), static_cast<unsigned long long>(seq.run_tokens[i]));
+  }
+  if (seq.runs.size() > 16) std::printf("  …\n");
+  const double ideal = count ? static_cast<double>(seq.tokens) / static_cast<double>(count) : 0.0;
+  std::printf("largest microbatch: %llu tokens, ideal T/N = %.1f (%.3fx)\n", static_cast<unsigned long long>(largest),
+              ideal, ideal > 0 ? static_cast<double>(largest) / ideal : 1.0);
+}
+
 void print_text(const InspectCommand& cmd, const Inspection& in) {
   std::vector<Row> rows;
   for_each_node(in.tree, [&](const NodeInfo& n) {
@@ -83,7 +108,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     if (in.resolution && !n.is_group()) {
       const LeafRule& rule = in.resolution->dataset_rule(n.path);
       r.plan = rule_text(rule);
-      if (in.plan && rule.mode == LeafRule::Mode::Split) r.plan += ": " + rows_text(in.plan->pieces.at(n.path));
+      if (in.plan && rule.cuts_rows()) r.plan += ": " + rows_text(in.plan->pieces.at(n.path));
     }
     rows.push_back(r);
     for (const auto& a : n.attributes) {
@@ -117,6 +142,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
   if (in.plan) {
     std::printf("plan: %llu microbatches\n", static_cast<unsigned long long>(in.plan->count));
     for (const auto& w2 : in.plan->warnings) std::printf("warning: %s\n", w2.c_str());
+    if (in.plan->sequences) print_sequences(*in.plan->sequences, in.plan->count);
   }
 }
 
@@ -139,7 +165,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       for (const auto& m : n.storage.max_shape) max.push_back(m ? json(*m) : json(nullptr));
       j["max_shape"] = max;
       if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
-      if (in.plan && in.plan->pieces.count(n.path)) {
+      if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
         j["rows"] = io::row_maps_json(in.plan->pieces.at(n.path));
       }
     }
@@ -156,29 +182,30 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   if (in.plan) {
     out["chunks"] = in.plan->count;
     out["warnings"] = in.plan->warnings;
+    if (in.plan->sequences) out["sequences"] = io::sequences_json(*in.plan->sequences);
   }
   std::printf("%s\n", out.dump(2).c_str());
 }
 
 void run_inspect(const InspectCommand& cmd) {
   Inspection in;
-  {
-    h5::Id file = h5::open_file_read_only(cmd.input);
-    in.tree = h5::read_tree(file.get(), cmd.input);
-    for_each_node(in.tree, [&](const NodeInfo& n) {
-      for (const auto& a : n.attributes)
-        in.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), cmd.input, n.path, a.name);
-    });
-  }
+  h5::Id file = h5::open_file_read_only(cmd.input);
+  in.tree = h5::read_tree(file.get(), cmd.input);
+  for_each_node(in.tree, [&](const NodeInfo& n) {
+    for (const auto& a : n.attributes)
+      in.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), cmd.input, n.path, a.name);
+  });
   const bool planning = cmd.partition.chunks || cmd.partition.micro_batch_size;
   if (!cmd.spec.empty() || planning) {
     std::string spec_name;
     const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
     in.resolution = about_file(cmd.input, [&] { return resolve(in.tree, spec, spec_name); });
   }
-  if (planning)
-    in.plan = about_file(cmd.input,
-                         [&] { return plan_split(in.tree, *in.resolution, cmd.partition); });
+  if (planning) {
+    const OffsetsValues offsets = h5::read_offsets_values(file.get(), cmd.input, in.tree, *in.resolution);
+    in.plan = about_file(cmd.input, [&] { return plan_split(in.tree, *in.resolution, cmd.partition, offsets); });
+  }
+  file.reset();
   if (cmd.json) {
     print_json(cmd, in);
   } else {

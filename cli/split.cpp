@@ -38,16 +38,14 @@ void run_split(const SplitCommand& cmd) {
   const SplitOptions& p = cmd.partition;
   if (p.chunks.has_value() == p.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
-  NodeInfo tree;
-  {
-    h5::Id file = h5::open_file_read_only(cmd.input);
-    tree = h5::read_tree(file.get(), cmd.input);
-  }
   std::string spec_name;
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
+  h5::Id file = h5::open_file_read_only(cmd.input);
+  const NodeInfo tree = h5::read_tree(file.get(), cmd.input);
   const Resolution resolution = about_file(cmd.input, [&] { return resolve(tree, spec, spec_name); });
-  const SplitPlan plan = about_file(
-      cmd.input, [&] { return plan_split(tree, resolution, p); });
+  const OffsetsValues offsets = h5::read_offsets_values(file.get(), cmd.input, tree, resolution);
+  file.reset();
+  const SplitPlan plan = about_file(cmd.input, [&] { return plan_split(tree, resolution, p, offsets); });
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
 
   io::SplitJob job;
@@ -60,7 +58,8 @@ void run_split(const SplitCommand& cmd) {
                  {"micro_batch_size", p.micro_batch_size ? nlohmann::ordered_json(*p.micro_batch_size) : nullptr},
                  {"on_short", on_short_name(p.on_short)},
                  {"dp_degree", p.dp.degree},
-                 {"align", p.dp.align}};
+                 {"align", p.dp.align},
+                 {"balance", p.balance == Balance::Sequences ? "sequences" : "tokens"}};
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
   const auto files = io::write_split(job, tree, resolution, plan);

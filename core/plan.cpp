@@ -3,18 +3,31 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/packed.hpp"
 
 namespace mb {
 namespace {
 
-struct SplitLeaf {
+// Something whose length decides how many microbatches there can be: a
+// split axis (per data-parallel shard), or the packed sequence count.
+struct CutLength {
   std::string path;
-  std::uint64_t length;  // rows on the split axis; per shard with a data-parallel degree
+  std::uint64_t length;
+  const char* unit;  // "rows on its split axis", "sequences"
 };
 
-// The split datasets with their split-axis lengths, in path order; refuses reducers.
-std::vector<SplitLeaf> split_leaves(const NodeInfo& root, const Resolution& resolution) {
-  std::vector<SplitLeaf> out;
+struct Leaves {
+  std::vector<CutLength> split;  // Split leaves
+  std::vector<const NodeInfo*> offsets, packed, per_sequence;
+};
+
+std::uint64_t axis_length(const NodeInfo& n, const LeafRule& rule) {
+  return n.shape.at(static_cast<std::size_t>(rule.axis));
+}
+
+// Sorts the datasets by rule; refuses reducers (they only apply to merge).
+Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
+  Leaves out;
   for_each_node(root, [&](const NodeInfo& n) {
     for (const auto& a : n.attributes)
       if (resolution.attribute_rule(n.path, a.name).mode == LeafRule::Mode::Reduce)
@@ -22,44 +35,50 @@ std::vector<SplitLeaf> split_leaves(const NodeInfo& root, const Resolution& reso
                     ": a reducer only applies to merge");
     if (n.is_group()) return;
     const LeafRule& rule = resolution.dataset_rule(n.path);
-    if (rule.mode == LeafRule::Mode::Reduce)
-      throw Error("spec gives a reducer for " + n.path + ": a reducer only applies to merge");
-    if (rule.mode == LeafRule::Mode::Split) out.push_back({n.path, n.shape.at(static_cast<std::size_t>(rule.axis))});
+    switch (rule.mode) {
+      case LeafRule::Mode::Reduce:
+        throw Error("spec gives a reducer for " + n.path + ": a reducer only applies to merge");
+      case LeafRule::Mode::Split: out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"}); break;
+      case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
+      case LeafRule::Mode::Packed: out.packed.push_back(&n); break;
+      case LeafRule::Mode::PerSequence: out.per_sequence.push_back(&n); break;
+      case LeafRule::Mode::Replicate: break;
+    }
   });
   return out;
 }
 
 // With a data-parallel degree D, every split axis holds D equal shards, and
 // the cut applies to the shard length.
-void to_shard_lengths(std::vector<SplitLeaf>& leaves, std::uint64_t degree) {
+void to_shard_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
   if (degree == 1) return;
-  for (auto& leaf : leaves) {
-    if (leaf.length % degree != 0)
-      throw Error(leaf.path + " has " + std::to_string(leaf.length) +
-                  " rows on its split axis, not divisible by --dp-degree " + std::to_string(degree));
-    leaf.length /= degree;
+  for (auto& c : cuts) {
+    if (c.length % degree != 0)
+      throw Error(c.path + " has " + std::to_string(c.length) + " rows on its split axis, not divisible by --dp-degree " +
+                  std::to_string(degree));
+    c.length /= degree;
+    c.unit = "rows on its split axis per data-parallel shard";
   }
 }
 
-std::uint64_t count_by_size(const std::vector<SplitLeaf>& leaves, std::uint64_t size) {
-  if (leaves.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
-  for (const auto& leaf : leaves)
-    if (leaf.length != leaves.front().length)
-      throw Error("--micro-batch-size needs every split axis to have the same length: " + leaves.front().path +
-                  " has " + std::to_string(leaves.front().length) + " rows, " + leaf.path + " has " +
-                  std::to_string(leaf.length));
-  const std::uint64_t length = leaves.front().length;
-  if (length == 0) throw Error("nothing to split: " + leaves.front().path + " has 0 rows on its split axis");
-  return (length + size - 1) / size;
+std::string describe(const CutLength& c) { return c.path + " has " + std::to_string(c.length) + " " + c.unit; }
+
+std::uint64_t count_by_size(const std::vector<CutLength>& cuts, std::uint64_t size) {
+  if (cuts.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
+  for (const auto& c : cuts)
+    if (c.length != cuts.front().length)
+      throw Error("--micro-batch-size needs every split axis to have the same length: " + describe(cuts.front()) +
+                  ", " + describe(c));
+  if (cuts.front().length == 0) throw Error("nothing to split: " + describe(cuts.front()));
+  return (cuts.front().length + size - 1) / size;
 }
 
-std::uint64_t count_by_chunks(const std::vector<SplitLeaf>& leaves, std::uint64_t n, OnShort on_short,
-                              bool per_shard, std::vector<std::string>& warnings) {
-  auto shortest = std::min_element(leaves.begin(), leaves.end(),
-                                   [](const SplitLeaf& a, const SplitLeaf& b) { return a.length < b.length; });
-  if (shortest == leaves.end() || shortest->length >= n) return n;
-  const std::string why = shortest->path + " has " + std::to_string(shortest->length) + " rows on its split axis" +
-                          (per_shard ? " per data-parallel shard" : "");
+std::uint64_t count_by_chunks(const std::vector<CutLength>& cuts, std::uint64_t n, OnShort on_short,
+                              std::vector<std::string>& warnings) {
+  auto shortest = std::min_element(cuts.begin(), cuts.end(),
+                                   [](const CutLength& a, const CutLength& b) { return a.length < b.length; });
+  if (shortest == cuts.end() || shortest->length >= n) return n;
+  const std::string why = describe(*shortest);
   switch (on_short) {
     case OnShort::Error:
       throw Error("cannot cut into " + std::to_string(n) + " microbatches: " + why +
@@ -74,6 +93,67 @@ std::uint64_t count_by_chunks(const std::vector<SplitLeaf>& leaves, std::uint64_
   return n;
 }
 
+std::vector<RowMap> contiguous(const std::vector<Range>& ranges) {
+  std::vector<RowMap> maps;
+  for (const auto& r : ranges) maps.push_back(r.size() ? RowMap{{r.begin, r.size(), 1}} : RowMap{});
+  return maps;
+}
+
+// Checks the offsets datasets and the packed / per-sequence lengths against
+// them; returns the sequence plan without runs, and the tokens per sequence.
+SequencePlan check_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values,
+                             std::vector<std::uint64_t>& tokens) {
+  SequencePlan seq;
+  std::vector<std::vector<std::int64_t>> sets;
+  for (const NodeInfo* o : leaves.offsets) {
+    auto it = values.find(o->path);
+    if (it == values.end()) throw Error("internal: the values of " + o->path + " were not read");
+    const std::uint64_t s = check_offsets(it->second, o->path);
+    if (!sets.empty() && s != seq.sequences)
+      throw Error("offsets datasets disagree: " + seq.offsets.front() + " holds " + std::to_string(seq.sequences) +
+                  " sequences, " + o->path + " holds " + std::to_string(s));
+    seq.sequences = s;
+    seq.offsets.push_back(o->path);
+    sets.push_back(it->second);
+  }
+  for (const NodeInfo* p : leaves.packed) {
+    const LeafRule& rule = resolution.dataset_rule(p->path);
+    const std::int64_t last = values.at(rule.offsets).back();
+    if (axis_length(*p, rule) != static_cast<std::uint64_t>(last))
+      throw Error(p->path + " has " + std::to_string(axis_length(*p, rule)) + " tokens on axis " +
+                  std::to_string(rule.axis) + ", but its offsets " + rule.offsets + " end at " + std::to_string(last));
+  }
+  for (const NodeInfo* p : leaves.per_sequence) {
+    const LeafRule& rule = resolution.dataset_rule(p->path);
+    if (axis_length(*p, rule) != seq.sequences)
+      throw Error(p->path + " has " + std::to_string(axis_length(*p, rule)) + " rows on axis " +
+                  std::to_string(rule.axis) + ", but " + rule.offsets + " describes " + std::to_string(seq.sequences) +
+                  " sequences");
+  }
+  tokens = sequence_tokens(sets);
+  for (auto t : tokens) seq.tokens += t;
+  return seq;
+}
+
+// Rows of every packed-family dataset from the sequence runs.
+void cut_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values,
+                   const SequencePlan& seq, SplitPlan& plan) {
+  for (const NodeInfo* o : leaves.offsets) {
+    // Sequences [a, b) need offsets rows a..b: b - a + 1 values, rebased to 0 when written.
+    std::vector<RowMap> maps;
+    for (const auto& run : seq.runs) maps.push_back({{run.begin, run.size() + 1, 1}});
+    plan.pieces[o->path] = maps;
+  }
+  for (const NodeInfo* p : leaves.packed) {
+    const auto& offsets = values.at(resolution.dataset_rule(p->path).offsets);
+    std::vector<Range> rows;
+    for (const auto& run : seq.runs)
+      rows.push_back({static_cast<std::uint64_t>(offsets[run.begin]), static_cast<std::uint64_t>(offsets[run.end])});
+    plan.pieces[p->path] = contiguous(rows);
+  }
+  for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
+}
+
 }  // namespace
 
 const char* reducer_name(Reducer r) {
@@ -86,34 +166,58 @@ const char* reducer_name(Reducer r) {
   return "?";
 }
 
-SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options) {
+SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options,
+                     const OffsetsValues& offsets) {
   if (options.chunks.has_value() == options.micro_batch_size.has_value())
     throw usage_error("give exactly one of -n/--chunks and --micro-batch-size");
   if (options.dp.degree == 0) throw usage_error("--dp-degree must be at least 1");
   SplitPlan plan;
-  auto leaves = split_leaves(root, resolution);
-  to_shard_lengths(leaves, options.dp.degree);
-  const std::uint64_t d = options.dp.degree;
-  auto cut = [&](const SplitLeaf& leaf, const std::vector<Range>& pieces) {
-    plan.pieces[leaf.path] = data_parallel_maps(leaf.length * d, options.dp, pieces);
-  };
+  const Leaves leaves = collect_leaves(root, resolution);
+  std::vector<CutLength> cuts = leaves.split;
+  to_shard_lengths(cuts, options.dp.degree);
+
+  const std::size_t split_cuts = cuts.size();  // the sequence count may follow
+  std::vector<std::uint64_t> tokens;
+  if (!leaves.offsets.empty()) {
+    if (options.dp.degree != 1) throw usage_error("--dp-degree does not combine with packed sequences");
+    plan.sequences = check_sequences(leaves, resolution, offsets, tokens);
+    cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
+  }
+
   if (options.micro_batch_size) {
     const std::uint64_t size = *options.micro_batch_size;
     if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
-    plan.count = count_by_size(leaves, size);
+    plan.count = count_by_size(cuts, size);
     if (plan.count > kMaxMicrobatches)
       throw usage_error("--micro-batch-size " + std::to_string(size) + " gives " + std::to_string(plan.count) +
                         " microbatches, more than the limit of " + std::to_string(kMaxMicrobatches));
-    for (const auto& leaf : leaves) cut(leaf, split_by_size(leaf.length, size));
-    return plan;
+  } else {
+    if (*options.chunks == 0) throw usage_error("-n/--chunks must be at least 1");
+    if (*options.chunks > kMaxMicrobatches)
+      throw usage_error("-n " + std::to_string(*options.chunks) + " is more than the limit of " +
+                        std::to_string(kMaxMicrobatches) + " microbatches");
+    plan.count = count_by_chunks(cuts, *options.chunks, options.on_short, plan.warnings);
   }
-  const std::uint64_t n = *options.chunks;
-  if (n == 0) throw usage_error("-n/--chunks must be at least 1");
-  if (n > kMaxMicrobatches)
-    throw usage_error("-n " + std::to_string(n) + " is more than the limit of " + std::to_string(kMaxMicrobatches) +
-                      " microbatches");
-  plan.count = count_by_chunks(leaves, n, options.on_short, d > 1, plan.warnings);
-  for (const auto& leaf : leaves) cut(leaf, array_split(leaf.length, plan.count));
+
+  // Regular split leaves: array_split (or torch.split) of each shard.
+  for (std::size_t i = 0; i < split_cuts; ++i) {
+    const CutLength& c = cuts[i];
+    const auto pieces = options.micro_batch_size ? split_by_size(c.length, *options.micro_batch_size)
+                                                 : array_split(c.length, plan.count);
+    plan.pieces[c.path] = data_parallel_maps(c.length * options.dp.degree, options.dp, pieces);
+  }
+  if (plan.sequences) {
+    SequencePlan& seq = *plan.sequences;
+    if (options.micro_batch_size) {
+      seq.runs = split_by_size(seq.sequences, *options.micro_batch_size);
+    } else if (options.balance == Balance::Sequences) {
+      seq.runs = array_split(seq.sequences, plan.count);
+    } else {
+      seq.runs = balance_tokens(tokens, plan.count);
+    }
+    seq.run_tokens = run_tokens(tokens, seq.runs);
+    cut_sequences(leaves, resolution, offsets, seq, plan);
+  }
   return plan;
 }
 

@@ -16,6 +16,10 @@ namespace mb {
 
 enum class OnShort { Error, Downsize, Empty };
 
+// How packed sequences are shared out: fewest tokens in the largest
+// microbatch (default), or array_split of the sequence count.
+enum class Balance { Tokens, Sequences };
+
 // Beyond this many microbatches a request is taken for a typo.
 inline constexpr std::uint64_t kMaxMicrobatches = 1'000'000;
 
@@ -24,18 +28,34 @@ struct SplitOptions {
   std::optional<std::uint64_t> micro_batch_size;  // --micro-batch-size M
   OnShort on_short = OnShort::Error;
   DataParallel dp;                                // --dp-degree D, --align
+  Balance balance = Balance::Tokens;              // --balance
+};
+
+// Values of every "offsets" dataset, by path (io reads them before planning).
+using OffsetsValues = std::map<std::string, std::vector<std::int64_t>>;
+
+// Packed sequences of a plan: which sequences and how many tokens (summed
+// over the offsets datasets) each microbatch holds.
+struct SequencePlan {
+  std::vector<std::string> offsets;  // paths of the offsets datasets
+  std::uint64_t sequences = 0;
+  std::uint64_t tokens = 0;
+  std::vector<Range> runs;                  // per microbatch
+  std::vector<std::uint64_t> run_tokens;    // per microbatch
 };
 
 struct SplitPlan {
   std::uint64_t count = 0;  // number of microbatches
   // Per split dataset (by path): its rows in each microbatch.
   std::map<std::string, std::vector<RowMap>> pieces;
+  std::optional<SequencePlan> sequences;  // when the spec has packed sequences
   std::vector<std::string> warnings;
 };
 
 // Checks that the resolution can be split (no reducers) and cuts every split
 // dataset. Throws mb::Error naming the dataset when a length does not allow
 // the requested cut.
-SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options);
+SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options,
+                     const OffsetsValues& offsets = {});
 
 }  // namespace mb

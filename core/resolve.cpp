@@ -18,6 +18,7 @@ class Resolver {
 
   Resolution run(const NodeInfo& root, const SpecNode& spec) {
     visit(root, spec);
+    check_offsets_references();
     return std::move(out_);
   }
 
@@ -49,11 +50,19 @@ class Resolver {
     }
   }
 
-  LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) const {
+  LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) {
     LeafRule rule = spec.leaf;
-    if (rule.mode != LeafRule::Mode::Split) return rule;
+    if (rule.mode == LeafRule::Mode::Offsets) {
+      if (ds.null_space || ds.rank() != 1)
+        fail(spec, "\"offsets\" needs a 1-D dataset of S+1 integers; " + ds.path + " has rank " +
+                       std::to_string(ds.rank()));
+      return rule;
+    }
+    if (!rule.cuts_rows()) return rule;
+    if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos});
     if (ds.null_space || ds.rank() == 0)
       fail(spec, "cannot split " + ds.path + ": it is a rank-0 dataset (use \"replicate\" or a reducer)");
+    // (axis checks below apply to split, packed and per-sequence leaves alike)
     const int rank = static_cast<int>(ds.rank());
     if (rule.axis < -rank || rule.axis >= rank)
       fail(spec, "split axis " + std::to_string(rule.axis) + " is out of range for " + ds.path + " of rank " +
@@ -125,13 +134,32 @@ class Resolver {
     if (spec.kind == SpecNode::Kind::Default) return;
     if (spec.kind != SpecNode::Kind::Leaf)
       fail(spec, "the spec of attribute " + group.path + "@" + name + " must be \"replicate\" or a reducer");
-    if (spec.leaf.mode == LeafRule::Mode::Split)
+    if (spec.leaf.cuts_rows())
       fail(spec, "attribute " + group.path + "@" + name + " cannot be split: attributes are replicated or reduced");
     out_.attributes[{group.path, name}] = spec.leaf;
   }
 
+  // Every packed / per-sequence leaf must name a dataset whose spec is "offsets".
+  void check_offsets_references() const {
+    for (const auto& ref : references_) {
+      auto it = out_.datasets.find(ref.offsets);
+      if (it == out_.datasets.end() || it->second.mode != LeafRule::Mode::Offsets)
+        throw Error(where(spec_name_, ref.pos) + ": " + ref.dataset + " names " + ref.offsets +
+                    " as its offsets, but " +
+                    (it == out_.datasets.end() ? std::string("the file has no dataset there")
+                                               : "its spec is not \"offsets\""));
+    }
+  }
+
+  struct Reference {
+    std::string dataset;
+    std::string offsets;
+    SourcePos pos;
+  };
+
   const std::string& spec_name_;
   Resolution out_;
+  std::vector<Reference> references_;
 };
 
 }  // namespace

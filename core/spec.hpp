@@ -15,14 +15,29 @@ const char* reducer_name(Reducer r);
 
 // What happens to one leaf (dataset or attribute).
 struct LeafRule {
-  enum class Mode { Split, Replicate, Reduce };
+  enum class Mode {
+    Split,        // cut along `axis`, concatenate on merge
+    Replicate,    // whole copy; equal on merge
+    Reduce,       // merge only: element-wise `reducer`
+    Offsets,      // packed-sequence offsets (S+1 rising integers): cut by sequence, rebased to 0
+    Packed,       // token-level data packed along `axis`, described by the offsets at `offsets`
+    PerSequence,  // one row per sequence along `axis`, sequences described by `offsets`
+  };
   Mode mode = Mode::Replicate;
-  int axis = 0;                 // Split: as written (may be negative) or normalised
+  int axis = 0;  // as written (may be negative) or, once resolved, normalised
   Reducer reducer = Reducer::Sum;
+  std::string offsets;  // Packed, PerSequence: HDF5 path of the offsets dataset
 
-  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum}; }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r}; }
+  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}}; }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}}; }
+  static LeafRule packed(std::string offsets, int axis) { return {Mode::Packed, axis, Reducer::Sum, std::move(offsets)}; }
+  static LeafRule per_sequence(std::string offsets, int axis) {
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets)};
+  }
+  // True when each microbatch holds some of the rows along `axis`.
+  bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce; }
   friend bool operator==(const LeafRule&, const LeafRule&) = default;
 };
 

@@ -22,7 +22,15 @@ nlohmann::ordered_json manifest_json(const Manifest& m) {
   for (const auto& [path, rec] : m.datasets) {
     datasets[path] = {{"axis", rec.axis}, {"length", rec.length}, {"rows", row_maps_json(rec.rows)}};
   }
+  if (m.sequences) j["sequences"] = sequences_json(*m.sequences);
   return j;
+}
+
+nlohmann::ordered_json sequences_json(const SequencePlan& seq) {
+  auto runs = nlohmann::ordered_json::array();
+  for (const auto& r : seq.runs) runs.push_back({r.begin, r.end});
+  return {{"offsets", seq.offsets}, {"count", seq.sequences}, {"tokens", seq.tokens},
+          {"runs", runs},           {"run_tokens", seq.run_tokens}};
 }
 
 nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps) {

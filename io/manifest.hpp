@@ -3,11 +3,13 @@
 // merge of a directory takes the file order, completeness and spec from it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/plan.hpp"
 
 namespace mb::io {
 
@@ -29,9 +31,14 @@ struct Manifest {
   std::uint64_t chunks = 0;
   std::vector<std::string> files;  // names relative to the manifest's directory
   std::map<std::string, SplitDatasetRecord> datasets;
+  std::optional<SequencePlan> sequences;  // packed sequences: runs and tokens per microbatch
 };
 
 nlohmann::ordered_json manifest_json(const Manifest& m);
+
+// Packed sequences: offsets datasets, sequence and token totals, and per
+// microbatch its sequence run [first, end) and tokens.
+nlohmann::ordered_json sequences_json(const SequencePlan& seq);
 
 // Per microbatch, its rows as [start, stop, step] slices (Python semantics).
 nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);

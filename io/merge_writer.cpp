@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/partition.hpp"
 #include "core/plan.hpp"
+#include "core/packed.hpp"
 #include "core/reduce.hpp"
 #include "core/values.hpp"
 #include "io/atomic.hpp"
@@ -218,11 +219,13 @@ class MergeWriter {
     const Shape& dims0 = in.spaces[0].dims;
     Shape out_dims = dims0;
     std::optional<int> axis;
-    if (rule.mode == LeafRule::Mode::Split) {
+    if (rule.cuts_rows()) {
       axis = rule.axis;
       require_same_shape(ds, in, static_cast<std::size_t>(rule.axis));
       std::uint64_t total = 0;
       for (const auto& s : in.spaces) total += s.dims[static_cast<std::size_t>(rule.axis)];
+      // Offsets: every input repeats the leading 0, the output has it once.
+      if (rule.mode == LeafRule::Mode::Offsets) total -= in.spaces.size() - 1;
       out_dims[static_cast<std::size_t>(rule.axis)] = total;
     } else {
       require_same_shape(ds, in, std::nullopt);
@@ -234,7 +237,10 @@ class MergeWriter {
     h5::Id dst = h5::create_dataset_like(objects[0].get(), dst_parent, ds.name, out_dims, axis, out_where(ds.path));
     merge_attributes(ds, objects, dst.get());
     switch (rule.mode) {
-      case LeafRule::Mode::Split: concatenate(ds, objects, in, rule.axis, dst.get()); break;
+      case LeafRule::Mode::Split:
+      case LeafRule::Mode::Packed:
+      case LeafRule::Mode::PerSequence: concatenate(ds, objects, in, rule.axis, dst.get()); break;
+      case LeafRule::Mode::Offsets: concatenate_offsets(ds, objects, dst.get()); break;
       case LeafRule::Mode::Replicate:
         h5::copy_box(objects[0].get(), where(0, ds.path), h5::Placement::origin(dims0.size()), dst.get(),
                      out_where(ds.path), h5::Placement::origin(dims0.size()), dims0, job_.buffer_bytes);
@@ -262,6 +268,19 @@ class MergeWriter {
         at += seg.count;
       }
     }
+  }
+
+  // Offsets come back by shifting each input's offsets past the previous
+  // inputs' tokens, dropping every leading 0 but the first.
+  void concatenate_offsets(const NodeInfo& ds, const std::vector<h5::Id>& objects, hid_t dst) {
+    std::vector<std::int64_t> out{0};
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      const auto values = h5::read_int64_vector(objects[i].get(), where(i, ds.path));
+      check_offsets(values, job_.inputs[i].path + ": " + ds.path);
+      const std::int64_t base = out.back();
+      for (std::size_t k = 1; k < values.size(); ++k) out.push_back(values[k] + base);
+    }
+    h5::write_box(dst, H5T_NATIVE_INT64, {0}, {out.size()}, out.data(), out_where(ds.path));
   }
 
   void compare_replicated(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in) const {
@@ -339,6 +358,10 @@ NodeInfo read_common_tree(const std::vector<MergeInput>& inputs) {
 }
 
 void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& resolution) {
+  if (job.dp.degree != 1)
+    for (const auto& [path, rule] : resolution.datasets)
+      if (rule.mode == LeafRule::Mode::Offsets)
+        throw usage_error("--dp-degree does not combine with packed sequences (" + path + " is \"offsets\")");
   check_output_path(job);
   std::vector<h5::Id> files;
   for (const auto& in : job.inputs) files.push_back(h5::open_file_read_only(in.path));

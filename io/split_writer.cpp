@@ -104,7 +104,7 @@ class SplitWriter {
     const auto pieces = plan_.pieces.find(ds.path);
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
-      if (rule.mode != LeafRule::Mode::Split) {
+      if (!rule.cuts_rows()) {
         h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, ds.shape, std::nullopt, where);
         h5::copy_attributes(src, src_where, dst.get(), where);
         h5::copy_box(src, src_where, h5::Placement::origin(ds.rank()), dst.get(), where,
@@ -117,6 +117,10 @@ class SplitWriter {
       count[axis] = rows_in(rows);
       h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, count, rule.axis, where);
       h5::copy_attributes(src, src_where, dst.get(), where);
+      if (rule.mode == LeafRule::Mode::Offsets) {
+        write_rebased_offsets(src, src_where, rows.front(), dst.get(), where);
+        continue;
+      }
       // Each segment of the row map lands right after the previous one.
       std::uint64_t at = 0;
       for (const Segment& seg : rows) {
@@ -126,6 +130,18 @@ class SplitWriter {
         at += seg.count;
       }
     }
+  }
+
+  // A microbatch's offsets are its rows of the input's offsets, shifted to
+  // start at 0 (offsets are S+1 integers: small enough to hold whole).
+  static void write_rebased_offsets(hid_t src, const h5::Location& src_where, const Segment& rows, hid_t dst,
+                                    const h5::Location& where) {
+    h5::Buffer values(H5T_NATIVE_INT64);
+    h5::read_box(src, H5T_NATIVE_INT64, {rows.begin}, {rows.count}, values, src_where);
+    auto* v = static_cast<std::int64_t*>(values.data());
+    const std::int64_t base = v[0];
+    for (std::uint64_t k = 0; k < rows.count; ++k) v[k] -= base;
+    h5::write_box(dst, H5T_NATIVE_INT64, {0}, {rows.count}, v, where);
   }
 
   const SplitJob& job_;
@@ -145,6 +161,7 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
   m.options = job.options;
   m.chunks = plan.count;
   m.files = files;
+  m.sequences = plan.sequences;
   for (const auto& [path, rows] : plan.pieces) {
     SplitDatasetRecord rec;
     rec.axis = resolution.dataset_rule(path).axis;

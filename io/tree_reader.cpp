@@ -160,3 +160,32 @@ std::string attribute_preview(hid_t file, const std::string& file_name, const st
 }
 
 }  // namespace mb::h5
+
+namespace mb::h5 {
+
+std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where) {
+  Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+  if (H5Tget_class(type.get()) != H5T_INTEGER)
+    throw Error(where.describe() + ": offsets must be integers, not " + dtype_name(type.get()));
+  Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  const SpaceInfo info = space_info(space.get(), where);
+  std::vector<std::int64_t> values(info.elements());
+  if (!values.empty())
+    check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
+          "cannot read the offsets");
+  return values;
+}
+
+OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
+                                  const Resolution& resolution) {
+  OffsetsValues out;
+  for_each_node(tree, [&](const NodeInfo& n) {
+    if (n.is_group() || resolution.dataset_rule(n.path).mode != LeafRule::Mode::Offsets) return;
+    const Location where{file_name, n.path};
+    Id ds = open_object(file, n.path, where);
+    out[n.path] = read_int64_vector(ds.get(), where);
+  });
+  return out;
+}
+
+}  // namespace mb::h5

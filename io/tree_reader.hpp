@@ -1,23 +1,32 @@
 #pragma once
-// Reads an HDF5 file's tree into a NodeInfo description, checking on the way
-// everything microbatch must refuse before writing a byte: unsupported link
-// kinds and datatypes, unavailable filters.
+// Reading what a file holds: its tree (checking on the way everything
+// microbatch must refuse before writing a byte: unsupported link kinds and
+// datatypes, unavailable filters), attribute values for display, and the
+// values of offsets datasets for planning packed sequences.
 #include <hdf5.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/plan.hpp"
+#include "core/resolve.hpp"
 #include "core/tree.hpp"
+#include "io/h5.hpp"
 
 namespace mb::h5 {
 
 NodeInfo read_tree(hid_t file, const std::string& file_name);
 
-}  // namespace mb::h5
-
-namespace mb::h5 {
-
 // A short text of an attribute's value ("1200", "'tiny-llm'", "[1, 2, …]").
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name);
+
+// Reads a 1-D integer dataset whole as int64 (offsets are S+1 values).
+std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where);
+
+// Reads every dataset whose rule is "offsets".
+OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
+                                  const Resolution& resolution);
 
 }  // namespace mb::h5

@@ -7,6 +7,9 @@ nlohmann::ordered_json rule_json(const LeafRule& rule) {
     case LeafRule::Mode::Split: return rule.axis;
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce: return {{"reduce", reducer_name(rule.reducer)}};
+    case LeafRule::Mode::Offsets: return "offsets";
+    case LeafRule::Mode::Packed: return {{"packed", rule.offsets}, {"axis", rule.axis}};
+    case LeafRule::Mode::PerSequence: return {{"per_sequence", rule.offsets}, {"axis", rule.axis}};
   }
   return nullptr;
 }

@@ -221,8 +221,10 @@ class Converter {
       case JNode::Type::Integer: return SpecNode::make_leaf(LeafRule::split(axis_of(j)));
       case JNode::Type::String:
         if (j.text == "replicate") return SpecNode::make_leaf(LeafRule::replicate());
-        b_.fail(j.pos, "unknown leaf spec \"" + j.text + "\" (expected an axis, \"replicate\", " +
-                           "{\"split_axis\": k}, {\"reduce\": ...}, null, an object or an array)");
+        if (j.text == "offsets") return SpecNode::make_leaf(LeafRule::offsets_leaf());
+        b_.fail(j.pos, "unknown leaf spec \"" + j.text + "\" (expected an axis, \"replicate\", \"offsets\", " +
+                           "{\"split_axis\": k}, {\"reduce\": ...}, {\"packed\": ...}, {\"per_sequence\": ...}, " +
+                           "null, an object or an array)");
       case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
       case JNode::Type::Array: {
         SpecNode n;
@@ -245,17 +247,20 @@ class Converter {
     return static_cast<int>(j.integer);
   }
 
-  // {"split_axis": k} and {"reduce": op} are leaves; any other object is a group.
+  // {"split_axis": k}, {"reduce": op}, {"packed": path} and
+  // {"per_sequence": path} are leaves; any other object is a group.
   static bool is_leaf_object(const JNode& j) {
-    return std::any_of(j.members.begin(), j.members.end(),
-                       [](const auto& m) { return m.first == "split_axis" || m.first == "reduce"; });
+    return std::any_of(j.members.begin(), j.members.end(), [](const auto& m) {
+      return m.first == "split_axis" || m.first == "reduce" || m.first == "packed" || m.first == "per_sequence";
+    });
   }
 
   SpecNode leaf_object(const JNode& j) const {
+    const auto& [key, value] = j.members.front();
+    if (key == "packed" || key == "per_sequence") return sequence_leaf(j);
     if (j.members.size() != 1)
       b_.fail(j.pos, "a leaf object takes exactly one key, \"split_axis\" or \"reduce\" (to name group members "
                      "called so, they cannot be mixed with other keys)");
-    const auto& [key, value] = j.members.front();
     if (key == "split_axis") return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
     static const std::pair<const char*, Reducer> reducers[] = {
         {"sum", Reducer::Sum}, {"mean", Reducer::Mean}, {"min", Reducer::Min}, {"max", Reducer::Max}};
@@ -263,6 +268,22 @@ class Converter {
       for (const auto& [name, r] : reducers)
         if (value.text == name) return SpecNode::make_leaf(LeafRule::reduce(r));
     b_.fail(value.pos, "\"reduce\" takes \"sum\", \"mean\", \"min\" or \"max\"");
+  }
+
+  // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.
+  SpecNode sequence_leaf(const JNode& j) const {
+    const auto& [key, value] = j.members.front();
+    if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/')
+      b_.fail(value.pos, "\"" + key + "\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"");
+    int axis = 0;
+    for (std::size_t i = 1; i < j.members.size(); ++i) {
+      if (j.members[i].first != "axis")
+        b_.fail(j.key_pos[i], "a \"" + key + "\" leaf takes only \"axis\" besides the offsets path, not \"" +
+                                  j.members[i].first + "\"");
+      axis = axis_of(j.members[i].second);
+    }
+    return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(value.text, axis)
+                                               : LeafRule::per_sequence(value.text, axis));
   }
 
   SpecNode group_object(const JNode& j) const {

@@ -91,3 +91,69 @@ TEST_CASE("data-parallel degree: shards cut separately, lengths must divide") {
   CHECK(error_of(R"({"a": 0, "*": "replicate"})", {6, std::nullopt, OnShort::Error, {2, false}})
             .find("/a has 5 rows on its split axis per data-parallel shard") != std::string::npos);
 }
+
+namespace {
+// tokens: 10 tokens in sequences of 1, 6, 1, 2; a per-sequence id; q and k offsets.
+mb::NodeInfo packed_tree() {
+  return root({dataset("tokens", {10}), dataset("pos", {2, 10}), dataset("cu_q", {5}), dataset("cu_k", {5}),
+               dataset("seq_id", {4}), dataset("batch_attr", {3})});
+}
+const char* kPackedSpec = R"({
+  "tokens": {"packed": "/cu_q"}, "pos": {"packed": "/cu_q", "axis": 1},
+  "cu_q": "offsets", "cu_k": "offsets", "seq_id": {"per_sequence": "/cu_q"}, "batch_attr": "replicate"})";
+
+mb::SplitPlan packed_plan(mb::SplitOptions o, mb::OffsetsValues values) {
+  const auto t = packed_tree();
+  return mb::plan_split(t, mb::resolve(t, mb::specs::parse_spec(kPackedSpec, "s"), "s"), o, values);
+}
+
+std::string packed_error(mb::SplitOptions o, mb::OffsetsValues values) {
+  try {
+    packed_plan(o, values);
+  } catch (const mb::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const mb::OffsetsValues kValues{{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}};
+}  // namespace
+
+TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
+  const auto p = packed_plan(chunks(2), kValues);
+  REQUIRE(p.sequences);
+  // tokens per sequence (q + k): 2, 12, 2, 4 -> best largest run is 12: [0,2) would be 14, so {0,1},{1,4}? no:
+  // runs {0,2}=14 vs {0,1}=2 + {1,4}=18; optimum is {0,2} | {2,4} = 14 | 6
+  CHECK(p.sequences->runs == std::vector<mb::Range>{{0, 2}, {2, 4}});
+  CHECK(p.sequences->run_tokens == std::vector<std::uint64_t>{14, 6});
+  CHECK(p.pieces.at("/tokens") == ranges({{0, 7}, {7, 10}}));
+  CHECK(p.pieces.at("/pos") == ranges({{0, 7}, {7, 10}}));
+  CHECK(p.pieces.at("/seq_id") == ranges({{0, 2}, {2, 4}}));
+  CHECK(p.pieces.at("/cu_q") == ranges({{0, 3}, {2, 5}}));  // offsets rows a..b, rebased when written
+  CHECK(p.pieces.count("/batch_attr") == 0);
+
+  mb::SplitOptions by_count = chunks(3);
+  by_count.balance = mb::Balance::Sequences;
+  CHECK(packed_plan(by_count, kValues).sequences->runs == std::vector<mb::Range>{{0, 2}, {2, 3}, {3, 4}});
+  const auto by_size = packed_plan({std::nullopt, 3, OnShort::Error, {}}, kValues);
+  CHECK(by_size.sequences->runs == std::vector<mb::Range>{{0, 3}, {3, 4}});
+}
+
+TEST_CASE("packed sequences: errors name the dataset") {
+  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 8, 9}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+        "/pos has 10 tokens on axis 1, but its offsets /cu_q end at 9");
+  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 10}}}).find("disagree") !=
+        std::string::npos);
+  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 6, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+        "/cu_q: offsets must rise: offsets[3] = 6 is below offsets[2] = 7");
+  CHECK(packed_error(chunks(5), kValues) ==
+        "cannot cut into 5 microbatches: /cu_k has 4 sequences (--on-short downsize or empty allows it)");
+  CHECK(packed_error({2, std::nullopt, OnShort::Error, {2, false}}, kValues).find("does not combine") !=
+        std::string::npos);
+  const auto t = packed_tree();
+  CHECK_THROWS_WITH_AS(
+      mb::resolve(t, mb::specs::parse_spec(R"({"tokens": {"packed": "/seq_id"}, "*": null})", "s"), "s"),
+      "s:1:12: /tokens names /seq_id as its offsets, but its spec is not \"offsets\"", mb::Error);
+  CHECK_THROWS_WITH_AS(mb::resolve(t, mb::specs::parse_spec(R"({"pos": "offsets", "*": null})", "s"), "s"),
+                       "s:1:9: \"offsets\" needs a 1-D dataset of S+1 integers; /pos has rank 2", mb::Error);
+}

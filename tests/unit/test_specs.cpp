@@ -64,6 +64,17 @@ TEST_CASE("errors name the spec, line and column") {
   CHECK(error_of("[1] 2").find("s.json:1:5") == 0);
 }
 
+TEST_CASE("packed-sequence leaves") {
+  CHECK(parse_spec("\"offsets\"", "s").leaf == LeafRule::offsets_leaf());
+  CHECK(parse_spec(R"({"packed": "/cu"})", "s").leaf == LeafRule::packed("/cu", 0));
+  CHECK(parse_spec(R"({"packed": "/cu", "axis": -1})", "s").leaf == LeafRule::packed("/cu", -1));
+  CHECK(parse_spec(R"({"per_sequence": "/a/cu", "axis": 1})", "s").leaf == LeafRule::per_sequence("/a/cu", 1));
+  CHECK(error_of(R"({"packed": "cu"})").find("absolute HDF5 path") != std::string::npos);
+  CHECK(error_of(R"({"packed": "/cu", "stride": 2})").rfind("s.json:1:19: a \"packed\" leaf takes only", 0) == 0);
+  for (auto rule : {LeafRule::offsets_leaf(), LeafRule::packed("/cu", 2), LeafRule::per_sequence("/x/cu", 0)})
+    CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
+
 TEST_CASE("deep nesting is refused, not recursed into") {
   std::string deep(10000, '[');
   deep += std::string(10000, ']');

@@ -1,0 +1,95 @@
+#include "core/packed.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace mb {
+namespace {
+
+// Number of runs needed when no run may exceed `cap` tokens.
+std::uint64_t runs_needed(const std::vector<std::uint64_t>& tokens, std::uint64_t cap) {
+  std::uint64_t runs = 0, sum = 0;
+  bool open = false;
+  for (auto t : tokens) {
+    if (open && sum + t <= cap) {
+      sum += t;
+      continue;
+    }
+    ++runs;
+    sum = t;
+    open = true;
+  }
+  return runs;
+}
+
+}  // namespace
+
+std::uint64_t check_offsets(const std::vector<std::int64_t>& offsets, const std::string& what) {
+  if (offsets.empty() || offsets.front() != 0)
+    throw Error(what + ": offsets must start at 0 (" +
+                (offsets.empty() ? std::string("the dataset is empty") : "offsets[0] is " + std::to_string(offsets[0])) +
+                ")");
+  for (std::size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] < offsets[i - 1])
+      throw Error(what + ": offsets must rise: offsets[" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
+                  " is below offsets[" + std::to_string(i - 1) + "] = " + std::to_string(offsets[i - 1]));
+  return offsets.size() - 1;
+}
+
+std::vector<std::uint64_t> sequence_tokens(const std::vector<std::vector<std::int64_t>>& offsets_sets) {
+  if (offsets_sets.empty()) return {};
+  std::vector<std::uint64_t> tokens(offsets_sets.front().size() - 1, 0);
+  for (const auto& offsets : offsets_sets)
+    for (std::size_t j = 0; j + 1 < offsets.size(); ++j)
+      tokens[j] += static_cast<std::uint64_t>(offsets[j + 1] - offsets[j]);
+  return tokens;
+}
+
+std::vector<Range> balance_tokens(const std::vector<std::uint64_t>& tokens, std::uint64_t pieces) {
+  if (pieces == 0) throw Error("balance_tokens: cannot cut into 0 pieces");
+  const std::uint64_t count = tokens.size();
+  std::uint64_t lo = 0, hi = 0;
+  for (auto t : tokens) {
+    lo = std::max(lo, t);
+    hi += t;
+  }
+  // Smallest cap for which the sequences fit in `pieces` runs.
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (runs_needed(tokens, mid) <= pieces) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  const std::uint64_t cap = lo;
+  // Greedy runs under the cap; a run closes early when the sequences left are
+  // just enough to give every remaining run one.
+  std::vector<Range> runs;
+  std::uint64_t at = 0;
+  for (std::uint64_t p = 0; p < pieces; ++p) {
+    const std::uint64_t runs_after = pieces - p - 1;
+    std::uint64_t end = at, sum = 0;
+    while (end < count) {
+      const bool must_take = end == at;
+      const bool last_run = runs_after == 0;
+      if (!must_take && !last_run && (sum + tokens[end] > cap || count - end <= runs_after)) break;
+      sum += tokens[end++];
+    }
+    runs.push_back({at, end});
+    at = end;
+  }
+  return runs;
+}
+
+std::vector<std::uint64_t> run_tokens(const std::vector<std::uint64_t>& tokens, const std::vector<Range>& runs) {
+  std::vector<std::uint64_t> out;
+  for (const auto& r : runs)
+    out.push_back(std::accumulate(tokens.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                                  tokens.begin() + static_cast<std::ptrdiff_t>(r.end), std::uint64_t{0}));
+  return out;
+}
+
+}  // namespace mb

@@ -1,0 +1,85 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "core/error.hpp"
+#include "core/packed.hpp"
+
+using mb::Range;
+
+namespace {
+
+// The best largest-run token count over every way to cut `tokens` into
+// `pieces` contiguous runs (empty runs allowed), by exhaustive search.
+std::uint64_t brute_force_best(const std::vector<std::uint64_t>& tokens, std::uint64_t pieces) {
+  const std::size_t s = tokens.size();
+  std::uint64_t best = UINT64_MAX;
+  // choose pieces-1 cut points in [0, s], non-decreasing
+  std::vector<std::size_t> cuts(pieces - 1, 0);
+  while (true) {
+    std::uint64_t worst = 0;
+    std::size_t at = 0;
+    for (std::size_t p = 0; p < pieces; ++p) {
+      const std::size_t end = p + 1 < pieces ? cuts[p] : s;
+      std::uint64_t sum = 0;
+      for (std::size_t k = at; k < end; ++k) sum += tokens[k];
+      worst = std::max(worst, sum);
+      at = end;
+    }
+    best = std::min(best, worst);
+    // next non-decreasing cut vector
+    std::size_t i = cuts.size();
+    while (i > 0 && cuts[i - 1] == s) --i;
+    if (i == 0) break;
+    ++cuts[i - 1];
+    for (std::size_t j = i; j < cuts.size(); ++j) cuts[j] = cuts[i - 1];
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("balancing is exactly optimal against brute force") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t s = 1 + rng() % 8;
+    const std::uint64_t pieces = 1 + rng() % 5;
+    std::vector<std::uint64_t> tokens(s);
+    const bool skewed = trial % 2 == 0;
+    for (auto& t : tokens) t = skewed ? (rng() % 4 == 0 ? 50 + rng() % 200 : rng() % 10) : rng() % 20;
+    const auto runs = mb::balance_tokens(tokens, pieces);
+    REQUIRE(runs.size() == pieces);
+    // contiguous, covering, and non-empty while sequences remain
+    std::uint64_t at = 0;
+    for (std::size_t p = 0; p < runs.size(); ++p) {
+      CHECK(runs[p].begin == at);
+      if (p < std::min<std::size_t>(s, pieces)) CHECK(runs[p].size() >= 1);
+      at = runs[p].end;
+    }
+    CHECK(at == s);
+    const auto sums = mb::run_tokens(tokens, runs);
+    CHECK(*std::max_element(sums.begin(), sums.end()) == brute_force_best(tokens, pieces));
+  }
+}
+
+TEST_CASE("balancing examples") {
+  // one long sequence dominates: it gets a run of its own
+  CHECK(mb::balance_tokens({1, 1, 100, 1, 1}, 3) == std::vector<Range>{{0, 2}, {2, 3}, {3, 5}});
+  // fewer sequences than pieces: trailing runs are empty
+  CHECK(mb::balance_tokens({5, 5}, 4) == std::vector<Range>{{0, 1}, {1, 2}, {2, 2}, {2, 2}});
+  CHECK(mb::balance_tokens({}, 2) == std::vector<Range>{{0, 0}, {0, 0}});
+  CHECK(mb::balance_tokens({0, 0, 0}, 2) == std::vector<Range>{{0, 2}, {2, 3}});
+}
+
+TEST_CASE("offsets must start at 0 and rise") {
+  CHECK(mb::check_offsets({0, 3, 3, 7}, "/cu") == 3);
+  CHECK_THROWS_WITH_AS(mb::check_offsets({1, 3}, "/cu"), "/cu: offsets must start at 0 (offsets[0] is 1)", mb::Error);
+  CHECK_THROWS_WITH_AS(mb::check_offsets({0, 5, 4}, "/cu"),
+                       "/cu: offsets must rise: offsets[2] = 4 is below offsets[1] = 5", mb::Error);
+  CHECK_THROWS_AS(mb::check_offsets({}, "/cu"), mb::Error);
+}
+
+TEST_CASE("tokens of q and k offsets add up per sequence") {
+  CHECK(mb::sequence_tokens({{0, 2, 5}, {0, 4, 4}}) == std::vector<std::uint64_t>{6, 3});
+}
