@@ -50,15 +50,23 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
          "packed sequences: fewest tokens in the largest microbatch (tokens, default) or array_split of the "
          "sequence count (sequences)")
       ->check(CLI::IsMember({"tokens", "sequences"}));
-  add_data_parallel_options(app, options.dp);
+  add_data_parallel_options(app, options.dp, options.layout);
 }
 
-void add_data_parallel_options(CLI::App& app, DataParallel& dp) {
+void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout) {
   app.add_option("--dp-degree", dp.degree,
                  "the split axis holds D contiguous data-parallel shards; each shard is cut, and microbatch i joins "
                  "piece i of every shard")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
   app.add_flag("--align", dp.align, "PaddlePaddle's align mode: shard s is the rows s, s+D, s+2D, ...");
+  app.add_option_function<std::string>(
+         "--layout",
+         [&layout](const std::string& v) {
+           layout = v == "per-rank" ? FileLayout::PerRank : FileLayout::PerMicrobatch;
+         },
+         "per-microbatch (default): one file per microbatch; per-rank: one file per (data-parallel rank, "
+         "microbatch), rank-major")
+      ->check(CLI::IsMember({"per-microbatch", "per-rank"}));
 }
 
 void add_buffer_option(CLI::App& app, std::size_t& bytes) {

@@ -19,8 +19,8 @@ void apply_logging_options();
 // and inspect.
 void add_partition_options(CLI::App& app, SplitOptions& options);
 
-// --dp-degree D and --align (split, inspect and merge).
-void add_data_parallel_options(CLI::App& app, DataParallel& dp);
+// --dp-degree D, --align and --layout (split, inspect and merge).
+void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout);
 
 // Adds --buffer-size (MiB) bound to `bytes`.
 void add_buffer_option(CLI::App& app, std::size_t& bytes);

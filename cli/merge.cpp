@@ -22,7 +22,8 @@ struct MergeCommand {
   std::string output;
   bool force = false;
   DataParallel dp;
-  bool dp_given = false;  // --dp-degree or --align on the command line
+  FileLayout layout = FileLayout::PerMicrobatch;
+  bool dp_given = false;  // --dp-degree, --align or --layout on the command line
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
 };
 
@@ -44,9 +45,14 @@ void run_merge(const MergeCommand& cmd) {
   std::string spec_name;
   SpecNode spec;
   DataParallel dp = cmd.dp;
+  FileLayout layout = cmd.layout;
   if (from_directory) {
     const io::Manifest manifest = io::read_manifest(cmd.inputs[0]);
-    if (!cmd.dp_given) dp = {manifest.options.value("dp_degree", std::uint64_t{1}), manifest.options.value("align", false)};
+    if (!cmd.dp_given) {
+      dp = {manifest.options.value("dp_degree", std::uint64_t{1}), manifest.options.value("align", false)};
+      layout = manifest.ranks > 1 || manifest.options.value("layout", "") == "per-rank" ? FileLayout::PerRank
+                                                                                         : FileLayout::PerMicrobatch;
+    }
     paths.clear();
     for (const auto& f : manifest.files) paths.push_back((fs::path(cmd.inputs[0]) / f).string());
     if (cmd.spec.empty()) {
@@ -61,12 +67,13 @@ void run_merge(const MergeCommand& cmd) {
   job.output = cmd.output;
   job.force = cmd.force;
   job.dp = dp;
+  job.layout = layout;
   job.buffer_bytes = cmd.buffer_bytes;
   job.progress = terminal_progress("merge");
   const NodeInfo tree = io::read_common_tree(job.inputs);
   const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
   io::write_merge(job, tree, resolution);
-  spdlog::info("merged {} microbatches into {}", paths.size(), cmd.output);
+  spdlog::info("merged {} files into {}", paths.size(), cmd.output);
 }
 
 }  // namespace
@@ -83,12 +90,12 @@ void setup_merge(CLI::App& app) {
                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
-  add_data_parallel_options(*sub, cmd->dp);  // as given to split; a directory's manifest records them
+  add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
   add_buffer_option(*sub, cmd->buffer_bytes);
   add_logging_options(*sub);
   sub->callback([cmd, sub] {
     apply_logging_options();
-    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0;
+    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0;
     run_merge(*cmd);
   });
 }

@@ -59,12 +59,14 @@ void run_split(const SplitCommand& cmd) {
                  {"on_short", on_short_name(p.on_short)},
                  {"dp_degree", p.dp.degree},
                  {"align", p.dp.align},
-                 {"balance", p.balance == Balance::Sequences ? "sequences" : "tokens"}};
+                 {"balance", p.balance == Balance::Sequences ? "sequences" : "tokens"},
+                 {"layout", p.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch"}};
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
   const auto files = io::write_split(job, tree, resolution, plan);
-  spdlog::info("split {} into {} microbatches in {} ({} split datasets)", cmd.input, files.size(), cmd.output_dir,
-               plan.pieces.size());
+  spdlog::info("split {} into {} microbatches{} in {} ({} split datasets)", cmd.input, plan.count,
+               plan.layout == FileLayout::PerRank ? " x " + std::to_string(plan.ranks) + " ranks" : "",
+               cmd.output_dir, plan.pieces.size());
 }
 
 }  // namespace

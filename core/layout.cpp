@@ -26,8 +26,49 @@ std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel&
   return maps;
 }
 
-std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
+std::vector<RowMap> per_rank_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces) {
+  const std::uint64_t shard_length = length / dp.degree;
+  std::vector<RowMap> maps;
+  for (std::uint64_t s = 0; s < dp.degree; ++s)
+    for (const auto& piece : pieces)
+      maps.push_back(piece.size() ? RowMap{shard_segment(shard_length, dp, s, piece)} : RowMap{});
+  return maps;
+}
+
+namespace {
+
+std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
+                                   const std::string& what) {
+  if (lengths.size() % dp.degree != 0)
+    throw Error(what + ": " + std::to_string(lengths.size()) + " per-rank files do not divide into " +
+                std::to_string(dp.degree) + " ranks");
+  const std::size_t per_rank = lengths.size() / dp.degree;
+  std::vector<std::vector<Range>> pieces(dp.degree);
+  std::uint64_t shard_length = 0;
+  for (std::uint64_t s = 0; s < dp.degree; ++s) {
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < per_rank; ++i) {
+      const std::uint64_t n = lengths[s * per_rank + i];
+      pieces[s].push_back({at, at + n});
+      at += n;
+    }
+    if (s > 0 && at != shard_length)
+      throw Error(what + ": rank " + std::to_string(s) + " holds " + std::to_string(at) + " rows, rank 0 holds " +
+                  std::to_string(shard_length) + " (data-parallel shards must be equal)");
+    shard_length = at;
+  }
+  std::vector<RowMap> maps;
+  for (std::uint64_t s = 0; s < dp.degree; ++s)
+    for (const auto& piece : pieces[s])
+      maps.push_back(piece.size() ? RowMap{shard_segment(shard_length, dp, s, piece)} : RowMap{});
+  return maps;
+}
+
+}  // namespace
+
+std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp, FileLayout layout,
                                const std::string& what) {
+  if (layout == FileLayout::PerRank) return merge_per_rank(lengths, dp, what);
   std::vector<Range> pieces;
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < lengths.size(); ++i) {

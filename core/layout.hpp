@@ -33,6 +33,11 @@ struct DataParallel {
   bool align = false;
 };
 
+// How outputs are cut into files: one per microbatch (each holding piece i of
+// every shard), or one per (data-parallel rank, microbatch) so that each
+// rank's loader opens only its own; files are then rank-major.
+enum class FileLayout { PerMicrobatch, PerRank };
+
 // Row map of `piece` (a range of rows within a shard) of shard `shard`.
 Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::uint64_t shard, const Range& piece);
 
@@ -40,11 +45,15 @@ Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::u
 // shard (of length L/D).
 std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces);
 
-// The row maps that put microbatches of the given lengths back in place:
-// consecutive ranges, or, with a data-parallel degree, the inverse of
-// data_parallel_maps (each length must then be a multiple of the degree).
-// `what` names the dataset in errors.
-std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
+// File (s, i) of the per-rank layout = piece i of shard s; rank-major.
+std::vector<RowMap> per_rank_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces);
+
+// The row maps that put files of the given lengths (in file order) back in
+// place: the inverse of data_parallel_maps (each length a multiple of the
+// degree) or of per_rank_maps (every rank's pieces adding up to the same
+// shard length). With degree 1 both are consecutive ranges. `what` names
+// the dataset in errors.
+std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp, FileLayout layout,
                                const std::string& what);
 
 }  // namespace mb

@@ -172,6 +172,8 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     throw usage_error("give exactly one of -n/--chunks and --micro-batch-size");
   if (options.dp.degree == 0) throw usage_error("--dp-degree must be at least 1");
   SplitPlan plan;
+  plan.layout = options.layout;
+  if (options.layout == FileLayout::PerRank) plan.ranks = options.dp.degree;
   const Leaves leaves = collect_leaves(root, resolution);
   std::vector<CutLength> cuts = leaves.split;
   to_shard_lengths(cuts, options.dp.degree);
@@ -198,13 +200,18 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
                         std::to_string(kMaxMicrobatches) + " microbatches");
     plan.count = count_by_chunks(cuts, *options.chunks, options.on_short, plan.warnings);
   }
+  if (plan.files() > kMaxMicrobatches)
+    throw usage_error(std::to_string(plan.count) + " microbatches for " + std::to_string(plan.ranks) +
+                      " ranks make more files than the limit of " + std::to_string(kMaxMicrobatches));
 
   // Regular split leaves: array_split (or torch.split) of each shard.
   for (std::size_t i = 0; i < split_cuts; ++i) {
     const CutLength& c = cuts[i];
     const auto pieces = options.micro_batch_size ? split_by_size(c.length, *options.micro_batch_size)
                                                  : array_split(c.length, plan.count);
-    plan.pieces[c.path] = data_parallel_maps(c.length * options.dp.degree, options.dp, pieces);
+    const std::uint64_t length = c.length * options.dp.degree;
+    plan.pieces[c.path] = options.layout == FileLayout::PerRank ? per_rank_maps(length, options.dp, pieces)
+                                                                 : data_parallel_maps(length, options.dp, pieces);
   }
   if (plan.sequences) {
     SequencePlan& seq = *plan.sequences;

@@ -28,6 +28,7 @@ struct SplitOptions {
   std::optional<std::uint64_t> micro_batch_size;  // --micro-batch-size M
   OnShort on_short = OnShort::Error;
   DataParallel dp;                                // --dp-degree D, --align
+  FileLayout layout = FileLayout::PerMicrobatch;  // --layout
   Balance balance = Balance::Tokens;              // --balance
 };
 
@@ -46,7 +47,11 @@ struct SequencePlan {
 
 struct SplitPlan {
   std::uint64_t count = 0;  // number of microbatches
-  // Per split dataset (by path): its rows in each microbatch.
+  FileLayout layout = FileLayout::PerMicrobatch;
+  std::uint64_t ranks = 1;  // per-rank layout: files per microbatch (the data-parallel degree)
+  std::uint64_t files() const { return ranks * count; }
+  // Per split dataset (by path): its rows in each output file (file order:
+  // microbatch, or rank-major for the per-rank layout).
   std::map<std::string, std::vector<RowMap>> pieces;
   std::optional<SequencePlan> sequences;  // when the spec has packed sequences
   std::vector<std::string> warnings;

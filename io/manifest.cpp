@@ -17,6 +17,13 @@ nlohmann::ordered_json manifest_json(const Manifest& m) {
   j["chunks"] = m.chunks;
   j["options"] = m.options;
   j["files"] = m.files;
+  if (m.ranks > 1 || m.options.value("layout", "") == "per-rank") {
+    auto placement = nlohmann::ordered_json::array();
+    const std::uint64_t per_rank = m.files.size() / std::max<std::uint64_t>(m.ranks, 1);
+    for (std::size_t f = 0; f < m.files.size(); ++f)
+      placement.push_back({{"rank", f / per_rank}, {"microbatch", f % per_rank}});
+    j["placement"] = placement;
+  }
   j["spec"] = m.spec;
   auto& datasets = j["datasets"] = nlohmann::ordered_json::object();
   for (const auto& [path, rec] : m.datasets) {
@@ -64,20 +71,29 @@ Manifest read_manifest(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": malformed manifest: " + e.what());
   }
-  if (m.files.size() != m.chunks)
+  m.ranks = m.options.value("layout", "") == "per-rank" ? m.options.value("dp_degree", std::uint64_t{1}) : 1;
+  if (m.files.size() != m.chunks * m.ranks)
     throw Error(path + ": manifest lists " + std::to_string(m.files.size()) + " files for " +
-                std::to_string(m.chunks) + " microbatches");
+                std::to_string(m.chunks) + " microbatches of " + std::to_string(m.ranks) + " ranks");
   for (const auto& f : m.files)
     if (f.empty() || f.find('/') != std::string::npos)
       throw Error(path + ": manifest file name \"" + f + "\" is not a plain file name");
   return m;
 }
 
-std::string microbatch_file_name(std::uint64_t index, std::uint64_t count) {
+namespace {
+std::string padded(std::uint64_t index, std::uint64_t count) {
   const std::size_t width = std::max<std::size_t>(5, std::to_string(count == 0 ? 0 : count - 1).size());
   std::string digits = std::to_string(index);
   if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
-  return "microbatch-" + digits + ".h5";
+  return digits;
+}
+}  // namespace
+
+std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
+  const std::string microbatch = "microbatch-" + padded(file % plan.count, plan.count) + ".h5";
+  if (plan.layout == FileLayout::PerMicrobatch) return microbatch;
+  return "rank-" + padded(file / plan.count, plan.ranks) + "-" + microbatch;
 }
 
 }  // namespace mb::io

@@ -32,6 +32,7 @@ struct Manifest {
   std::vector<std::string> files;  // names relative to the manifest's directory
   std::map<std::string, SplitDatasetRecord> datasets;
   std::optional<SequencePlan> sequences;  // packed sequences: runs and tokens per microbatch
+  std::uint64_t ranks = 1;                 // per-rank layout: files are rank-major
 };
 
 nlohmann::ordered_json manifest_json(const Manifest& m);
@@ -47,7 +48,9 @@ nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);
 // `chunks` files. Throws mb::Error naming the manifest.
 Manifest read_manifest(const std::string& dir);
 
-// Microbatch file name for index i of n: zero-padded so a glob lists them in order.
-std::string microbatch_file_name(std::uint64_t index, std::uint64_t count);
+// Name of output file `file` of a plan: microbatch-00003.h5, or for the
+// per-rank layout rank-00001-microbatch-00003.h5 (files are rank-major).
+// Zero-padded so that a shell glob lists them in order.
+std::string output_file_name(const SplitPlan& plan, std::uint64_t file);
 
 }  // namespace mb::io

@@ -256,7 +256,7 @@ class MergeWriter {
     const std::size_t rank = in.spaces[0].dims.size();
     std::vector<std::uint64_t> lengths;
     for (const auto& s : in.spaces) lengths.push_back(s.dims[a]);
-    const auto maps = merge_maps(lengths, job_.dp, ds.path);
+    const auto maps = merge_maps(lengths, job_.dp, job_.layout, ds.path);
     for (std::size_t i = 0; i < objects.size(); ++i) {
       Shape count = in.spaces[i].dims;
       std::uint64_t at = 0;

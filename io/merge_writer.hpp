@@ -22,6 +22,7 @@ struct MergeJob {
   std::string output;
   bool force = false;
   DataParallel dp;  // the layout the microbatches were split with
+  FileLayout layout = FileLayout::PerMicrobatch;
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
   Progress progress;
 };

@@ -17,8 +17,10 @@ namespace {
 constexpr std::size_t kOpenOutputs = 64;
 
 bool is_split_output(const std::string& name) {
-  const bool microbatch = name.rfind("microbatch-", 0) == 0 && name.size() > 3 && name.ends_with(".h5");
-  const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".manifest.json.tmp-", 0) == 0;
+  const bool h5 = name.ends_with(".h5");
+  const bool microbatch = (name.rfind("microbatch-", 0) == 0 || name.rfind("rank-", 0) == 0) && h5;
+  const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".rank-", 0) == 0 ||
+                         name.rfind(".manifest.json.tmp-", 0) == 0;
   return microbatch || temporary || name == kManifestName;
 }
 
@@ -55,7 +57,7 @@ class SplitWriter {
   SplitWriter(const SplitJob& job, const Resolution& resolution, const SplitPlan& plan, hid_t input)
       : job_(job), resolution_(resolution), plan_(plan), input_(input) {}
 
-  // Writes microbatches [first, first + outputs.size()) from the tree;
+  // Writes output files [first, first + outputs.size()) from the tree;
   // `names` are their final paths, for messages.
   void write_batch(const NodeInfo& tree, std::uint64_t first, std::vector<h5::Id>& outputs,
                    const std::vector<std::string>& names) {
@@ -162,6 +164,7 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
   m.chunks = plan.count;
   m.files = files;
   m.sequences = plan.sequences;
+  m.ranks = plan.ranks;
   for (const auto& [path, rows] : plan.pieces) {
     SplitDatasetRecord rec;
     rec.axis = resolution.dataset_rule(path).axis;
@@ -182,18 +185,18 @@ std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, 
   std::vector<std::string> files;
   AtomicOutputs outputs;
   SplitWriter writer(job, resolution, plan, input.get());
-  for (std::uint64_t first = 0; first < plan.count; first += kOpenOutputs) {
-    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, plan.count - first);
+  for (std::uint64_t first = 0; first < plan.files(); first += kOpenOutputs) {
+    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, plan.files() - first);
     std::vector<h5::Id> handles;
     std::vector<std::string> finals;
     for (std::uint64_t i = first; i < first + n; ++i) {
-      files.push_back(microbatch_file_name(i, plan.count));
+      files.push_back(output_file_name(plan, i));
       finals.push_back((fs::path(job.output_dir) / files.back()).string());
       handles.push_back(h5::create_file(outputs.add(finals.back())));
     }
     writer.write_batch(tree, first, handles, finals);
     for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({finals[i], ""});
-    if (job.progress) job.progress(first + n, plan.count);
+    if (job.progress) job.progress(first + n, plan.files());
   }
   outputs.publish();
   const Manifest manifest = make_manifest(job, resolution, plan, files);

@@ -47,6 +47,22 @@ def write_outputs(directory, rng, pieces=4):
             f["loss"] = np.float32(rng.uniform(1.5, 3.0))
 
 
+def write_packed(path, rng, sequences=48):
+    """A packed batch: sequences of skewed lengths back to back (no padding),
+    described by cu_seqlens as FlashAttention's varlen kernels take it."""
+    lengths = np.clip(rng.lognormal(mean=3.5, sigma=0.9, size=sequences), 4, 512).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    total = int(offsets[-1])
+    with h5py.File(path, "w") as f:
+        f.attrs["step"] = np.int64(1200)
+        f["input_ids"] = rng.integers(0, VOCAB, size=total, dtype=np.int64)
+        f["labels"] = np.roll(f["input_ids"][()], -1)
+        f["position_ids"] = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+        f["cu_seqlens"] = offsets
+        f["doc_ids"] = np.array([f"doc-{i:04d}" for i in range(sequences)], dtype=h5py.string_dtype())
+        f["max_seqlen"] = np.int32(lengths.max())
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261130)
@@ -56,6 +72,12 @@ def main():
                    "pixel_values": {"split_axis": 0}, "prompts": 0, "temperature": "replicate"}, f, indent=2)
         f.write("\n")
     write_outputs(os.path.join(OUT, "model_outputs"), rng)
+    write_packed(os.path.join(OUT, "packed.h5"), rng)
+    with open(os.path.join(OUT, "packed_spec.json"), "w") as f:
+        json.dump({"input_ids": {"packed": "/cu_seqlens"}, "labels": {"packed": "/cu_seqlens"},
+                   "position_ids": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets",
+                   "doc_ids": {"per_sequence": "/cu_seqlens"}, "max_seqlen": "replicate"}, f, indent=2)
+        f.write("\n")
     with open(os.path.join(OUT, "outputs_spec.json"), "w") as f:
         json.dump({"@num_tokens": {"reduce": "sum"}, "logits": 0, "loss": {"reduce": "mean"}}, f, indent=2)
         f.write("\n")

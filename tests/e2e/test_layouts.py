@@ -109,3 +109,43 @@ def test_on_short_with_data_parallel_shards(tmp_path):
     assert "downsizing from 5 to 3" in res.err
     run("merge", tmp_path / "d", "-o", tmp_path / "d.h5", check=0)
     assert h5diff(src, tmp_path / "d.h5") == 0
+
+
+@pytest.mark.parametrize("d,n,align", [(2, 3, False), (2, 3, True), (3, 2, True), (1, 2, False)])
+def test_per_rank_layout_one_file_per_rank_and_microbatch(tmp_path, d, n, align):
+    length = 18
+    src = tmp_path / "in.h5"
+    make_batch(src, length)
+    spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
+    flags = ["--dp-degree", d, "--layout", "per-rank"] + (["--align"] if align else [])
+    run("split", src, "-s", spec, "-n", n, *flags, "-o", tmp_path / "mb", check=0)
+    manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    files = manifest["files"]
+    assert files == sorted(files) == [f"rank-{s:05d}-microbatch-{i:05d}.h5" for s in range(d) for i in range(n)]
+    assert manifest["placement"] == [{"rank": s, "microbatch": i} for s in range(d) for i in range(n)]
+    with h5py.File(src) as f:
+        ids = f["ids"][()]
+    r_len = length // d
+    for s in range(d):
+        shard = ids[[s + r * d for r in range(r_len)]] if align else ids[s * r_len:(s + 1) * r_len]
+        for i, piece in enumerate(np.array_split(shard, n)):
+            with h5py.File(tmp_path / "mb" / f"rank-{s:05d}-microbatch-{i:05d}.h5") as m:
+                assert np.array_equal(m["ids"][()], piece)
+                assert m["scale"][()] == 2.5
+    run("merge", tmp_path / "mb", "-o", tmp_path / "dir.h5", check=0)
+    assert h5diff(src, tmp_path / "dir.h5") == 0
+    run("merge", *[tmp_path / "mb" / f for f in files], "-s", spec, *flags, "-o", tmp_path / "files.h5", check=0)
+    assert h5diff(src, tmp_path / "files.h5") == 0
+
+
+def test_per_rank_merge_errors(tmp_path):
+    src = tmp_path / "in.h5"
+    make_batch(src, 12)
+    spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
+    run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--layout", "per-rank", "-o", tmp_path / "mb", check=0)
+    files = sorted((tmp_path / "mb").glob("rank-*.h5"))
+    assert_one_line_error(run("merge", *files[:3], "-s", spec, "--dp-degree", 2, "--layout", "per-rank",
+                              "-o", tmp_path / "m.h5"), 1, "3 per-rank files do not divide into 2 ranks")
+    assert_one_line_error(run("merge", *files, "-s", spec, "--layout", "sideways", "-o", tmp_path / "m.h5"), 2,
+                          "--layout")
+    assert not (tmp_path / "m.h5").exists()

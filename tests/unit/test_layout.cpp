@@ -72,11 +72,11 @@ TEST_CASE("merge maps invert split maps from the microbatch lengths alone") {
       const auto split = mb::data_parallel_maps(21, dp, mb::array_split(7, n));
       std::vector<std::uint64_t> lengths;
       for (const auto& m : split) lengths.push_back(mb::rows_in(m));
-      CHECK(expand(mb::merge_maps(lengths, dp, "/x")) == expand(split));
+      CHECK(expand(mb::merge_maps(lengths, dp, mb::FileLayout::PerMicrobatch, "/x")) == expand(split));
     }
-  CHECK(expand(mb::merge_maps({4, 3}, {1, false}, "/x")) ==
+  CHECK(expand(mb::merge_maps({4, 3}, {1, false}, mb::FileLayout::PerMicrobatch, "/x")) ==
         std::vector<std::vector<std::uint64_t>>{{0, 1, 2, 3}, {4, 5, 6}});
-  CHECK_THROWS_WITH_AS(mb::merge_maps({4, 3}, {2, false}, "/x"),
+  CHECK_THROWS_WITH_AS(mb::merge_maps({4, 3}, {2, false}, mb::FileLayout::PerMicrobatch, "/x"),
                        "/x: microbatch 1 has 3 rows, not a multiple of the data-parallel degree 2", mb::Error);
 }
 
@@ -84,4 +84,21 @@ TEST_CASE("segments print as Python slices") {
   CHECK(Segment{3, 4, 2}.stop() == 10);  // rows 3,5,7,9
   CHECK(Segment{3, 0, 2}.stop() == 3);
   CHECK(mb::rows_in({{0, 2, 1}, {5, 3, 2}}) == 5);
+}
+
+TEST_CASE("per-rank files: file (s, i) is piece i of shard s, rank-major, and merge inverts it") {
+  const auto maps = mb::per_rank_maps(12, {2, false}, mb::array_split(6, 3));
+  CHECK(expand(maps) == std::vector<std::vector<std::uint64_t>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}});
+  for (bool align : {false, true})
+    for (std::uint64_t n = 1; n <= 5; ++n) {
+      const DataParallel dp{3, align};
+      const auto split = mb::per_rank_maps(12, dp, mb::array_split(4, n));
+      std::vector<std::uint64_t> lengths;
+      for (const auto& m : split) lengths.push_back(mb::rows_in(m));
+      CHECK(expand(mb::merge_maps(lengths, dp, mb::FileLayout::PerRank, "/x")) == expand(split));
+    }
+  CHECK_THROWS_WITH_AS(mb::merge_maps({2, 2, 1}, {2, false}, mb::FileLayout::PerRank, "/x"),
+                       "/x: 3 per-rank files do not divide into 2 ranks", mb::Error);
+  CHECK_THROWS_WITH_AS(mb::merge_maps({2, 2, 1, 2}, {2, false}, mb::FileLayout::PerRank, "/x"),
+                       "/x: rank 1 holds 3 rows, rank 0 holds 4 (data-parallel shards must be equal)", mb::Error);
 }
