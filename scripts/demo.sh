@@ -17,3 +17,8 @@ $mb merge "$out/mb" -o "$out/merged.h5"
 h5diff sample_data/batch.h5 "$out/merged.h5" && echo "round trip exact: h5diff found no difference"
 $mb merge sample_data/model_outputs/out-*.h5 -s sample_data/outputs_spec.json -o "$out/outputs.h5"
 h5dump -a /num_tokens -d /loss "$out/outputs.h5"
+# packed variable-length sequences: whole sequences per microbatch, balanced on tokens
+$mb inspect sample_data/packed.h5 -s sample_data/packed_spec.json -n 4 | tail -7
+$mb split sample_data/packed.h5 -s sample_data/packed_spec.json -n 4 -o "$out/packed"
+$mb merge "$out/packed" -o "$out/packed.h5"
+h5diff sample_data/packed.h5 "$out/packed.h5" && echo "packed round trip exact: h5diff found no difference"

@@ -172,3 +172,17 @@ def test_sample_data_round_trip(tmp_path):
         assert m.attrs["model_name"] == f.attrs["model_name"]
     run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
     assert h5diff(f"{root}/batch.h5", tmp_path / "out.h5") == 0
+
+
+def test_sample_packed_round_trip_and_balance(tmp_path):
+    import os
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "sample_data")
+    run("split", f"{root}/packed.h5", "-s", f"{root}/packed_spec.json", "-n", 4, "-o", tmp_path / "mb", check=0)
+    seq = json.loads((tmp_path / "mb" / "manifest.json").read_text())["sequences"]
+    assert seq["count"] == 48 and sum(seq["run_tokens"]) == seq["tokens"]
+    # token balancing beats cutting the sequence count evenly on this skewed batch
+    even = json.loads(run("inspect", f"{root}/packed.h5", "-s", f"{root}/packed_spec.json", "-n", 4,
+                          "--balance", "sequences", "--json", check=0).out)["sequences"]
+    assert max(seq["run_tokens"]) < max(even["run_tokens"])
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(f"{root}/packed.h5", tmp_path / "out.h5") == 0
