@@ -5,31 +5,37 @@
 
 #include <cstdio>
 
+#include "io/guard.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
 namespace {
-struct LoggingFlags {
+struct CommonFlags {
   bool quiet = false;
   bool verbose = false;
   std::string level;
+  unsigned stall_seconds = 600;
 };
-LoggingFlags g_logging;
+CommonFlags g_flags;
 }  // namespace
 
-void add_logging_options(CLI::App& app) {
-  app.add_flag("-q,--quiet", g_logging.quiet, "only print errors");
-  app.add_flag("-v,--verbose", g_logging.verbose, "print debug details, HDF5's error stack included");
-  app.add_option("--log-level", g_logging.level, "trace, debug, info, warn, error or off")
+void add_common_options(CLI::App& app) {
+  app.add_flag("-q,--quiet", g_flags.quiet, "only print errors");
+  app.add_flag("-v,--verbose", g_flags.verbose, "print debug details, HDF5's error stack included");
+  app.add_option("--log-level", g_flags.level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--stall-timeout", g_flags.stall_seconds,
+                 "give up (exit 1, outputs removed) when no data moves for this many seconds; a corrupt file can "
+                 "make the HDF5 library loop forever (default 600, 0 = never)");
 }
 
-void apply_logging_options() {
+void apply_common_options() {
   spdlog::level::level_enum level = spdlog::level::info;
-  if (g_logging.quiet) level = spdlog::level::err;
-  if (g_logging.verbose) level = spdlog::level::debug;
-  if (!g_logging.level.empty()) level = spdlog::level::from_str(g_logging.level);
+  if (g_flags.quiet) level = spdlog::level::err;
+  if (g_flags.verbose) level = spdlog::level::debug;
+  if (!g_flags.level.empty()) level = spdlog::level::from_str(g_flags.level);
   spdlog::set_level(level);
+  io::start_stall_watchdog(g_flags.stall_seconds);
 }
 
 void add_partition_options(CLI::App& app, SplitOptions& options) {

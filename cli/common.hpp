@@ -11,9 +11,10 @@
 
 namespace mb::cli {
 
-// -q / -v / --log-level, on the app and every subcommand.
-void add_logging_options(CLI::App& app);
-void apply_logging_options();
+// -q / -v / --log-level / --stall-timeout, on the app and every subcommand;
+// apply sets the log level and starts the stall watchdog.
+void add_common_options(CLI::App& app);
+void apply_common_options();
 
 // -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split
 // and inspect.

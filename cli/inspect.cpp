@@ -227,9 +227,9 @@ void setup_inspect(CLI::App& app) {
   sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON to show the rule of every leaf");
   add_partition_options(*sub, cmd->partition);  // with -n or --micro-batch-size: the split plan
   sub->add_flag("--json", cmd->json, "machine-readable output");
-  add_logging_options(*sub);
+  add_common_options(*sub);
   sub->callback([cmd] {
-    apply_logging_options();
+    apply_common_options();
     run_inspect(*cmd);
   });
 }

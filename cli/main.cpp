@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
-#include "io/atomic.hpp"
+#include "io/guard.hpp"
 #include "io/h5.hpp"
 
 namespace {
@@ -31,11 +33,30 @@ void raise_open_file_limit() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Every HDF5 handle must be closed by its owner before exit; with
+// MICROBATCH_CHECK_HANDLES set (the tests do), a leftover is an error.
+int check_handles(int status) {
+  const ssize_t open = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  if (open > 0) {
+    spdlog::debug("{} HDF5 objects still open at exit", open);
+    if (std::getenv("MICROBATCH_CHECK_HANDLES") != nullptr) {
+      spdlog::error("internal: {} HDF5 objects left open at exit", open);
+      return 70;
+    }
+  }
+  return status;
+}
+
+int run(int argc, char** argv);
+
+int main(int argc, char** argv) { return check_handles(run(argc, argv)); }
+
+int run(int argc, char** argv) {
   setup_logging();
   raise_open_file_limit();
   mb::h5::silence_library_errors();
   mb::io::install_interrupt_handlers();
+  mb::io::install_crash_guard();
 
   CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back"};
   app.set_version_flag("--version", MICROBATCH_VERSION);
@@ -43,7 +64,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Run 'microbatch COMMAND --help' for a command's options and an example.\n"
       "Exit status: 0 success, 1 data or spec wrong, 2 command line wrong.");
-  mb::cli::add_logging_options(app);
+  mb::cli::add_common_options(app);
   mb::cli::setup_split(app);
   mb::cli::setup_merge(app);
   mb::cli::setup_inspect(app);

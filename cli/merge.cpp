@@ -92,9 +92,9 @@ void setup_merge(CLI::App& app) {
   sub->add_flag("--force", cmd->force, "replace an existing output file");
   add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
   add_buffer_option(*sub, cmd->buffer_bytes);
-  add_logging_options(*sub);
+  add_common_options(*sub);
   sub->callback([cmd, sub] {
-    apply_logging_options();
+    apply_common_options();
     cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0;
     run_merge(*cmd);
   });

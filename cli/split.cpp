@@ -84,9 +84,9 @@ void setup_split(CLI::App& app) {
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
   add_buffer_option(*sub, cmd->buffer_bytes);
-  add_logging_options(*sub);
+  add_common_options(*sub);
   sub->callback([cmd] {
-    apply_logging_options();
+    apply_common_options();
     run_split(*cmd);
   });
 }

@@ -3,38 +3,19 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/guard.hpp"
 
 namespace mb::io {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
-
-extern "C" void on_signal(int sig) { g_signal = sig; }
-
 std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
-
-void install_interrupt_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-}
-
-void throw_if_interrupted() {
-  if (g_signal != 0)
-    throw Error(std::string("interrupted by signal ") + std::to_string(g_signal) + " (" + strsignal(g_signal) +
-                    "); partial outputs removed",
-                ErrorKind::Interrupted);
-}
 
 std::string temporary_name(const std::string& final_path) {
   const std::filesystem::path p(final_path);
@@ -44,6 +25,7 @@ std::string temporary_name(const std::string& final_path) {
 
 std::string AtomicOutputs::add(const std::string& final_path) {
   entries_.push_back({temporary_name(final_path), final_path, false});
+  register_temporary(entries_.back().temp);
   return entries_.back().temp;
 }
 
@@ -56,6 +38,7 @@ void AtomicOutputs::publish() {
 }
 
 AtomicOutputs::~AtomicOutputs() {
+  for (const auto& e : entries_) unregister_temporary(e.temp);
   if (kept_) return;
   for (const auto& e : entries_) std::remove((e.published ? e.final_path : e.temp).c_str());
 }

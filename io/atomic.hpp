@@ -2,18 +2,12 @@
 // Atomic outputs: every output is written under a hidden temporary name in
 // its final directory and renamed into place only when the whole job is
 // complete. Until then nothing under a final name can pass for finished
-// output; on an error, or SIGINT/SIGTERM/SIGHUP, what was written is removed.
+// output; on an error what was written is removed (and io/guard removes the
+// temporaries on signals, crashes and stalls).
 #include <string>
 #include <vector>
 
 namespace mb::io {
-
-// Installs handlers that turn SIGINT, SIGTERM and SIGHUP into an
-// interruption the copy loops notice (see throw_if_interrupted).
-void install_interrupt_handlers();
-
-// Throws mb::Error (exit 130) when a signal asked us to stop.
-void throw_if_interrupted();
 
 class AtomicOutputs {
  public:

@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/partition.hpp"
-#include "io/atomic.hpp"
+#include "io/guard.hpp"
 #include "io/types.hpp"
 
 namespace mb::h5 {
@@ -109,6 +109,7 @@ Placement Placement::on_axis(std::size_t rank, std::size_t axis, std::uint64_t b
 
 void read_box(hid_t dataset, hid_t mem_type, const Shape& start, const Shape& count, Buffer& buffer,
               const Location& where, const Shape& stride) {
+  io::note_activity(where.file, where.path);
   Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
   select_box(file_space.get(), start, count, stride, where);
   Id mem_space = make_space(count, where);
@@ -156,6 +157,7 @@ std::vector<std::string> attribute_names(hid_t object, const Location& where) {
 
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where) {
   const Location at{where.file, where.path + "@" + name};
+  io::note_activity(at.file, at.path);
   Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
   AttributeValue value(Id(H5Aget_type(attr.get()), at, "cannot read the attribute's type"));
   value.space = Id(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");

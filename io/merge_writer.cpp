@@ -10,6 +10,7 @@
 #include "core/reduce.hpp"
 #include "core/values.hpp"
 #include "io/atomic.hpp"
+#include "io/guard.hpp"
 #include "io/h5.hpp"
 #include "io/tree_reader.hpp"
 #include "io/types.hpp"

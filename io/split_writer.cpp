@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "io/atomic.hpp"
+#include "io/guard.hpp"
 #include "io/h5.hpp"
 #include "io/manifest.hpp"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "io/guard.hpp"
 #include "io/h5.hpp"
 #include "io/types.hpp"
 
@@ -24,6 +25,15 @@ herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* data)
   return 0;
 }
 
+// A shape whose element count does not fit 64 bits cannot be copied (and
+// would overflow every size computed from it).
+void check_element_count(const SpaceInfo& s, const Location& where) {
+  std::uint64_t n = 1;
+  for (auto d : s.dims)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(where.describe() + ": the shape has more than 2^64 elements");
+}
+
 std::vector<AttributeInfo> read_attributes(hid_t object, const Location& where) {
   std::vector<std::string> names;
   check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attribute, &names), where,
@@ -36,6 +46,7 @@ std::vector<AttributeInfo> read_attributes(hid_t object, const Location& where) 
     Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
     value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     const SpaceInfo s = space_info(space.get(), at);
+    check_element_count(s, at);
     out.push_back({name, s.dims, s.null_space, dtype_name(type.get())});
   }
   return out;
@@ -101,6 +112,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
   value_type_of(type.get(), where);
   const SpaceInfo s = space_info(space.get(), where);
+  check_element_count(s, where);
   node.shape = s.dims;
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
@@ -115,6 +127,7 @@ void read_group(hid_t group, const Location& where, NodeInfo& node) {
   check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
   for (const auto& link : links) {
     const Location at = where.child(link.name);
+    io::note_activity(at.file, at.path);
     if (link.type != H5L_TYPE_HARD)
       throw Error(at.describe() + ": " + (link.type == H5L_TYPE_SOFT ? "soft" : "external") +
                   " links are not supported (only hard links: groups and datasets)");

@@ -1,0 +1,39 @@
+#pragma once
+// What keeps a run from leaving half-written outputs behind, whatever stops
+// it: interrupting signals, crashes inside libhdf5, and library calls that
+// never return. Every temporary output is registered here while it exists.
+#include <string>
+
+namespace mb::io {
+
+// SIGINT, SIGTERM and SIGHUP set a flag that the copy loops notice (see
+// throw_if_interrupted), so that the normal error path removes outputs. If
+// the loop does not unwind within a few seconds (it is stuck in a library
+// call), the temporaries are removed and the process exits 130 anyway.
+void install_interrupt_handlers();
+
+// Throws mb::Error (exit 130) when a signal asked us to stop.
+void throw_if_interrupted();
+
+// Crash containment. libhdf5 1.10.8 can crash on corrupt metadata (its
+// global-heap reader on a damaged variable-length string, for one). On
+// SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT the guard removes every
+// registered temporary, prints one line naming the object being read, and
+// exits 1. SIGXFSZ is ignored, so a file-size limit fails the write (a clean
+// error) instead of killing the process.
+void install_crash_guard();
+
+// The same for a library call that never returns (libhdf5 can loop forever
+// on a corrupt heap): with no progress for `seconds`, exit 1 the same way.
+// 0 turns the watchdog off.
+void start_stall_watchdog(unsigned seconds);
+
+// Records what is being read: progress for the watchdog, and the object the
+// messages name. Cheap; called per object and per block.
+void note_activity(const std::string& file, const std::string& path);
+
+// Temporaries to remove on a forced exit.
+void register_temporary(const std::string& path);
+void unregister_temporary(const std::string& path);
+
+}  // namespace mb::io
