@@ -16,11 +16,29 @@ struct StackText {
   std::string all;
 };
 
+// HDF5's messages may span lines (a failed write prints a timestamp with a
+// newline); ours are one line.
+std::string one_line(const char* text) {
+  std::string out;
+  bool space = false;
+  for (const char* p = text; *p; ++p) {
+    const bool ws = *p == ' ' || *p == '\n' || *p == '\r' || *p == '\t';
+    if (ws) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += *p;
+  }
+  return out;
+}
+
 herr_t walk_entry(unsigned n, const H5E_error2_t* e, void* data) {
   auto* text = static_cast<StackText*>(data);
   const std::string line = std::string(e->func_name ? e->func_name : "?") + ": " + (e->desc ? e->desc : "");
   text->all += "\n  #" + std::to_string(n) + " " + line;
-  if (e->desc && *e->desc) text->innermost = e->desc;  // walking down: the last is the root cause
+  if (e->desc && *e->desc) text->innermost = one_line(e->desc);  // walking down: the last is the root cause
   return 0;
 }
 
@@ -33,19 +51,33 @@ StackText current_stack() {
 
 }  // namespace
 
-void silence_library_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+std::size_t g_failed_closes = 0;
+
+void init_library() {
+  H5dont_atexit();
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+std::size_t failed_closes() { return g_failed_closes; }
 
 void fail(const Location& where, const std::string& action) {
   const StackText stack = current_stack();
   spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
   std::string message = where.describe() + ": " + action;
-  if (!stack.innermost.empty()) message += " (" + stack.innermost + ")";
+  std::string cause = stack.innermost;
+  // A failed system call reads "... errno = 27, error message = 'File too large', ...": keep the errno text.
+  const std::string marker = "error message = '";
+  if (auto at = cause.find(marker); at != std::string::npos) {
+    const auto from = at + marker.size();
+    cause = cause.substr(from, cause.find('\'', from) - from);
+  }
+  if (!cause.empty()) message += " (" + cause + ")";
   throw Error(message);
 }
 
 void Id::reset() {
   if (id_ >= 0) {
-    if (H5Iis_valid(id_) > 0) H5Idec_ref(id_);
+    if (H5Iis_valid(id_) > 0 && H5Idec_ref(id_) < 0) ++g_failed_closes;
     H5Eclear2(H5E_DEFAULT);
     id_ = H5I_INVALID_HID;
   }
@@ -62,6 +94,7 @@ void Id::close(const Location& where) {
     case H5I_ATTR: rc = H5Aclose(id); break;
     default: rc = H5Idec_ref(id) < 0 ? -1 : 0; break;
   }
+  if (rc < 0) ++g_failed_closes;
   check(rc, where, "cannot close (data may not have been written)");
 }
 
@@ -79,8 +112,8 @@ Id open_file_read_only(const std::string& path) {
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), where, "cannot open the file read-only");
 }
 
-Id create_file(const std::string& path) {
-  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), {path, ""}, "cannot create the file");
+Id create_file(const std::string& path, const std::string& shown_as) {
+  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), {shown_as, ""}, "cannot create the file");
 }
 
 std::uint64_t SpaceInfo::elements() const {

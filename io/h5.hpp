@@ -20,8 +20,15 @@ struct Location {
   Location child(const std::string& name) const { return {file, join_path(path, name)}; }
 };
 
-// Turns off HDF5's automatic error printing. Call once at start-up.
-void silence_library_errors();
+// Turns off HDF5's automatic error printing and its atexit teardown. Call
+// once at start-up. (Every output is closed, checked, before it is
+// published; the teardown would only re-close what failed to close, and
+// libhdf5 1.10.8 can crash doing that after a failed write.)
+void init_library();
+
+// Closes that HDF5 refused (after a failed write, say); such handles are
+// expected to be left open at exit.
+std::size_t failed_closes();
 
 // Throws mb::Error "<file>: <path>: <action> (<innermost HDF5 message>)".
 [[noreturn]] void fail(const Location& where, const std::string& action);
@@ -63,7 +70,8 @@ class Id {
 
 // Files.
 Id open_file_read_only(const std::string& path);
-Id create_file(const std::string& path);
+// Creates `path`; messages name `shown_as` (the final name of a temporary).
+Id create_file(const std::string& path, const std::string& shown_as);
 
 // Dataspaces: shape of a dataset or attribute.
 struct SpaceInfo {

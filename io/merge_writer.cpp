@@ -368,7 +368,7 @@ void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& re
   for (const auto& in : job.inputs) files.push_back(h5::open_file_read_only(in.path));
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output);
-  h5::Id out = h5::create_file(temp);
+  h5::Id out = h5::create_file(temp, job.output);
   MergeWriter(job, resolution, files, out.get(), job.output).write(tree);
   out.close({job.output, ""});
   if (job.progress) job.progress(1, 1);

@@ -193,7 +193,7 @@ std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, 
     for (std::uint64_t i = first; i < first + n; ++i) {
       files.push_back(output_file_name(plan, i));
       finals.push_back((fs::path(job.output_dir) / files.back()).string());
-      handles.push_back(h5::create_file(outputs.add(finals.back())));
+      handles.push_back(h5::create_file(outputs.add(finals.back()), finals.back()));
     }
     writer.write_batch(tree, first, handles, finals);
     for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({finals[i], ""});

@@ -1,0 +1,190 @@
+"""Nothing lost or half-written, whatever goes wrong mid-run: SIGKILL at
+random moments, file-size limits, unwritable outputs, corrupt inputs, limits."""
+import os
+import random
+import resource
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
+
+HERE = os.path.dirname(__file__)
+CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
+SAMPLE = os.path.join(HERE, "..", "..", "sample_data", "batch.h5")
+
+
+def finished_names(directory):
+    return [f for f in listing(directory) if not f.startswith(".")]
+
+
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory):
+    """A batch that takes a noticeable time to split: gzip chunks, vlen strings, many datasets."""
+    d = tmp_path_factory.mktemp("medium")
+    path = d / "in.h5"
+    rng = np.random.default_rng(5)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=rng.standard_normal((256, 64, 256)).astype(np.float32), chunks=(8, 64, 256),
+                         compression="gzip", compression_opts=4)
+        f["text"] = np.array([f"row {i} " * (i % 9) for i in range(256)], dtype=h5py.string_dtype())
+        for k in range(60):
+            f[f"g/d{k}"] = np.arange(256 * 4).reshape(256, 4)
+        f.attrs["step"] = 3
+    spec = write_spec(d / "s.json", {"*": 0})
+    run("split", path, "-s", spec, "-n", 6, "-o", d / "ref", check=0)
+    started = time.monotonic()
+    run("merge", d / "ref", "-o", d / "ref.h5", check=0)
+    return path, spec, d / "ref", time.monotonic() - started
+
+
+def test_sigkill_at_random_moments_never_leaves_a_finished_looking_output(tmp_path, medium):
+    src, spec, ref, duration = medium
+    rng = random.Random(11)
+    kills = outcomes_complete = 0
+    for k in range(30):
+        out = tmp_path / f"mb{k}"
+        proc = subprocess.Popen([BINARY, "split", str(src), "-s", str(spec), "-n", "6", "-o", str(out), "-q"],
+                                env=ENV, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, duration * 1.5))
+        proc.kill()
+        proc.wait()
+        kills += proc.returncode == -signal.SIGKILL
+        names = finished_names(out)
+        if "manifest.json" in names:  # finished before the kill: everything must be there
+            outcomes_complete += 1
+            assert sorted(names) == sorted(listing(ref))
+        # every file under a final name is a complete microbatch
+        for name in names:
+            if name.endswith(".h5"):
+                assert h5diff(ref / name, out / name) == 0, name
+        if "manifest.json" not in names:
+            assert_one_line_error(run("merge", out, "-o", tmp_path / f"m{k}.h5"), 1, "no manifest")
+        run("split", src, "-s", spec, "-n", 6, "-o", out, "--force", check=0)
+        assert finished_names(out) == listing(ref)
+    assert kills >= 10  # most kills landed mid-run
+
+
+def test_sigkill_during_merge_leaves_no_output_or_a_complete_one(tmp_path, medium):
+    src, _, ref, duration = medium
+    rng = random.Random(12)
+    for k in range(20):
+        out = tmp_path / f"m{k}.h5"
+        proc = subprocess.Popen([BINARY, "merge", str(ref), "-o", str(out), "-q"], env=ENV,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, duration * 1.2))
+        proc.kill()
+        proc.wait()
+        if out.exists():
+            assert h5diff(src, out) == 0
+        assert [f for f in listing(tmp_path) if f.startswith(f".m{k}.h5")] in ([], [f".m{k}.h5.tmp-{proc.pid}"])
+
+
+def limit_file_size(nbytes):
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+
+def test_file_size_limit_is_a_clean_error(tmp_path, medium):
+    src, spec, _, _ = medium
+    res = run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", preexec_fn=limit_file_size(1 << 20))
+    assert_one_line_error(res, 1, "microbatch-0000")
+    assert listing(tmp_path / "mb") == []
+    res = run("merge", SAMPLE, SAMPLE, "-o", tmp_path / "m.h5", preexec_fn=limit_file_size(20000))
+    assert_one_line_error(res, 1, "m.h5")
+    assert listing(tmp_path) == ["mb"]
+
+
+def test_unwritable_outputs(tmp_path):
+    # /proc refuses new files even to root
+    assert_one_line_error(run("split", SAMPLE, "-n", 2, "-o", "/proc/microbatch-test"), 1,
+                          "cannot create the output directory")
+    assert_one_line_error(run("merge", SAMPLE, "-o", "/proc/microbatch-test.h5"), 1, "/proc/microbatch-test.h5")
+    assert_one_line_error(run("merge", SAMPLE, "-o", tmp_path / "no" / "such" / "dir.h5"), 1, "dir.h5")
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("vlen-heap-segv-dataset.h5", "the HDF5 library crashed reading this (SIGSEGV)"),
+    ("vlen-heap-segv-attribute.h5", "the HDF5 library crashed reading this (SIGSEGV)"),
+    ("vlen-heap-loop.h5", "no progress within --stall-timeout"),
+])
+def test_library_crashes_and_hangs_on_corrupt_files_are_contained(tmp_path, name, needle):
+    """Inputs found by byte flips on which libhdf5 1.10.8 itself crashes or loops
+    in its global-heap reader: a clean error naming the object, nothing written."""
+    res = run("split", os.path.join(CORRUPT, name), "-n", 2, "-o", tmp_path / "mb", "--stall-timeout", 2)
+    assert_one_line_error(res, 1, name, needle, "partial outputs removed")
+    assert listing(tmp_path / "mb") == []
+
+
+def test_stop_signal_during_a_stuck_library_call_still_exits_clean(tmp_path):
+    proc = subprocess.Popen([BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", "2", "-o",
+                             str(tmp_path / "mb"), "--stall-timeout", "0"], env=ENV, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 130, err
+    assert "did not return in time; partial outputs removed" in err
+    assert listing(tmp_path / "mb") == []
+
+
+def test_truncated_inputs_at_many_offsets(tmp_path):
+    data = open(SAMPLE, "rb").read()
+    codes = {}
+    for cut in sorted(set(np.linspace(0, len(data) - 1, 40).astype(int))):
+        bad = tmp_path / "cut.h5"
+        bad.write_bytes(data[:cut])
+        res = run("split", bad, "-n", 2, "-o", tmp_path / f"o{cut}", "--stall-timeout", 5)
+        codes[cut] = res.code
+        assert res.code == 1, (cut, res)
+        assert len(res.err.strip().splitlines()) == 1 and "HDF5-DIAG" not in res.err
+        assert finished_names(tmp_path / f"o{cut}") == []
+    assert len(codes) >= 35
+
+
+def test_random_byte_flips_never_crash_hang_or_leave_partial_output(tmp_path):
+    data = open(SAMPLE, "rb").read()
+    rng = random.Random(2026)
+    seen = {0: 0, 1: 0}
+    for t in range(150):
+        mutant = bytearray(data)
+        for _ in range(rng.choice([1, 4, 16])):
+            # half of the flips land in the first 4 KiB, where the metadata is
+            pos = rng.randrange(len(mutant)) if rng.random() < 0.5 else rng.randrange(4096)
+            mutant[pos] = rng.randrange(256)
+        bad = tmp_path / "flip.h5"
+        bad.write_bytes(bytes(mutant))
+        out = tmp_path / f"o{t}"
+        res = run("split", bad, "-n", 2, "-o", out, "--stall-timeout", 3)
+        assert res.code in (0, 1), (t, res)
+        seen[res.code] += 1
+        if res.code == 1:
+            assert len(res.err.strip().splitlines()) == 1, (t, res)
+            assert finished_names(out) == []
+        else:
+            assert "manifest.json" in finished_names(out)
+    assert seen[1] > 0 and seen[0] > 0
+
+
+def test_shapes_whose_element_count_overflows(tmp_path):
+    src = tmp_path / "huge.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("huge", shape=(2**40, 2**30), maxshape=(None, None), chunks=(1, 1), dtype="u1")
+        f["x"] = np.arange(4)
+    assert_one_line_error(run("split", src, "-n", 2, "-o", tmp_path / "mb"), 1, "/huge", "more than 2^64 elements")
+    assert listing(tmp_path / "mb") == []
+
+
+def test_long_names_and_many_attributes(tmp_path):
+    src = tmp_path / "names.h5"
+    long_name = "n" * 10000
+    with h5py.File(src, "w") as f:
+        f[f"g/{long_name}"] = np.arange(6)
+        for k in range(500):
+            f["g"].attrs[f"a{k:03d}_" + "x" * 200] = k
+    run("split", src, "-n", 3, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
