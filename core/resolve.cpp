@@ -136,7 +136,8 @@ class Resolver {
       fail(spec, "the spec of attribute " + group.path + "@" + name + " must be \"replicate\" or a reducer");
     if (spec.leaf.cuts_rows())
       fail(spec, "attribute " + group.path + "@" + name + " cannot be split: attributes are replicated or reduced");
-    out_.attributes[{group.path, name}] = spec.leaf;
+    // Only reducers are recorded: "replicate" is what every other attribute gets.
+    if (spec.leaf.mode == LeafRule::Mode::Reduce) out_.attributes[{group.path, name}] = spec.leaf;
   }
 
   // Every packed / per-sequence leaf must name a dataset whose spec is "offsets".

@@ -13,8 +13,8 @@ namespace mb {
 struct Resolution {
   // Every dataset of the file, by path. Split axes are normalised (>= 0).
   std::map<std::string, LeafRule> datasets;
-  // Attributes named by an "@name" key, by (object path, attribute name).
-  // Every other attribute is replicated.
+  // Attributes given a reducer by an "@name" key, by (object path, attribute
+  // name). Every other attribute is replicated.
   std::map<std::pair<std::string, std::string>, LeafRule> attributes;
 
   const LeafRule& dataset_rule(const std::string& path) const;

@@ -47,23 +47,35 @@ struct SourcePos {
   int column = 0;
 };
 
+struct SpecMember;
+
 struct SpecNode {
   enum class Kind { Default, Leaf, Object, Array };
 
   Kind kind = Kind::Default;
   SourcePos pos;
   LeafRule leaf;                                        // Kind::Leaf
-  std::vector<std::pair<std::string, SpecNode>> members;  // Kind::Object, in file order
+  std::vector<SpecMember> members;                     // Kind::Object, in file order
   std::shared_ptr<SpecNode> star;                      // Kind::Object: the "*" entry, if any
   std::vector<SpecNode> elements;                      // Kind::Array
 
-  static SpecNode make_default() { return {}; }
-  static SpecNode make_leaf(LeafRule rule) {
-    SpecNode n;
-    n.kind = Kind::Leaf;
-    n.leaf = rule;
-    return n;
-  }
+  static SpecNode make_default();
+  static SpecNode make_leaf(LeafRule rule);
 };
+
+// One key of an object spec: a member name, or "@name" for an attribute.
+struct SpecMember {
+  std::string key;
+  SpecNode spec;
+};
+
+inline SpecNode SpecNode::make_default() { return {}; }
+
+inline SpecNode SpecNode::make_leaf(LeafRule rule) {
+  SpecNode n;
+  n.kind = Kind::Leaf;
+  n.leaf = std::move(rule);
+  return n;
+}
 
 }  // namespace mb

@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
-# The test command: install dependencies, build, run every test (doctest unit
-# tests and the end-to-end suite) through ctest.
+# The test command: install dependencies, then
+#   1. build (gcc, RelWithDebInfo) and run every test through ctest:
+#      doctest unit tests and the end-to-end suite;
+#   2. build again with clang-14 + AddressSanitizer + UndefinedBehaviorSanitizer
+#      (and the libFuzzer targets) and run the whole suite on that binary;
+#   3. fuzz each target for FUZZ_SECONDS (default 60) from the kept corpus.
+# `scripts/test.sh --quick` stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+[ "${1:-}" = "--quick" ] && exit 0
+
+echo "== sanitizer build (clang-14, ASan + UBSan)"
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_SANITIZE=ON -DMB_FUZZ=ON \
+  >/dev/null
+cmake --build build-san -j"$(nproc)"
+export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1:exitcode=98
+export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+ctest --test-dir build-san --output-on-failure -j"$(nproc)"
+
+echo "== fuzzing"
+scripts/fuzz.sh

@@ -24,8 +24,9 @@ struct JNode {
   bool integer_fits = true;  // false for integers beyond int64
   std::int64_t integer = 0;
   std::string text;  // String
-  std::vector<std::pair<std::string, JNode>> members;
+  std::vector<std::string> keys;  // Object: keys[i] names values[i]
   std::vector<SourcePos> key_pos;
+  std::vector<JNode> values;
   std::vector<JNode> items;
 };
 
@@ -115,9 +116,10 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool key(string_t& k) override {
     JNode& obj = *stack_.back();
     const SourcePos pos = token_start();
-    for (const auto& [existing, _] : obj.members)
+    for (const auto& existing : obj.keys)
       if (existing == k) fail(pos, "duplicate key \"" + k + "\"");
-    obj.members.emplace_back(k, JNode{});
+    obj.keys.push_back(k);
+    obj.values.emplace_back();
     obj.key_pos.push_back(pos);
     return true;
   }
@@ -175,7 +177,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     } else if (stack_.back()->type == JNode::Type::Array) {
       n = &stack_.back()->items.emplace_back();
     } else {
-      n = &stack_.back()->members.back().second;
+      n = &stack_.back()->values.back();
     }
     n->type = type;
     n->pos = pos;
@@ -248,17 +250,29 @@ class Converter {
   }
 
   // {"split_axis": k}, {"reduce": op}, {"packed": path} and
-  // {"per_sequence": path} are leaves; any other object is a group.
+  // {"per_sequence": path} are leaves; any other object is a group. A leaf
+  // key holding an object or array is a group member of that name (a group
+  // called "packed", say), so that every resolved spec parses back.
+  static bool is_leaf_key(const std::string& k) {
+    return k == "split_axis" || k == "reduce" || k == "packed" || k == "per_sequence";
+  }
+
   static bool is_leaf_object(const JNode& j) {
-    return std::any_of(j.members.begin(), j.members.end(), [](const auto& m) {
-      return m.first == "split_axis" || m.first == "reduce" || m.first == "packed" || m.first == "per_sequence";
-    });
+    for (std::size_t i = 0; i < j.keys.size(); ++i)
+      if (is_leaf_key(j.keys[i]) && j.values[i].type != JNode::Type::Object && j.values[i].type != JNode::Type::Array)
+        return true;
+    return false;
   }
 
   SpecNode leaf_object(const JNode& j) const {
-    const auto& [key, value] = j.members.front();
-    if (key == "packed" || key == "per_sequence") return sequence_leaf(j);
-    if (j.members.size() != 1)
+    std::size_t at = 0;
+    while (!is_leaf_key(j.keys[at]) || j.values[at].type == JNode::Type::Object ||
+           j.values[at].type == JNode::Type::Array)
+      ++at;
+    const std::string& key = j.keys[at];
+    const JNode& value = j.values[at];
+    if (key == "packed" || key == "per_sequence") return sequence_leaf(j, at);
+    if (j.keys.size() != 1)
       b_.fail(j.pos, "a leaf object takes exactly one key, \"split_axis\" or \"reduce\" (to name group members "
                      "called so, they cannot be mixed with other keys)");
     if (key == "split_axis") return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
@@ -271,16 +285,18 @@ class Converter {
   }
 
   // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.
-  SpecNode sequence_leaf(const JNode& j) const {
-    const auto& [key, value] = j.members.front();
+  SpecNode sequence_leaf(const JNode& j, std::size_t at) const {
+    const std::string& key = j.keys[at];
+    const JNode& value = j.values[at];
     if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/')
       b_.fail(value.pos, "\"" + key + "\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"");
     int axis = 0;
-    for (std::size_t i = 1; i < j.members.size(); ++i) {
-      if (j.members[i].first != "axis")
+    for (std::size_t i = 0; i < j.keys.size(); ++i) {
+      if (i == at) continue;
+      if (j.keys[i] != "axis")
         b_.fail(j.key_pos[i], "a \"" + key + "\" leaf takes only \"axis\" besides the offsets path, not \"" +
-                                  j.members[i].first + "\"");
-      axis = axis_of(j.members[i].second);
+                                  j.keys[i] + "\"");
+      axis = axis_of(j.values[i]);
     }
     return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(value.text, axis)
                                                : LeafRule::per_sequence(value.text, axis));
@@ -289,14 +305,15 @@ class Converter {
   SpecNode group_object(const JNode& j) const {
     SpecNode n;
     n.kind = SpecNode::Kind::Object;
-    for (std::size_t i = 0; i < j.members.size(); ++i) {
-      const auto& [key, value] = j.members[i];
+    for (std::size_t i = 0; i < j.keys.size(); ++i) {
+      const std::string& key = j.keys[i];
+      const JNode& value = j.values[i];
       if (key.empty() || key == "@") b_.fail(j.key_pos[i], "empty member name");
       SpecNode sub = convert(value);
       if (key == "*") {
         n.star = std::make_shared<SpecNode>(std::move(sub));
       } else {
-        n.members.emplace_back(key, std::move(sub));
+        n.members.push_back({key, std::move(sub)});
       }
     }
     return n;

@@ -35,13 +35,13 @@ TEST_CASE("objects, star and arrays keep their structure and positions") {
   const SpecNode n = parse_spec("{\n  \"a\": 0,\n  \"*\": \"replicate\",\n  \"seq\": [1, null]\n}", "s");
   REQUIRE(n.kind == SpecNode::Kind::Object);
   REQUIRE(n.members.size() == 2);
-  CHECK(n.members[0].first == "a");
-  CHECK(n.members[0].second.pos.line == 2);
-  CHECK(n.members[0].second.pos.column == 8);
+  CHECK(n.members[0].key == "a");
+  CHECK(n.members[0].spec.pos.line == 2);
+  CHECK(n.members[0].spec.pos.column == 8);
   REQUIRE(n.star);
   CHECK(n.star->leaf == LeafRule::replicate());
   CHECK(n.star->pos.line == 3);
-  const SpecNode& seq = n.members[1].second;
+  const SpecNode& seq = n.members[1].spec;
   REQUIRE(seq.kind == SpecNode::Kind::Array);
   REQUIRE(seq.elements.size() == 2);
   CHECK(seq.elements[0].leaf == LeafRule::split(1));
@@ -68,11 +68,21 @@ TEST_CASE("packed-sequence leaves") {
   CHECK(parse_spec("\"offsets\"", "s").leaf == LeafRule::offsets_leaf());
   CHECK(parse_spec(R"({"packed": "/cu"})", "s").leaf == LeafRule::packed("/cu", 0));
   CHECK(parse_spec(R"({"packed": "/cu", "axis": -1})", "s").leaf == LeafRule::packed("/cu", -1));
+  CHECK(parse_spec(R"({"axis": 2, "packed": "/cu"})", "s").leaf == LeafRule::packed("/cu", 2));
   CHECK(parse_spec(R"({"per_sequence": "/a/cu", "axis": 1})", "s").leaf == LeafRule::per_sequence("/a/cu", 1));
   CHECK(error_of(R"({"packed": "cu"})").find("absolute HDF5 path") != std::string::npos);
   CHECK(error_of(R"({"packed": "/cu", "stride": 2})").rfind("s.json:1:19: a \"packed\" leaf takes only", 0) == 0);
   for (auto rule : {LeafRule::offsets_leaf(), LeafRule::packed("/cu", 2), LeafRule::per_sequence("/x/cu", 0)})
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
+
+TEST_CASE("a leaf key holding an object or array is a group member of that name") {
+  const SpecNode n = parse_spec(R"({"packed": {"tokens": 0}, "reduce": [0], "x": 1})", "s");
+  REQUIRE(n.kind == SpecNode::Kind::Object);
+  REQUIRE(n.members.size() == 3);
+  CHECK(n.members[0].key == "packed");
+  CHECK(n.members[0].spec.kind == SpecNode::Kind::Object);
+  CHECK(n.members[1].spec.kind == SpecNode::Kind::Array);
 }
 
 TEST_CASE("deep nesting is refused, not recursed into") {
