@@ -89,3 +89,18 @@ void copy_attributes(hid_t src, const Location& src_where, hid_t dst, const Loca
 Id open_object(hid_t file, const std::string& path, const Location& where);
 
 }  // namespace mb::h5
+
+namespace mb::h5 {
+
+// Copies rows [src_begin, src_begin + count) along `axis` of `src` (whole
+// along every other axis, which both datasets share) to rows starting at
+// `dst_begin` of `dst`. Where both are chunked alike with the same filters
+// and the rows line up with chunk boundaries, whole chunks move as stored
+// bytes (H5Dread_chunk / H5Dwrite_chunk): compressed data is not
+// decompressed. The rest goes through copy_box. Returns the number of
+// chunks moved raw.
+std::uint64_t copy_rows(hid_t src, const Location& src_where, std::uint64_t src_begin, hid_t dst,
+                        const Location& dst_where, std::uint64_t dst_begin, std::uint64_t count, std::size_t axis,
+                        std::size_t buffer_bytes);
+
+}  // namespace mb::h5

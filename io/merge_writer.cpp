@@ -263,9 +263,14 @@ class MergeWriter {
       std::uint64_t at = 0;
       for (const Segment& seg : maps[i]) {
         count[a] = seg.count;
-        h5::copy_box(objects[i].get(), where(i, ds.path), h5::Placement::on_axis(rank, a, at), dst,
-                     out_where(ds.path), h5::Placement::on_axis(rank, a, seg.begin, seg.stride), count,
-                     job_.buffer_bytes);
+        if (seg.stride == 1) {
+          h5::copy_rows(objects[i].get(), where(i, ds.path), at, dst, out_where(ds.path), seg.begin, seg.count, a,
+                        job_.buffer_bytes);
+        } else {
+          h5::copy_box(objects[i].get(), where(i, ds.path), h5::Placement::on_axis(rank, a, at), dst,
+                       out_where(ds.path), h5::Placement::on_axis(rank, a, seg.begin, seg.stride), count,
+                       job_.buffer_bytes);
+        }
         at += seg.count;
       }
     }

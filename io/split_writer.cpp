@@ -128,8 +128,12 @@ class SplitWriter {
       std::uint64_t at = 0;
       for (const Segment& seg : rows) {
         count[axis] = seg.count;
-        h5::copy_box(src, src_where, h5::Placement::on_axis(ds.rank(), axis, seg.begin, seg.stride), dst.get(),
-                     where, h5::Placement::on_axis(ds.rank(), axis, at), count, job_.buffer_bytes);
+        if (seg.stride == 1) {
+          h5::copy_rows(src, src_where, seg.begin, dst.get(), where, at, seg.count, axis, job_.buffer_bytes);
+        } else {
+          h5::copy_box(src, src_where, h5::Placement::on_axis(ds.rank(), axis, seg.begin, seg.stride), dst.get(),
+                       where, h5::Placement::on_axis(ds.rank(), axis, at), count, job_.buffer_bytes);
+        }
         at += seg.count;
       }
     }

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Benchmark: microbatch split and merge against `cp` of the same bytes and
+against the equivalent h5py + numpy script (bench/h5py_split_merge.py).
+
+Generates its own workloads, runs every command twice on a warm page cache
+and keeps the faster run, and prints wall time, peak RSS and the ratios.
+
+    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S]
+
+Workloads (sizes at --scale 1):
+  contiguous   1 GiB float32, contiguous                       -> split/merge vs cp
+  gzip-chunked 1 GiB float32, gzip chunks aligned with the cut -> vs h5py
+  small        20,000 small datasets with attributes           -> vs h5py
+  strings      1M variable-length strings                      -> vs h5py
+  memory       4 GiB float32 dataset                           -> peak RSS
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BINARY = os.environ.get("MICROBATCH", os.path.join(HERE, "..", "build", "microbatch"))
+H5PY = [sys.executable, os.path.join(HERE, "h5py_split_merge.py")]
+N = 8
+
+
+def make(name, path, scale):
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as f:
+        if name == "contiguous":
+            rows = int(4096 * scale)
+            d = f.create_dataset("x", (rows, 65536), dtype=np.float32)
+            for r in range(0, rows, 256):
+                d[r:r + 256] = rng.standard_normal((min(256, rows - r), 65536), dtype=np.float32)
+        elif name == "gzip-chunked":
+            rows = int(4096 * scale)  # chunks of 64 rows: every microbatch boundary (rows/8) is a chunk boundary
+            d = f.create_dataset("x", (rows, 65536), dtype=np.float32, chunks=(64, 4096), compression="gzip",
+                                 compression_opts=1, shuffle=True)
+            base = rng.standard_normal((256, 65536), dtype=np.float32).round(2)  # compressible, like real data
+            for r in range(0, rows, 256):
+                d[r:r + 256] = base[:min(256, rows - r)]
+        elif name == "small":
+            for k in range(int(20000 * scale)):
+                ds = f.create_dataset(f"g{k % 100}/d{k}", data=np.arange(16, dtype=np.int32) + k)
+                ds.attrs["id"] = k
+                ds.attrs["unit"] = "tokens"
+        elif name == "strings":
+            n = int(1_000_000 * scale)
+            words = np.array([f"prompt number {i} " + "x" * (i % 40) for i in range(1000)], dtype=object)
+            f.create_dataset("text", data=words[np.arange(n) % 1000], dtype=h5py.string_dtype())
+        elif name == "memory":
+            rows = int(16384 * scale)
+            d = f.create_dataset("x", (rows, 65536), dtype=np.float32)
+            block = rng.standard_normal((256, 65536), dtype=np.float32)
+            for r in range(0, rows, 256):
+                d[r:r + 256] = block[:min(256, rows - r)]
+
+
+def timed(cmd):
+    """Best of two runs: (seconds, peak RSS MiB)."""
+    best = None
+    for _ in range(2):
+        out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr}")
+        secs, kb = out.stderr.strip().splitlines()[-1].split()
+        run = (float(secs), int(kb) / 1024)
+        best = run if best is None or run[0] < best[0] else best
+    return best
+
+
+def clean(*paths):
+    for p in paths:
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.remove(p)
+
+
+def bench(name, work, scale, skip_h5py):
+    src = os.path.join(work, f"{name}.h5")
+    if not os.path.exists(src):
+        make(name, src, scale)
+    size = os.path.getsize(src) / 2**20
+    mbdir, merged = os.path.join(work, f"{name}-mb"), os.path.join(work, f"{name}-merged.h5")
+    rows = {}
+    clean(mbdir)
+    rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "--force", "-q"])
+    rows["microbatch merge"] = timed([BINARY, "merge", mbdir, "-o", merged, "--force", "-q"])
+    rows["cp"] = timed(["cp", src, os.path.join(work, f"{name}-copy.h5")])
+    if not skip_h5py:
+        pydir, pymerged = os.path.join(work, f"{name}-py"), os.path.join(work, f"{name}-py.h5")
+        clean(pydir)
+        rows["h5py split"] = timed([*H5PY, "split", src, str(N), pydir])
+        files = sorted(os.path.join(pydir, f) for f in os.listdir(pydir))
+        clean(pymerged)
+        rows["h5py merge"] = timed([*H5PY, "merge", pymerged, *files])
+        clean(pydir, pymerged)
+    clean(mbdir, merged, os.path.join(work, f"{name}-copy.h5"))
+    print(f"\n{name}: {size:.0f} MiB input, split into {N}")
+    for k, (secs, rss) in rows.items():
+        print(f"  {k:18s} {secs:8.2f} s  {rss:8.1f} MiB peak RSS")
+    cp = max(rows["cp"][0], 0.01)  # /usr/bin/time resolves 10 ms
+    for op in ("split", "merge"):
+        mine = rows[f"microbatch {op}"][0]
+        line = f"  {op}: {mine / cp:.2f}x the time of cp"
+        if f"h5py {op}" in rows:
+            line += f", {rows[f'h5py {op}'][0] / mine:.1f}x faster than h5py"
+        print(line)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/tmp/microbatch-bench")
+    ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"])
+    ap.add_argument("--scale", type=float, default=1.0)
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    print(f"microbatch: {BINARY}; best of 2 warm runs; N = {N}")
+    for name in args.only:
+        bench(name, args.dir, args.scale, skip_h5py=name == "memory")
+
+
+if __name__ == "__main__":
+    main()
