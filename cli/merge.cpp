@@ -21,6 +21,7 @@ struct MergeCommand {
   std::string spec;
   std::string output;
   bool force = false;
+  bool virtual_datasets = false;
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
   bool dp_given = false;  // --dp-degree, --align or --layout on the command line
@@ -66,6 +67,7 @@ void run_merge(const MergeCommand& cmd) {
   job.inputs = labelled(paths);
   job.output = cmd.output;
   job.force = cmd.force;
+  job.virtual_datasets = cmd.virtual_datasets;
   job.dp = dp;
   job.layout = layout;
   job.buffer_bytes = cmd.buffer_bytes;
@@ -90,6 +92,9 @@ void setup_merge(CLI::App& app) {
                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
+  sub->add_flag("--virtual", cmd->virtual_datasets,
+                "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "
+                "they must stay there); nothing is copied; replicated leaves are still checked");
   add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
   add_buffer_option(*sub, cmd->buffer_bytes);
   add_common_options(*sub);

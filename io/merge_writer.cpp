@@ -235,8 +235,12 @@ class MergeWriter {
     if (rule.mode == LeafRule::Mode::Reduce) kind = reducible_kind(ds.path, in.types[0].get());
     if (rule.mode == LeafRule::Mode::Replicate) compare_replicated(ds, objects, in);
 
-    h5::Id dst = h5::create_dataset_like(objects[0].get(), dst_parent, ds.name, out_dims, axis, out_where(ds.path));
+    const bool virtual_leaf = job_.virtual_datasets && rule.cuts_rows() && rule.mode != LeafRule::Mode::Offsets;
+    h5::Id dst = virtual_leaf ? create_virtual(ds, in, rule.axis, out_dims, dst_parent)
+                              : h5::create_dataset_like(objects[0].get(), dst_parent, ds.name, out_dims, axis,
+                                                        out_where(ds.path));
     merge_attributes(ds, objects, dst.get());
+    if (virtual_leaf) return;
     switch (rule.mode) {
       case LeafRule::Mode::Split:
       case LeafRule::Mode::Packed:
@@ -274,6 +278,38 @@ class MergeWriter {
         at += seg.count;
       }
     }
+  }
+
+  // A virtual dataset whose rows map onto the inputs' rows through the same
+  // row maps a copy would use: nothing is copied.
+  h5::Id create_virtual(const NodeInfo& ds, const Inputs& in, int axis, const Shape& out_dims, hid_t dst_parent) {
+    const auto a = static_cast<std::size_t>(axis);
+    std::vector<std::uint64_t> lengths;
+    for (const auto& s : in.spaces) lengths.push_back(s.dims[a]);
+    const auto maps = merge_maps(lengths, job_.dp, job_.layout, ds.path);
+    const auto where_out = out_where(ds.path);
+    h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where_out, "cannot create creation properties");
+    h5::Id out_space = h5::make_space(out_dims, where_out);
+    for (std::size_t i = 0; i < in.spaces.size(); ++i) {
+      const std::string source = fs::absolute(job_.inputs[i].path).lexically_normal().string();
+      std::uint64_t at = 0;
+      for (const Segment& seg : maps[i]) {
+        Shape count = in.spaces[i].dims;
+        count[a] = seg.count;
+        const auto to = h5::Placement::on_axis(count.size(), a, seg.begin, seg.stride);
+        const auto from = h5::Placement::on_axis(count.size(), a, at);
+        h5::Id vspace(H5Scopy(out_space.get()), where_out, "cannot copy a dataspace");
+        h5::select_box(vspace.get(), to.start, count, to.stride, where_out);
+        h5::Id sspace = h5::make_space(in.spaces[i].dims, where_out);
+        h5::select_box(sspace.get(), from.start, count, from.stride, where_out);
+        h5::check(H5Pset_virtual(dcpl.get(), vspace.get(), source.c_str(), ds.path.c_str(), sspace.get()),
+                  where_out, "cannot map a virtual dataset");
+        at += seg.count;
+      }
+    }
+    return h5::Id(H5Dcreate2(dst_parent, ds.name.c_str(), in.types[0].get(), out_space.get(), H5P_DEFAULT, dcpl.get(),
+                             H5P_DEFAULT),
+                  where_out, "cannot create the virtual dataset");
   }
 
   // Offsets come back by shifting each input's offsets past the previous

@@ -23,6 +23,9 @@ struct MergeJob {
   bool force = false;
   DataParallel dp;  // the layout the microbatches were split with
   FileLayout layout = FileLayout::PerMicrobatch;
+  // Split leaves become virtual datasets over the inputs (recorded by their
+  // absolute paths) instead of copies.
+  bool virtual_datasets = false;
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
   Progress progress;
 };
