@@ -32,9 +32,9 @@ std::uint64_t product(const Shape& s) {
 }
 
 // Adapts a copy of the source's creation properties to the new extent.
-Id adapted_dcpl(hid_t source, const Shape& dims, std::vector<MaxDim>& max_dims, std::size_t element_size,
+Id adapted_dcpl(hid_t source_dcpl, const Shape& dims, std::vector<MaxDim>& max_dims, std::size_t element_size,
                 const Location& where) {
-  Id dcpl(H5Dget_create_plist(source), where, "cannot read the creation properties");
+  Id dcpl(H5Pcopy(source_dcpl), where, "cannot copy the creation properties");
   const H5D_layout_t layout = H5Pget_layout(dcpl.get());
   const int external = H5Pget_external_count(dcpl.get());
   if (layout == H5D_VIRTUAL || external > 0) {
@@ -87,20 +87,43 @@ void* Buffer::prepare(std::uint64_t elements) {
   return bytes_.data();
 }
 
-Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
+DatasetShape describe_dataset(hid_t dataset, const Location& where) {
+  DatasetShape d;
+  d.type = Id(H5Dget_type(dataset), where, "cannot read the datatype");
+  Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  d.space = space_info(space.get(), where);
+  d.dcpl = Id(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  return d;
+}
+
+Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::string& name, const Shape& dims,
                        std::optional<int> resized_axis, const Location& where) {
-  Id type(H5Dget_type(source), where, "cannot read the datatype");
-  Id src_space(H5Dget_space(source), where, "cannot read the dataspace");
-  const SpaceInfo src = space_info(src_space.get(), where);
-  std::vector<MaxDim> max_dims = src.max_dims;
+  std::vector<MaxDim> max_dims = source.space.max_dims;
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const bool resized = resized_axis && static_cast<std::size_t>(*resized_axis) == d;
     if (max_dims[d] && (resized || *max_dims[d] < dims[d])) max_dims[d] = dims[d];
   }
-  Id dcpl = adapted_dcpl(source, dims, max_dims, H5Tget_size(type.get()), where);
-  Id space = src.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
-  return Id(H5Dcreate2(parent, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), where,
-            "cannot create the dataset");
+  Id dcpl = adapted_dcpl(source.dcpl.get(), dims, max_dims, H5Tget_size(source.type.get()), where);
+  Id space = source.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
+  return Id(H5Dcreate2(parent, name.c_str(), source.type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+            where, "cannot create the dataset");
+}
+
+Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
+                       std::optional<int> resized_axis, const Location& where) {
+  return create_dataset_like(describe_dataset(source, where), parent, name, dims, resized_axis, where);
+}
+
+void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape& mem_shape, const Placement& from,
+                       const Placement& to, const Shape& count, const Location& where) {
+  std::uint64_t n = 1;
+  for (auto c : count) n *= c;
+  if (n == 0) return;
+  Id mem_space = make_space(mem_shape, where);
+  select_box(mem_space.get(), from.start, count, from.stride, where);
+  Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
+  select_box(file_space.get(), to.start, count, to.stride, where);
+  check(H5Dwrite(dst, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where, "cannot write data");
 }
 
 Placement Placement::on_axis(std::size_t rank, std::size_t axis, std::uint64_t begin, std::uint64_t step) {
@@ -179,9 +202,21 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
     check(H5Awrite(attr.get(), value.type.get(), value.data.data()), at, "cannot write the attribute");
 }
 
+Attributes read_attributes(hid_t object, const Location& where) {
+  Attributes out;
+  for (auto& name : attribute_names(object, where)) {
+    AttributeValue value = read_attribute(object, name, where);
+    out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
+void write_attributes(hid_t object, const Attributes& attributes, const Location& where) {
+  for (const auto& [name, value] : attributes) write_attribute(object, name, value, where);
+}
+
 void copy_attributes(hid_t src, const Location& src_where, hid_t dst, const Location& dst_where) {
-  for (const auto& name : attribute_names(src, src_where))
-    write_attribute(dst, name, read_attribute(src, name, src_where), dst_where);
+  write_attributes(dst, read_attributes(src, src_where), dst_where);
 }
 
 Id open_object(hid_t file, const std::string& path, const Location& where) {

@@ -41,10 +41,21 @@ class Buffer {
   std::vector<unsigned char> bytes_;
 };
 
+// What creating copies of a dataset needs from it: read once, used for
+// every copy.
+struct DatasetShape {
+  Id type;
+  SpaceInfo space;
+  Id dcpl;
+};
+DatasetShape describe_dataset(hid_t dataset, const Location& where);
+
 // Creates `name` in `parent` with the source's datatype and creation
 // properties (layout, filters, fill value), resized to `dims`. On the
 // resized axis a fixed maximum follows the new length and an unlimited one
 // stays unlimited; chunk dimensions are clamped to fixed extents.
+Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::string& name, const Shape& dims,
+                       std::optional<int> resized_axis, const Location& where);
 Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
                        std::optional<int> resized_axis, const Location& where);
 
@@ -79,6 +90,16 @@ struct AttributeValue {
 };
 
 std::vector<std::string> attribute_names(hid_t object, const Location& where);
+
+// Every attribute of an object, read once to be written to many copies.
+using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+Attributes read_attributes(hid_t object, const Location& where);
+void write_attributes(hid_t object, const Attributes& attributes, const Location& where);
+
+// Writes `count` elements of an in-memory array of shape `mem_shape`, taken
+// at `from`, to `dst` at `to`.
+void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape& mem_shape, const Placement& from,
+                       const Placement& to, const Shape& count, const Location& where);
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
 

@@ -17,6 +17,10 @@ namespace {
 // once per batch of outputs, so each dataset is opened ceil(N/K) times.
 constexpr std::size_t kOpenOutputs = 64;
 
+// Datasets up to this size are read whole, once, and every microbatch's piece
+// is written from memory; larger ones are copied piece by piece.
+constexpr std::uint64_t kSmallDataset = 1u << 20;
+
 bool is_split_output(const std::string& name) {
   const bool h5 = name.ends_with(".h5");
   const bool microbatch = (name.rfind("microbatch-", 0) == 0 || name.rfind("rank-", 0) == 0) && h5;
@@ -101,25 +105,43 @@ class SplitWriter {
     write_children(group, src, dst);
   }
 
+  // Everything the copies of one dataset need is read from the input once:
+  // its description, its attributes and, when small, its data (so that the
+  // tens of thousands of small datasets of a real batch cost few library
+  // calls each). Large data is copied piece by piece (raw chunks or slabs).
   void write_dataset(const NodeInfo& ds, hid_t src, const std::vector<hid_t>& dst_parents) {
     const h5::Location src_where{job_.input, ds.path};
     const LeafRule& rule = resolution_.dataset_rule(ds.path);
+    const h5::DatasetShape shape = h5::describe_dataset(src, src_where);
+    const h5::Attributes attributes = h5::read_attributes(src, src_where);
+    std::optional<h5::Buffer> whole;
+    // (Filtered data is left to copy_rows, which moves aligned chunks without recompressing.)
+    const bool filtered = H5Pget_nfilters(shape.dcpl.get()) > 0;
+    if (!ds.null_space && !filtered && data_bytes(ds, shape) <= kSmallDataset && rule.mode != LeafRule::Mode::Offsets) {
+      whole.emplace(shape.type.get());
+      h5::read_box(src, shape.type.get(), Shape(ds.rank(), 0), ds.shape, *whole, src_where);
+    }
     const auto pieces = plan_.pieces.find(ds.path);
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       if (!rule.cuts_rows()) {
-        h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, ds.shape, std::nullopt, where);
-        h5::copy_attributes(src, src_where, dst.get(), where);
-        h5::copy_box(src, src_where, h5::Placement::origin(ds.rank()), dst.get(), where,
-                     h5::Placement::origin(ds.rank()), ds.shape, job_.buffer_bytes);
+        h5::Id dst = h5::create_dataset_like(shape, dst_parents[i], ds.name, ds.shape, std::nullopt, where);
+        h5::write_attributes(dst.get(), attributes, where);
+        if (whole) {
+          h5::write_from_memory(dst.get(), shape.type.get(), whole->data(), ds.shape, h5::Placement::origin(ds.rank()),
+                                h5::Placement::origin(ds.rank()), ds.shape, where);
+        } else {
+          h5::copy_box(src, src_where, h5::Placement::origin(ds.rank()), dst.get(), where,
+                       h5::Placement::origin(ds.rank()), ds.shape, job_.buffer_bytes);
+        }
         continue;
       }
       const auto axis = static_cast<std::size_t>(rule.axis);
       const RowMap& rows = pieces->second.at(first_ + i);
       Shape count = ds.shape;
       count[axis] = rows_in(rows);
-      h5::Id dst = h5::create_dataset_like(src, dst_parents[i], ds.name, count, rule.axis, where);
-      h5::copy_attributes(src, src_where, dst.get(), where);
+      h5::Id dst = h5::create_dataset_like(shape, dst_parents[i], ds.name, count, rule.axis, where);
+      h5::write_attributes(dst.get(), attributes, where);
       if (rule.mode == LeafRule::Mode::Offsets) {
         write_rebased_offsets(src, src_where, rows.front(), dst.get(), where);
         continue;
@@ -128,15 +150,24 @@ class SplitWriter {
       std::uint64_t at = 0;
       for (const Segment& seg : rows) {
         count[axis] = seg.count;
-        if (seg.stride == 1) {
+        const auto to = h5::Placement::on_axis(ds.rank(), axis, at);
+        const auto from = h5::Placement::on_axis(ds.rank(), axis, seg.begin, seg.stride);
+        if (whole) {
+          h5::write_from_memory(dst.get(), shape.type.get(), whole->data(), ds.shape, from, to, count, where);
+        } else if (seg.stride == 1) {
           h5::copy_rows(src, src_where, seg.begin, dst.get(), where, at, seg.count, axis, job_.buffer_bytes);
         } else {
-          h5::copy_box(src, src_where, h5::Placement::on_axis(ds.rank(), axis, seg.begin, seg.stride), dst.get(),
-                       where, h5::Placement::on_axis(ds.rank(), axis, at), count, job_.buffer_bytes);
+          h5::copy_box(src, src_where, from, dst.get(), where, to, count, job_.buffer_bytes);
         }
         at += seg.count;
       }
     }
+  }
+
+  static std::uint64_t data_bytes(const NodeInfo& ds, const h5::DatasetShape& shape) {
+    std::uint64_t n = H5Tget_size(shape.type.get());
+    for (auto d : ds.shape) n *= d;
+    return n;
   }
 
   // A microbatch's offsets are its rows of the input's offsets, shifted to
