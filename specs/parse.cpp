@@ -156,17 +156,22 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     return position_of(p);
   }
 
+  // Line and column of `p`. Tokens arrive in order, so counting resumes from
+  // the last position asked for (a manifest's spec has tens of thousands).
   SourcePos position_of(const char* p) const {
-    SourcePos pos{1, 1};
-    for (const char* q = text_.data(); q < p; ++q) {
-      if (*q == '\n') {
-        ++pos.line;
-        pos.column = 1;
-      } else if ((static_cast<unsigned char>(*q) & 0xC0) != 0x80) {  // count characters, not UTF-8 bytes
-        ++pos.column;
+    if (p < counted_to_) {
+      counted_to_ = text_.data();
+      counted_pos_ = {1, 1};
+    }
+    for (; counted_to_ < p; ++counted_to_) {
+      if (*counted_to_ == '\n') {
+        ++counted_pos_.line;
+        counted_pos_.column = 1;
+      } else if ((static_cast<unsigned char>(*counted_to_) & 0xC0) != 0x80) {  // characters, not UTF-8 bytes
+        ++counted_pos_.column;
       }
     }
-    return pos;
+    return counted_pos_;
   }
 
   JNode* place(JNode::Type type) {
@@ -202,6 +207,8 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   const char** cursor_;
   const std::string& name_;
   const char* scan_from_;
+  mutable const char* counted_to_ = text_.data();
+  mutable SourcePos counted_pos_{1, 1};
   JNode root_;
   std::vector<JNode*> stack_;
 };
