@@ -36,7 +36,7 @@ void raise_open_file_limit() {
 // Every HDF5 handle must be closed by its owner before exit; with
 // MICROBATCH_CHECK_HANDLES set (the tests do), a leftover is an error.
 int check_handles(int status) {
-  const ssize_t open = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  const std::size_t open = mb::h5::open_object_count();
   if (open > 0 && mb::h5::failed_closes() > 0) {
     spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::h5::failed_closes());
   } else if (open > 0) {

@@ -60,6 +60,11 @@ void init_library() {
 
 std::size_t failed_closes() { return g_failed_closes; }
 
+std::size_t open_object_count() {
+  const ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
 void fail(const Location& where, const std::string& action) {
   const StackText stack = current_stack();
   spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);

@@ -30,6 +30,9 @@ void init_library();
 // expected to be left open at exit.
 std::size_t failed_closes();
 
+// HDF5 objects (files, groups, datasets, ...) still open in this process.
+std::size_t open_object_count();
+
 // Throws mb::Error "<file>: <path>: <action> (<innermost HDF5 message>)".
 [[noreturn]] void fail(const Location& where, const std::string& action);
 
