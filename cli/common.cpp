@@ -29,6 +29,8 @@ void add_common_options(CLI::App& app) {
                  "make the HDF5 library loop forever (default 600, 0 = never)");
 }
 
+unsigned stall_timeout_seconds() { return g_flags.stall_seconds; }
+
 void apply_common_options() {
   spdlog::level::level_enum level = spdlog::level::info;
   if (g_flags.quiet) level = spdlog::level::err;

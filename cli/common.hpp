@@ -15,6 +15,7 @@ namespace mb::cli {
 // apply sets the log level and starts the stall watchdog.
 void add_common_options(CLI::App& app);
 void apply_common_options();
+unsigned stall_timeout_seconds();
 
 // -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split
 // and inspect.

@@ -23,6 +23,7 @@ struct SplitCommand {
   SplitOptions partition;
   bool force = false;
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+  std::uint64_t jobs = 1;
 };
 
 const char* on_short_name(OnShort s) {
@@ -53,6 +54,8 @@ void run_split(const SplitCommand& cmd) {
   job.output_dir = cmd.output_dir;
   job.force = cmd.force;
   job.buffer_bytes = cmd.buffer_bytes;
+  job.workers = cmd.jobs;
+  job.stall_seconds = stall_timeout_seconds();
   job.spec = specs::resolved_spec_json(tree, resolution);
   job.options = {{"chunks", p.chunks ? nlohmann::ordered_json(*p.chunks) : nullptr},
                  {"micro_batch_size", p.micro_batch_size ? nlohmann::ordered_json(*p.micro_batch_size) : nullptr},
@@ -84,6 +87,10 @@ void setup_split(CLI::App& app) {
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
   add_buffer_option(*sub, cmd->buffer_bytes);
+  sub->add_option("-j,--jobs", cmd->jobs,
+                  "worker processes, each writing its share of the output files (compression and HDF5's "
+                  "per-object work are per file, so they spread over cores; default 1)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}));
   add_common_options(*sub);
   sub->callback([cmd] {
     apply_common_options();

@@ -94,6 +94,8 @@ void throw_if_interrupted() {
                 ErrorKind::Interrupted);
 }
 
+bool interrupted() { return g_signal != 0; }
+
 void install_crash_guard() {
   // SA_RESETHAND: a fault inside the handler itself ends the process.
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) set_handler(sig, on_crash, SA_RESETHAND);
@@ -125,6 +127,8 @@ void note_activity(const std::string& file, const std::string& path) {
   std::snprintf(g_activity, sizeof g_activity, "%s: %s", file.c_str(), path.c_str());
   g_progress.fetch_add(1, std::memory_order_relaxed);
 }
+
+void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
 
 void register_temporary(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_temps_mutex);

@@ -14,6 +14,7 @@ void install_interrupt_handlers();
 
 // Throws mb::Error (exit 130) when a signal asked us to stop.
 void throw_if_interrupted();
+bool interrupted();
 
 // Crash containment. libhdf5 1.10.8 can crash on corrupt metadata (its
 // global-heap reader on a damaged variable-length string, for one). On
@@ -31,6 +32,10 @@ void start_stall_watchdog(unsigned seconds);
 // Records what is being read: progress for the watchdog, and the object the
 // messages name. Cheap; called per object and per block.
 void note_activity(const std::string& file, const std::string& path);
+
+// Counts as progress without changing what is being read (a parent waiting
+// for worker processes, which have watchdogs of their own).
+void note_progress();
 
 // Temporaries to remove on a forced exit.
 void register_temporary(const std::string& path);

@@ -1,6 +1,13 @@
 #include "io/split_writer.hpp"
 
 #include <algorithm>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -213,27 +220,125 @@ Manifest make_manifest(const SplitJob& job, const Resolution& resolution, const 
 
 }  // namespace
 
+namespace {
+
+// Writes output files [begin, end) under their temporary names.
+void write_files(const SplitJob& job, const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan,
+                 const std::vector<std::string>& finals, const std::vector<std::string>& temps, std::uint64_t begin,
+                 std::uint64_t end, bool show_progress) {
+  h5::Id input = h5::open_file_read_only(job.input);
+  SplitWriter writer(job, resolution, plan, input.get());
+  for (std::uint64_t first = begin; first < end; first += kOpenOutputs) {
+    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, end - first);
+    std::vector<h5::Id> handles;
+    const std::vector<std::string> names(finals.begin() + static_cast<std::ptrdiff_t>(first),
+                                         finals.begin() + static_cast<std::ptrdiff_t>(first + n));
+    for (std::uint64_t i = first; i < first + n; ++i) handles.push_back(h5::create_file(temps[i], finals[i]));
+    writer.write_batch(tree, first, handles, names);
+    for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({names[i], ""});
+    if (show_progress && job.progress) job.progress(first + n - begin, end - begin);
+  }
+}
+
+// A worker process writing a range of output files. It reports an error as
+// one line through a pipe and exits without unwinding the parent's frames
+// (whose destructors would remove every worker's outputs).
+struct Worker {
+  pid_t pid = -1;
+  int pipe_fd = -1;
+};
+
+Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("cannot start a worker process: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    start_stall_watchdog(stall_seconds);  // threads do not survive fork()
+    int status = 0;
+    std::string message;
+    try {
+      work();
+    } catch (const Error& e) {
+      message = e.what();
+      status = e.exit_code();
+    } catch (const std::exception& e) {
+      message = std::string("internal error: ") + e.what();
+      status = 1;
+    }
+    if (!message.empty()) (void)!::write(fds[1], message.data(), message.size());
+    ::_exit(status);
+  }
+  ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
+// Waits for a worker; returns its error message ("" when it succeeded).
+std::string finish_worker(const Worker& w) {
+  std::string message;
+  char buf[4096];
+  while (true) {
+    pollfd pfd{w.pipe_fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, 1000);
+    note_progress();  // waiting is not stalling; the worker has its own watchdog
+    if (interrupted()) ::kill(w.pid, SIGTERM);  // pass a stop request on; the worker cleans up and exits
+    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+    const ssize_t n = ::read(w.pipe_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    message.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(w.pipe_fd);
+  int status = 0;
+  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (message.empty())
+    message = WIFSIGNALED(status) ? "a worker process died of signal " + std::to_string(WTERMSIG(status))
+                                  : "a worker process failed";
+  return message;
+}
+
+}  // namespace
+
 std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, const Resolution& resolution,
                                      const SplitPlan& plan) {
-  h5::Id input = h5::open_file_read_only(job.input);
   prepare_output_dir(job.output_dir, job.force, job.input);
-
-  std::vector<std::string> files;
+  // Every output is registered (and so removed on failure) before any worker starts.
+  std::vector<std::string> files, finals, temps;
   AtomicOutputs outputs;
-  SplitWriter writer(job, resolution, plan, input.get());
-  for (std::uint64_t first = 0; first < plan.files(); first += kOpenOutputs) {
-    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, plan.files() - first);
-    std::vector<h5::Id> handles;
-    std::vector<std::string> finals;
-    for (std::uint64_t i = first; i < first + n; ++i) {
-      files.push_back(output_file_name(plan, i));
-      finals.push_back((fs::path(job.output_dir) / files.back()).string());
-      handles.push_back(h5::create_file(outputs.add(finals.back()), finals.back()));
-    }
-    writer.write_batch(tree, first, handles, finals);
-    for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({finals[i], ""});
-    if (job.progress) job.progress(first + n, plan.files());
+  for (std::uint64_t i = 0; i < plan.files(); ++i) {
+    files.push_back(output_file_name(plan, i));
+    finals.push_back((fs::path(job.output_dir) / files.back()).string());
+    temps.push_back(outputs.add(finals.back()));
   }
+  // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0. No
+  // HDF5 file is open across fork(): each worker opens the input itself.
+  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, plan.files()));
+  auto range = [&](std::uint64_t w) { return std::pair{w * plan.files() / workers, (w + 1) * plan.files() / workers}; };
+  std::vector<Worker> started;
+  for (std::uint64_t w = 1; w < workers; ++w) {
+    const auto [begin, end] = range(w);
+    started.push_back(start_worker(
+        [&, begin = begin, end = end] { write_files(job, tree, resolution, plan, finals, temps, begin, end, false); },
+        job.stall_seconds));
+  }
+  std::string failure;
+  try {
+    const auto [begin, end] = range(0);
+    write_files(job, tree, resolution, plan, finals, temps, begin, end, true);
+  } catch (const Error& e) {
+    failure = e.what();
+    for (const auto& w : started) ::kill(w.pid, SIGTERM);
+  }
+  for (const auto& w : started) {
+    const std::string message = finish_worker(w);
+    if (failure.empty() && !message.empty()) failure = message;
+  }
+  throw_if_interrupted();
+  if (!failure.empty()) throw Error(failure);
+
   outputs.publish();
   const Manifest manifest = make_manifest(job, resolution, plan, files);
   write_text_atomically((fs::path(job.output_dir) / kManifestName).string(), manifest_json(manifest).dump(2) + "\n");

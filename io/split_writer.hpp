@@ -19,6 +19,8 @@ struct SplitJob {
   std::string output_dir;  // created if missing
   bool force = false;      // replace an earlier split in output_dir
   std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+  std::uint64_t workers = 1;        // -j: processes writing output files in parallel
+  unsigned stall_seconds = 600;     // the workers' own stall watchdog
   nlohmann::ordered_json spec;     // resolved spec, for the manifest
   nlohmann::ordered_json options;  // split options, for the manifest
   std::string tool_version;

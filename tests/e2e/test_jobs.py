@@ -1,0 +1,95 @@
+"""split -j N: worker processes write their share of the files; the result is
+the same as with one process, and a failure anywhere leaves nothing."""
+import resource
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+
+
+def make(path):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(2).standard_normal((120, 64)).astype(np.float32),
+                         chunks=(7, 64), compression="gzip")  # chunks not aligned with the cut
+        for k in range(40):
+            f[f"g/d{k}"] = np.arange(120) + k
+            f[f"g/d{k}"].attrs["k"] = k
+        f["text"] = np.array([f"t{i}" for i in range(120)], dtype=h5py.string_dtype())
+        f["tok"] = np.arange(300)
+        f["cu"] = np.concatenate([[0], np.cumsum(np.full(120, 2)), [300]])[:121]
+        f["cu"][-1] = 300
+        f.attrs["step"] = 1
+
+
+SPEC = {"x": 0, "g": 0, "text": 0, "tok": {"packed": "/cu"}, "cu": "offsets"}
+
+
+@pytest.mark.parametrize("jobs,n,extra", [(2, 5, []), (3, 8, []), (4, 3, []), (2, 4, ["--balance", "sequences"])])
+def test_jobs_give_the_same_files_as_one_process(tmp_path, jobs, n, extra):
+    src = tmp_path / "in.h5"
+    make(src)
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    run("split", src, "-s", spec, "-n", n, *extra, "-o", tmp_path / "one", check=0)
+    run("split", src, "-s", spec, "-n", n, *extra, "-o", tmp_path / "many", "-j", jobs, check=0)
+    assert listing(tmp_path / "one") == listing(tmp_path / "many")
+    assert (tmp_path / "one" / "manifest.json").read_text() == (tmp_path / "many" / "manifest.json").read_text()
+    for name in listing(tmp_path / "one"):
+        if name.endswith(".h5"):
+            assert h5diff(tmp_path / "one" / name, tmp_path / "many" / name) == 0, name
+    run("merge", tmp_path / "many", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_jobs_with_per_rank_layout(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(240).reshape(24, 10)
+    run("split", src, "-n", 3, "--dp-degree", 2, "--align", "--layout", "per-rank", "-j", 4, "-o", tmp_path / "mb",
+        check=0)
+    assert len([f for f in listing(tmp_path / "mb") if f.endswith(".h5")]) == 6
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_a_failing_worker_fails_the_whole_split_and_leaves_nothing(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.zeros((8, 1 << 18), np.float32)  # 8 MiB: each of 4 files gets 2 MiB
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # noqa: E731
+    res = run("split", src, "-n", 4, "-j", 2, "-o", tmp_path / "mb", preexec_fn=limit)
+    assert_one_line_error(res, 1, "File too large")
+    assert listing(tmp_path / "mb") == []
+
+
+def test_jobs_option_is_checked(tmp_path):
+    src = tmp_path / "in.h5"
+    make(src)
+    assert_one_line_error(run("split", src, "-n", 2, "-j", 0, "-o", tmp_path / "mb"), 2, "--jobs")
+
+
+def test_stop_signal_reaches_the_workers(tmp_path):
+    import signal
+    import subprocess
+    import time
+    from conftest import BINARY, ENV
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(3).standard_normal((512, 1 << 16)).astype(np.float32),
+                         chunks=(3, 1 << 16), compression="gzip", compression_opts=6)  # slow to recompress
+    stopped = 0
+    for delay in [0.3, 0.8]:
+        out = tmp_path / f"mb{delay}"
+        proc = subprocess.Popen([BINARY, "split", str(src), "-n", "4", "-j", "2", "-o", str(out)], env=ENV,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+        if proc.returncode == 0:
+            continue
+        assert proc.returncode == 130, err
+        time.sleep(0.5)  # workers are gone too: nothing appears afterwards
+        assert listing(out) == [], listing(out)
+        stopped += 1
+    assert stopped > 0
