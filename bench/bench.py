@@ -5,7 +5,7 @@ against the equivalent h5py + numpy script (bench/h5py_split_merge.py).
 Generates its own workloads, runs every command twice on a warm page cache
 and keeps the faster run, and prints wall time, peak RSS and the ratios.
 
-    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S]
+    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J]
 
 Workloads (sizes at --scale 1):
   contiguous   1 GiB float32, contiguous                       -> split/merge vs cp
@@ -82,7 +82,7 @@ def clean(*paths):
             os.remove(p)
 
 
-def bench(name, work, scale, skip_h5py):
+def bench(name, work, scale, skip_h5py, jobs=1):
     src = os.path.join(work, f"{name}.h5")
     if not os.path.exists(src):
         make(name, src, scale)
@@ -90,7 +90,7 @@ def bench(name, work, scale, skip_h5py):
     mbdir, merged = os.path.join(work, f"{name}-mb"), os.path.join(work, f"{name}-merged.h5")
     rows = {}
     clean(mbdir)
-    rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "--force", "-q"])
+    rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "--force", "-q", "-j", str(jobs)])
     rows["microbatch merge"] = timed([BINARY, "merge", mbdir, "-o", merged, "--force", "-q"])
     rows["cp"] = timed(["cp", src, os.path.join(work, f"{name}-copy.h5")])
     if not skip_h5py:
@@ -120,11 +120,12 @@ def main():
     ap.add_argument("--dir", default="/tmp/microbatch-bench")
     ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"])
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--jobs", type=int, default=1, help="microbatch split -j")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    print(f"microbatch: {BINARY}; best of 2 warm runs; N = {N}")
+    print(f"microbatch: {BINARY}; best of 2 warm runs; N = {N}; split -j {args.jobs}")
     for name in args.only:
-        bench(name, args.dir, args.scale, skip_h5py=name == "memory")
+        bench(name, args.dir, args.scale, skip_h5py=name == "memory", jobs=args.jobs)
 
 
 if __name__ == "__main__":
