@@ -1,13 +1,6 @@
 #include "io/split_writer.hpp"
 
 #include <algorithm>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -15,6 +8,7 @@
 #include "io/guard.hpp"
 #include "io/h5.hpp"
 #include "io/manifest.hpp"
+#include "io/workers.hpp"
 
 namespace mb::io {
 namespace fs = std::filesystem;
@@ -240,66 +234,6 @@ void write_files(const SplitJob& job, const NodeInfo& tree, const Resolution& re
   }
 }
 
-// A worker process writing a range of output files. It reports an error as
-// one line through a pipe and exits without unwinding the parent's frames
-// (whose destructors would remove every worker's outputs).
-struct Worker {
-  pid_t pid = -1;
-  int pipe_fd = -1;
-};
-
-Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("cannot start a worker process: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    start_stall_watchdog(stall_seconds);  // threads do not survive fork()
-    int status = 0;
-    std::string message;
-    try {
-      work();
-    } catch (const Error& e) {
-      message = e.what();
-      status = e.exit_code();
-    } catch (const std::exception& e) {
-      message = std::string("internal error: ") + e.what();
-      status = 1;
-    }
-    if (!message.empty()) (void)!::write(fds[1], message.data(), message.size());
-    ::_exit(status);
-  }
-  ::close(fds[1]);
-  return {pid, fds[0]};
-}
-
-// Waits for a worker; returns its error message ("" when it succeeded).
-std::string finish_worker(const Worker& w) {
-  std::string message;
-  char buf[4096];
-  while (true) {
-    pollfd pfd{w.pipe_fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, 1000);
-    note_progress();  // waiting is not stalling; the worker has its own watchdog
-    if (interrupted()) ::kill(w.pid, SIGTERM);  // pass a stop request on; the worker cleans up and exits
-    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
-    const ssize_t n = ::read(w.pipe_fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    message.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(w.pipe_fd);
-  int status = 0;
-  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (message.empty())
-    message = WIFSIGNALED(status) ? "a worker process died of signal " + std::to_string(WTERMSIG(status))
-                                  : "a worker process failed";
-  return message;
-}
-
 }  // namespace
 
 std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, const Resolution& resolution,
@@ -313,31 +247,15 @@ std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, 
     finals.push_back((fs::path(job.output_dir) / files.back()).string());
     temps.push_back(outputs.add(finals.back()));
   }
-  // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0. No
-  // HDF5 file is open across fork(): each worker opens the input itself.
+  // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, plan.files()));
-  auto range = [&](std::uint64_t w) { return std::pair{w * plan.files() / workers, (w + 1) * plan.files() / workers}; };
-  std::vector<Worker> started;
-  for (std::uint64_t w = 1; w < workers; ++w) {
-    const auto [begin, end] = range(w);
-    started.push_back(start_worker(
-        [&, begin = begin, end = end] { write_files(job, tree, resolution, plan, finals, temps, begin, end, false); },
-        job.stall_seconds));
-  }
-  std::string failure;
-  try {
-    const auto [begin, end] = range(0);
-    write_files(job, tree, resolution, plan, finals, temps, begin, end, true);
-  } catch (const Error& e) {
-    failure = e.what();
-    for (const auto& w : started) ::kill(w.pid, SIGTERM);
-  }
-  for (const auto& w : started) {
-    const std::string message = finish_worker(w);
-    if (failure.empty() && !message.empty()) failure = message;
-  }
-  throw_if_interrupted();
-  if (!failure.empty()) throw Error(failure);
+  run_workers(
+      workers,
+      [&](std::uint64_t w) {
+        write_files(job, tree, resolution, plan, finals, temps, w * plan.files() / workers,
+                    (w + 1) * plan.files() / workers, w == 0);
+      },
+      job.stall_seconds);
 
   outputs.publish();
   const Manifest manifest = make_manifest(job, resolution, plan, files);

@@ -1,0 +1,16 @@
+#pragma once
+// Work spread over processes (split -j). Each worker opens what it needs
+// itself: no HDF5 file may be open across fork().
+#include <cstdint>
+#include <functional>
+
+namespace mb::io {
+
+// Runs work(w) for w in [0, workers): w = 0 in this process, the others in
+// forked worker processes. Waits for all, passes a stop signal on to them,
+// and rethrows the first failure as mb::Error (one line). Workers exit
+// without unwinding this process's stack, so outputs registered before the
+// call are removed once, by their owner, if anything failed.
+void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds);
+
+}  // namespace mb::io
