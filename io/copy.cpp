@@ -188,6 +188,7 @@ AttributeValue read_attribute(hid_t object, const std::string& name, const Locat
   AttributeValue value(Id(H5Aget_type(attr.get()), at, "cannot read the attribute's type"));
   value.space = Id(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
   value.shape = space_info(value.space.get(), at);
+  check_fits_in_file(object, value.shape.elements() * H5Tget_size(value.type.get()), at);
   value.data.prepare(value.shape.elements());
   if (!value.shape.null_space)
     check(H5Aread(attr.get(), value.type.get(), value.data.data()), at, "cannot read the attribute");

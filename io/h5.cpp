@@ -159,6 +159,15 @@ Id make_space(const Shape& dims, const Location& where) { return make_space(dims
 
 Id make_null_space(const Location& where) { return Id(H5Screate(H5S_NULL), where, "cannot create a null dataspace"); }
 
+void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {
+  Id file(H5Iget_file_id(object), where, "cannot find the file of");
+  hsize_t size = 0;
+  check(H5Fget_filesize(file.get(), &size), where, "cannot read the file size");
+  if (bytes > size)
+    throw Error(where.describe() + ": claims " + std::to_string(bytes) + " bytes of data in a file of " +
+                std::to_string(size) + " bytes; the file is corrupt");
+}
+
 void select_box(hid_t space, const Shape& start, const Shape& count, const Shape& stride, const Location& where) {
   if (start.empty()) return;  // scalar: the one element is selected already
   std::vector<hsize_t> s(start.begin(), start.end()), c(count.begin(), count.end()), st(stride.begin(), stride.end());

@@ -88,6 +88,10 @@ Id make_space(const Shape& dims, const std::vector<MaxDim>& max_dims, const Loca
 Id make_space(const Shape& dims, const Location& where);
 Id make_null_space(const Location& where);
 
+// Refuses to allocate `bytes` for a value read whole from `object`'s file
+// when the file is smaller: a corrupt dataspace can claim any size.
+void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where);
+
 // Selects `count` elements per dimension from `start`, `stride` apart (an
 // empty stride means 1), in a simple dataspace.
 void select_box(hid_t space, const Shape& start, const Shape& count, const Shape& stride, const Location& where);

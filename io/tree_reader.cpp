@@ -182,6 +182,7 @@ std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where
     throw Error(where.describe() + ": offsets must be integers, not " + dtype_name(type.get()));
   Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
   const SpaceInfo info = space_info(space.get(), where);
+  check_fits_in_file(dataset, info.elements() * H5Tget_size(type.get()), where);
   std::vector<std::int64_t> values(info.elements());
   if (!values.empty())
     check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,

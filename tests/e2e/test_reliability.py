@@ -207,3 +207,28 @@ def test_long_names_and_many_attributes(tmp_path):
     run("split", src, "-n", 3, "-o", tmp_path / "mb", check=0)
     run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_values_larger_than_the_file_are_refused_before_allocating(tmp_path):
+    """A corrupt dataspace can claim any size; nothing read whole may need more
+    memory than the file holds."""
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(4)
+        f.attrs.create("big", np.zeros(4, np.int64))
+    data = bytearray(src.read_bytes())
+    # the attribute's dataspace stores its dimension (4) as an 8-byte little-endian value:
+    # make it claim 2^40 elements (8 TiB)
+    needle = (4).to_bytes(8, "little")
+    patched = 0
+    for at in range(len(data) - 8):
+        if data[at:at + 8] == needle and data[at - 8:at] != needle:
+            candidate = bytearray(data)
+            candidate[at:at + 8] = (1 << 40).to_bytes(8, "little")
+            bad = tmp_path / f"bad{at}.h5"
+            bad.write_bytes(bytes(candidate))
+            res = run("inspect", bad, env=LIBRARY_FAULT_ENV)
+            if "claims" in res.err:
+                assert_one_line_error(res, 1, "@big", "claims 8796093022208 bytes", "the file is corrupt")
+                patched += 1
+    assert patched >= 1
