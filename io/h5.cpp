@@ -165,7 +165,7 @@ void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where
   check(H5Fget_filesize(file.get(), &size), where, "cannot read the file size");
   if (bytes > size)
     throw Error(where.describe() + ": claims " + std::to_string(bytes) + " bytes of data in a file of " +
-                std::to_string(size) + " bytes; the file is corrupt");
+                std::to_string(size) + " bytes (corrupt, or sparse); refusing to read it whole");
 }
 
 void select_box(hid_t space, const Shape& start, const Shape& count, const Shape& stride, const Location& where) {
