@@ -120,7 +120,27 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.attributes = read_attributes(dataset, where);
 }
 
-void read_group(hid_t group, const Location& where, NodeInfo& node) {
+// Groups deeper than this are refused (no batch needs it; it bounds recursion).
+constexpr std::size_t kMaxGroupDepth = 512;
+
+// Addresses of the groups on the path from the root to the group being read:
+// a hard link back to one of them would make the tree infinite.
+using GroupPath = std::vector<haddr_t>;
+
+haddr_t object_address(hid_t object, const Location& where) {
+  H5O_info_t info;
+  check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
+  return info.addr;
+}
+
+void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& path) {
+  if (path.size() > kMaxGroupDepth)
+    throw Error(where.describe() + ": groups nested deeper than " + std::to_string(kMaxGroupDepth) + " levels");
+  const haddr_t self = object_address(group, where);
+  if (std::find(path.begin(), path.end(), self) != path.end())
+    throw Error(where.describe() + ": a hard link leads back to a group that contains it (a cycle); such a tree "
+                "cannot be split");
+  path.push_back(self);
   node.kind = NodeInfo::Kind::Group;
   node.attributes = read_attributes(group, where);
   std::vector<Link> links;
@@ -136,7 +156,7 @@ void read_group(hid_t group, const Location& where, NodeInfo& node) {
     child.name = link.name;
     child.path = at.path;
     switch (H5Iget_type(object.get())) {
-      case H5I_GROUP: read_group(object.get(), at, child); break;
+      case H5I_GROUP: read_group(object.get(), at, child, path); break;
       case H5I_DATASET: read_dataset(object.get(), at, child); break;
       default: throw Error(at.describe() + ": named datatypes are not supported (only groups and datasets)");
     }
@@ -144,6 +164,7 @@ void read_group(hid_t group, const Location& where, NodeInfo& node) {
   }
   std::sort(node.children.begin(), node.children.end(),
             [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
+  path.pop_back();
 }
 
 }  // namespace
@@ -152,7 +173,8 @@ NodeInfo read_tree(hid_t file, const std::string& file_name) {
   NodeInfo root;
   root.path = "/";
   Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
-  read_group(group.get(), {file_name, "/"}, root);
+  GroupPath path;
+  read_group(group.get(), {file_name, "/"}, root, path);
   return root;
 }
 

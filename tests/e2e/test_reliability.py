@@ -220,3 +220,21 @@ def test_values_larger_than_the_file_are_refused_before_allocating(tmp_path):
     res = run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "/cu", "claims 68719476736 bytes", "refusing to read it whole")
     assert listing(tmp_path / "mb") == []
+
+
+def test_hard_link_cycles_and_deep_nesting_are_refused(tmp_path):
+    src = tmp_path / "cycle.h5"
+    with h5py.File(src, "w") as f:
+        f["a/x"] = np.arange(4)
+        f["a/b/back"] = f["a"]  # /a/b/back is /a again
+    assert_one_line_error(run("split", src, "-n", 2, "-o", tmp_path / "mb"), 1, "/a/b/back", "cycle")
+    assert listing(tmp_path / "mb") == []
+    shared = tmp_path / "shared.h5"
+    with h5py.File(shared, "w") as f:  # the same group under two names is no cycle
+        f["a/x"] = np.arange(4)
+        f["alias"] = f["a"]
+    run("split", shared, "-n", 2, "-o", tmp_path / "ok", check=0)
+    deep = tmp_path / "deep.h5"
+    with h5py.File(deep, "w") as f:
+        f.create_group("/".join(["g"] * 600))
+    assert_one_line_error(run("inspect", deep), 1, "nested deeper than 512")
