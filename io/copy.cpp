@@ -216,10 +216,6 @@ void write_attributes(hid_t object, const Attributes& attributes, const Location
   for (const auto& [name, value] : attributes) write_attribute(object, name, value, where);
 }
 
-void copy_attributes(hid_t src, const Location& src_where, hid_t dst, const Location& dst_where) {
-  write_attributes(dst, read_attributes(src, src_where), dst_where);
-}
-
 Id open_object(hid_t file, const std::string& path, const Location& where) {
   return Id(H5Oopen(file, path.c_str(), H5P_DEFAULT), where, "cannot open");
 }

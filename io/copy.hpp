@@ -103,8 +103,6 @@ void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape&
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
 
-// Copies every attribute of `src` onto `dst`.
-void copy_attributes(hid_t src, const Location& src_where, hid_t dst, const Location& dst_where);
 
 // Opens the group or dataset at `path` below `file`.
 Id open_object(hid_t file, const std::string& path, const Location& where);

@@ -72,8 +72,8 @@ class SplitWriter {
     std::vector<hid_t> roots;
     for (auto& f : outputs) roots.push_back(f.get());
     h5::Id root(H5Gopen2(input_, "/", H5P_DEFAULT), {job_.input, "/"}, "cannot open the root group");
-    for (std::size_t i = 0; i < roots.size(); ++i)
-      h5::copy_attributes(root.get(), {job_.input, "/"}, roots[i], out_where(i, "/"));
+    const h5::Attributes attributes = h5::read_attributes(root.get(), {job_.input, "/"});
+    for (std::size_t i = 0; i < roots.size(); ++i) h5::write_attributes(roots[i], attributes, out_where(i, "/"));
     write_children(tree, root.get(), roots);
   }
 
@@ -94,13 +94,14 @@ class SplitWriter {
   }
 
   void write_group(const NodeInfo& group, hid_t src, const std::vector<hid_t>& dst_parents) {
+    const h5::Attributes attributes = h5::read_attributes(src, {job_.input, group.path});
     std::vector<h5::Id> created;
     std::vector<hid_t> dst;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, group.path);
       created.emplace_back(H5Gcreate2(dst_parents[i], group.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                            where, "cannot create the group");
-      h5::copy_attributes(src, {job_.input, group.path}, created.back().get(), where);
+      h5::write_attributes(created.back().get(), attributes, where);
       dst.push_back(created.back().get());
     }
     write_children(group, src, dst);

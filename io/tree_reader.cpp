@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "io/copy.hpp"
 #include "io/guard.hpp"
 #include "io/h5.hpp"
 #include "io/types.hpp"
@@ -20,11 +21,6 @@ herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* data)
   return 0;
 }
 
-herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* data) {
-  static_cast<std::vector<std::string>*>(data)->push_back(name);
-  return 0;
-}
-
 // A shape whose element count does not fit 64 bits cannot be copied (and
 // would overflow every size computed from it).
 void check_element_count(const SpaceInfo& s, const Location& where) {
@@ -34,12 +30,10 @@ void check_element_count(const SpaceInfo& s, const Location& where) {
       throw Error(where.describe() + ": the shape has more than 2^64 elements");
 }
 
-std::vector<AttributeInfo> read_attributes(hid_t object, const Location& where) {
-  std::vector<std::string> names;
-  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attribute, &names), where,
-        "cannot list attributes");
+// What the tree records of each attribute (not its value).
+std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where) {
   std::vector<AttributeInfo> out;
-  for (const auto& name : names) {
+  for (const auto& name : attribute_names(object, where)) {
     const Location at{where.file, where.path + "@" + name};
     Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
     Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
@@ -117,7 +111,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
   node.storage = read_storage(dataset, s, where);
-  node.attributes = read_attributes(dataset, where);
+  node.attributes = describe_attributes(dataset, where);
 }
 
 // Groups deeper than this are refused (no batch needs it; it bounds recursion).
@@ -142,7 +136,7 @@ void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& p
                 "cannot be split");
   path.push_back(self);
   node.kind = NodeInfo::Kind::Group;
-  node.attributes = read_attributes(group, where);
+  node.attributes = describe_attributes(group, where);
   std::vector<Link> links;
   check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
   for (const auto& link : links) {
@@ -178,11 +172,6 @@ NodeInfo read_tree(hid_t file, const std::string& file_name) {
   return root;
 }
 
-}  // namespace mb::h5
-
-#include "io/copy.hpp"
-
-namespace mb::h5 {
 
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name) {
@@ -194,9 +183,6 @@ std::string attribute_preview(hid_t file, const std::string& file_name, const st
   return format_elements(type, value.data.data(), value.shape.elements(), value.shape.dims.empty());
 }
 
-}  // namespace mb::h5
-
-namespace mb::h5 {
 
 std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where) {
   Id type(H5Dget_type(dataset), where, "cannot read the datatype");
