@@ -2,10 +2,11 @@
 """Benchmark: microbatch split and merge against `cp` of the same bytes and
 against the equivalent h5py + numpy script (bench/h5py_split_merge.py).
 
-Generates its own workloads, runs every command twice on a warm page cache
-and keeps the faster run, and prints wall time, peak RSS and the ratios.
+Generates its own workloads, runs every command several times on a warm page
+cache (outputs removed before each run) and keeps the fastest, and prints
+wall time, peak RSS and the ratios.
 
-    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J]
+    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R]
 
 Workloads (sizes at --scale 1):
   contiguous   1 GiB float32, contiguous                       -> split/merge vs cp
@@ -61,10 +62,15 @@ def make(name, path, scale):
                 d[r:r + 256] = block[:min(256, rows - r)]
 
 
-def timed(cmd):
-    """Best of two runs: (seconds, peak RSS MiB)."""
+def timed(cmd, outputs, runs):
+    """Best of `runs` runs: (seconds, peak RSS MiB). Before each run the
+    outputs are removed and dirty pages written back, outside the timing:
+    deleting a 1 GiB file costs the kernel as much as writing it, and it
+    would be charged to whichever command came next."""
     best = None
-    for _ in range(2):
+    for _ in range(runs):
+        clean(*outputs)
+        os.sync()
         out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr}")
@@ -82,26 +88,25 @@ def clean(*paths):
             os.remove(p)
 
 
-def bench(name, work, scale, skip_h5py, jobs=1):
+def bench(name, work, scale, skip_h5py, jobs=1, runs=5):
     src = os.path.join(work, f"{name}.h5")
     if not os.path.exists(src):
         make(name, src, scale)
     size = os.path.getsize(src) / 2**20
     mbdir, merged = os.path.join(work, f"{name}-mb"), os.path.join(work, f"{name}-merged.h5")
     rows = {}
-    clean(mbdir)
-    rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "--force", "-q", "-j", str(jobs)])
-    rows["microbatch merge"] = timed([BINARY, "merge", mbdir, "-o", merged, "--force", "-q"])
-    rows["cp"] = timed(["cp", src, os.path.join(work, f"{name}-copy.h5")])
+    copy = os.path.join(work, f"{name}-copy.h5")
+    rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "-q", "-j", str(jobs)],
+                                     [mbdir], runs)
+    rows["microbatch merge"] = timed([BINARY, "merge", mbdir, "-o", merged, "-q"], [merged], runs)
+    rows["cp"] = timed(["cp", src, copy], [copy], runs)
     if not skip_h5py:
         pydir, pymerged = os.path.join(work, f"{name}-py"), os.path.join(work, f"{name}-py.h5")
-        clean(pydir)
-        rows["h5py split"] = timed([*H5PY, "split", src, str(N), pydir])
+        rows["h5py split"] = timed([*H5PY, "split", src, str(N), pydir], [pydir], min(runs, 2))
         files = sorted(os.path.join(pydir, f) for f in os.listdir(pydir))
-        clean(pymerged)
-        rows["h5py merge"] = timed([*H5PY, "merge", pymerged, *files])
+        rows["h5py merge"] = timed([*H5PY, "merge", pymerged, *files], [pymerged], min(runs, 2))
         clean(pydir, pymerged)
-    clean(mbdir, merged, os.path.join(work, f"{name}-copy.h5"))
+    clean(mbdir, merged, copy)
     print(f"\n{name}: {size:.0f} MiB input, split into {N}")
     for k, (secs, rss) in rows.items():
         print(f"  {k:18s} {secs:8.2f} s  {rss:8.1f} MiB peak RSS")
@@ -121,11 +126,13 @@ def main():
     ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--jobs", type=int, default=1, help="microbatch split -j")
+    ap.add_argument("--runs", type=int, default=5, help="runs per command, best kept (h5py: at most 2)")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    print(f"microbatch: {BINARY}; best of 2 warm runs; N = {N}; split -j {args.jobs}")
+    print(f"microbatch: {BINARY}; best of {args.runs} warm runs (h5py: {min(args.runs, 2)}); N = {N}; "
+          f"split -j {args.jobs}")
     for name in args.only:
-        bench(name, args.dir, args.scale, skip_h5py=name == "memory", jobs=args.jobs)
+        bench(name, args.dir, args.scale, skip_h5py=name == "memory", jobs=args.jobs, runs=args.runs)
 
 
 if __name__ == "__main__":

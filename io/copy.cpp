@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/partition.hpp"
+#include "io/file_bytes.hpp"
 #include "io/guard.hpp"
 #include "io/types.hpp"
 
@@ -32,8 +33,9 @@ std::uint64_t product(const Shape& s) {
 }
 
 // Adapts a copy of the source's creation properties to the new extent.
-Id adapted_dcpl(hid_t source_dcpl, const Shape& dims, std::vector<MaxDim>& max_dims, std::size_t element_size,
+Id adapted_dcpl(hid_t source_dcpl, const Shape& dims, std::vector<MaxDim>& max_dims, hid_t type,
                 const Location& where) {
+  const std::size_t element_size = H5Tget_size(type);
   Id dcpl(H5Pcopy(source_dcpl), where, "cannot copy the creation properties");
   const H5D_layout_t layout = H5Pget_layout(dcpl.get());
   const int external = H5Pget_external_count(dcpl.get());
@@ -43,6 +45,10 @@ Id adapted_dcpl(hid_t source_dcpl, const Shape& dims, std::vector<MaxDim>& max_d
   }
   if (layout == H5D_COMPACT && product(dims) * element_size >= kCompactLimit)
     check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "cannot set the layout");
+  // Large contiguous copies move as file bytes, which needs their place in the file now.
+  if (H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && copyable_as_bytes(type, H5D_CONTIGUOUS) &&
+      product(dims) * element_size >= kFileBytesMin)
+    check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
   if (layout == H5D_CHUNKED) {
     std::vector<hsize_t> chunk(dims.size());
     check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), where, "cannot read chunks");
@@ -103,7 +109,7 @@ Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::stri
     const bool resized = resized_axis && static_cast<std::size_t>(*resized_axis) == d;
     if (max_dims[d] && (resized || *max_dims[d] < dims[d])) max_dims[d] = dims[d];
   }
-  Id dcpl = adapted_dcpl(source.dcpl.get(), dims, max_dims, H5Tget_size(source.type.get()), where);
+  Id dcpl = adapted_dcpl(source.dcpl.get(), dims, max_dims, source.type.get(), where);
   Id space = source.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
   return Id(H5Dcreate2(parent, name.c_str(), source.type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
             where, "cannot create the dataset");
@@ -250,6 +256,39 @@ ChunkLayout chunk_layout(hid_t dataset, std::size_t rank, const Location& where)
   return out;
 }
 
+// MICROBATCH_NO_RAW_COPY forces the slab path (the tests compare both).
+bool raw_copy_allowed() {
+  static const bool allowed = std::getenv("MICROBATCH_NO_RAW_COPY") == nullptr;
+  return allowed;
+}
+
+// Contiguous to contiguous with the same datatype: for each index over the
+// axes before `axis`, the rows are one run of bytes in either file, moved by
+// the kernel. Declines (false) whatever does not qualify, and runs too short
+// to be worth a system call each.
+bool copy_rows_as_bytes(hid_t src, const Location& src_where, const SpaceInfo& s, std::uint64_t src_begin, hid_t dst,
+                        const Location& dst_where, const SpaceInfo& d, std::uint64_t dst_begin, std::uint64_t count,
+                        std::size_t axis, std::size_t buffer_bytes) {
+  constexpr std::uint64_t kShortestRun = 64u << 10;
+  Id dst_type(H5Dget_type(dst), dst_where, "cannot read the datatype");
+  const std::uint64_t element = H5Tget_size(dst_type.get());
+  if (!raw_copy_allowed() || s.null_space || d.elements() * element < kFileBytesMin) return false;
+  std::uint64_t outer = 1, row = element;
+  for (std::size_t k = 0; k < axis; ++k) outer *= s.dims[k];
+  for (std::size_t k = axis + 1; k < s.dims.size(); ++k) row *= s.dims[k];
+  if (outer > 1 && count * row < kShortestRun) return false;
+  Id src_type(H5Dget_type(src), src_where, "cannot read the datatype");
+  if (H5Tequal(src_type.get(), dst_type.get()) <= 0) return false;
+  const auto to = stored_bytes(dst, dst_where);
+  const auto from = to ? stored_bytes(src, src_where) : std::nullopt;
+  if (!from) return false;
+  for (std::uint64_t o = 0; o < outer; ++o)
+    copy_file_bytes(*from, (o * s.dims[axis] + src_begin) * row, src_where, *to, (o * d.dims[axis] + dst_begin) * row,
+                    dst_where, count * row, buffer_bytes);
+  spdlog::debug("{}: {} rows copied as file bytes", dst_where.describe(), count);
+  return true;
+}
+
 }  // namespace
 
 std::uint64_t copy_rows(hid_t src, const Location& src_where, std::uint64_t src_begin, hid_t dst,
@@ -269,11 +308,12 @@ std::uint64_t copy_rows(hid_t src, const Location& src_where, std::uint64_t src_
              Placement::on_axis(box.size(), axis, dst_begin + from), part, buffer_bytes);
   };
 
+  if (count == 0) return 0;
+  if (copy_rows_as_bytes(src, src_where, s, src_begin, dst, dst_where, d, dst_begin, count, axis, buffer_bytes))
+    return 0;
   const ChunkLayout sl = chunk_layout(src, box.size(), src_where);
   const ChunkLayout dl = chunk_layout(dst, box.size(), dst_where);
-  // MICROBATCH_NO_RAW_CHUNKS forces the slab path (the tests compare both).
-  static const bool raw_allowed = std::getenv("MICROBATCH_NO_RAW_CHUNKS") == nullptr;
-  const bool alike = raw_allowed && !sl.chunk.empty() && sl.chunk == dl.chunk && sl.filters == dl.filters;
+  const bool alike = raw_copy_allowed() && !sl.chunk.empty() && sl.chunk == dl.chunk && sl.filters == dl.filters;
   const std::uint64_t c = alike ? sl.chunk[axis] : 1;
   if (!alike || src_begin % c != 0 || dst_begin % c != 0) {
     slab(0, count);

@@ -118,7 +118,12 @@ Id open_file_read_only(const std::string& path) {
 }
 
 Id create_file(const std::string& path, const std::string& shown_as) {
-  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), {shown_as, ""}, "cannot create the file");
+  const Location where{shown_as, ""};
+  // Without a sieve buffer HDF5 writes raw data through at once and keeps no
+  // copy of it, so bytes written past the library (file_bytes.hpp) stay.
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  check(H5Pset_sieve_buf_size(fapl.get(), 0), where, "cannot set the sieve buffer size");
+  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), where, "cannot create the file");
 }
 
 std::uint64_t SpaceInfo::elements() const {

@@ -8,7 +8,7 @@ import numpy as np
 
 from conftest import ENV, h5diff, run, write_spec
 
-SLAB_ENV = dict(ENV, MICROBATCH_NO_RAW_CHUNKS="1")
+SLAB_ENV = dict(ENV, MICROBATCH_NO_RAW_COPY="1")
 
 
 def make(path, rows=64, chunk_rows=8, level_in_chunks=1):
