@@ -72,9 +72,9 @@ void run_merge(const MergeCommand& cmd) {
   job.layout = layout;
   job.buffer_bytes = cmd.buffer_bytes;
   job.progress = terminal_progress("merge");
-  const NodeInfo tree = io::read_common_tree(job.inputs);
-  const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
-  io::write_merge(job, tree, resolution);
+  const io::MergeSources sources = io::open_merge_sources(job.inputs);
+  const Resolution resolution = about_file(paths.front(), [&] { return resolve(sources.tree, spec, spec_name); });
+  io::write_merge(job, sources, resolution);
   spdlog::info("merged {} files into {}", paths.size(), cmd.output);
 }
 

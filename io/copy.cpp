@@ -132,6 +132,17 @@ void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape&
   check(H5Dwrite(dst, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where, "cannot write data");
 }
 
+void read_to_memory(hid_t src, hid_t mem_type, void* data, const Shape& mem_shape, const Placement& from,
+                    const Placement& to, const Shape& count, const Location& where) {
+  if (product(count) == 0) return;
+  io::note_activity(where.file, where.path);
+  Id file_space(H5Dget_space(src), where, "cannot read the dataspace");
+  select_box(file_space.get(), from.start, count, from.stride, where);
+  Id mem_space = make_space(mem_shape, where);
+  select_box(mem_space.get(), to.start, count, to.stride, where);
+  check(H5Dread(src, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where, "cannot read data");
+}
+
 Placement Placement::on_axis(std::size_t rank, std::size_t axis, std::uint64_t begin, std::uint64_t step) {
   Placement p{Shape(rank, 0), Shape(rank, 1)};
   p.start.at(axis) = begin;

@@ -100,6 +100,10 @@ void write_attributes(hid_t object, const Attributes& attributes, const Location
 // at `from`, to `dst` at `to`.
 void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape& mem_shape, const Placement& from,
                        const Placement& to, const Shape& count, const Location& where);
+// The reverse: reads `count` elements of `src` at `from` into an in-memory
+// array of shape `mem_shape` at `to`.
+void read_to_memory(hid_t src, hid_t mem_type, void* data, const Shape& mem_shape, const Placement& from,
+                    const Placement& to, const Shape& count, const Location& where);
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
 

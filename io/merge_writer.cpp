@@ -27,28 +27,14 @@ std::string shape_text(const Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-template <typename T, typename Name>
-void compare_names(const std::vector<T>& a, const std::vector<T>& b, Name name, const std::string& what,
+// Refuses an input whose member or attribute names (`theirs`) are not the
+// first input's (`ours`); `what` is "member /group/" or "attribute /x@".
+void compare_names(const std::set<std::string>& ours, const std::set<std::string>& theirs, const std::string& what,
                    const MergeInput& first, const MergeInput& other) {
-  std::set<std::string> in_a, in_b;
-  for (const auto& x : a) in_a.insert(name(x));
-  for (const auto& x : b) in_b.insert(name(x));
-  for (const auto& n : in_a)
-    if (!in_b.count(n)) throw Error(other.path + ": " + what + n + " is missing (present in " + first.path + ")");
-  for (const auto& n : in_b)
-    if (!in_a.count(n)) throw Error(other.path + ": " + what + n + " is extra (not in " + first.path + ")");
-}
-
-void compare_structure(const NodeInfo& a, const NodeInfo& b, const MergeInput& first, const MergeInput& other) {
-  if (a.kind != b.kind)
-    throw Error(other.path + ": " + b.path + " is a " + kind_name(b) + ", but a " + kind_name(a) + " in " +
-                first.path);
-  const std::string at = a.path == "/" ? "" : a.path;
-  compare_names(a.attributes, b.attributes, [](const AttributeInfo& x) { return x.name; },
-                "attribute " + at + "@", first, other);
-  compare_names(a.children, b.children, [](const NodeInfo& x) { return x.name; }, "member " + at + "/", first,
-                other);
-  for (const auto& child : a.children) compare_structure(child, *b.child(child.name), first, other);
+  for (const auto& n : ours)
+    if (!theirs.count(n)) throw Error(other.path + ": " + what + n + " is missing (present in " + first.path + ")");
+  for (const auto& n : theirs)
+    if (!ours.count(n)) throw Error(other.path + ": " + what + n + " is extra (not in " + first.path + ")");
 }
 
 std::uint64_t flat_index(const Shape& shape, const Shape& start) {
@@ -59,9 +45,12 @@ std::uint64_t flat_index(const Shape& shape, const Shape& start) {
 
 std::string type_name(hid_t type) { return h5::dtype_name(type); }
 
+// Results up to this size are assembled in memory before they are written.
+constexpr std::uint64_t kSmallDataset = 1u << 20;
+
 class MergeWriter {
  public:
-  MergeWriter(const MergeJob& job, const Resolution& resolution, std::vector<h5::Id>& files, hid_t output,
+  MergeWriter(const MergeJob& job, const Resolution& resolution, const std::vector<h5::Id>& files, hid_t output,
               const std::string& output_name)
       : job_(job), resolution_(resolution), files_(files), output_(output), output_name_(output_name) {}
 
@@ -89,10 +78,46 @@ class MergeWriter {
     return out;
   }
 
+  // The first input's tree was read whole (read_tree); the others are
+  // checked against it on the way, as their objects are opened for the copy
+  // anyway: the same members, kinds and attribute names.
+  void check_members(const NodeInfo& group, const std::vector<h5::Id>& srcs) const {
+    std::set<std::string> ours;
+    for (const auto& child : group.children) ours.insert(child.name);
+    const std::string at = group.path == "/" ? "" : group.path;
+    for (std::size_t i = 1; i < srcs.size(); ++i) {
+      const auto names = h5::member_names(srcs[i].get(), where(i, group.path));
+      compare_names(ours, {names.begin(), names.end()}, "member " + at + "/", job_.inputs[0], job_.inputs[i]);
+    }
+  }
+
+  void check_kind(const NodeInfo& node, const std::vector<h5::Id>& objects) const {
+    for (std::size_t i = 1; i < objects.size(); ++i) {
+      const H5I_type_t type = H5Iget_type(objects[i].get());
+      const bool same = node.is_group() ? type == H5I_GROUP : type == H5I_DATASET;
+      if (!same)
+        throw Error(job_.inputs[i].path + ": " + node.path + " is a " +
+                    (type == H5I_GROUP ? "group" : type == H5I_DATASET ? "dataset" : "named datatype") + ", but a " +
+                    kind_name(node) + " in " + job_.inputs[0].path);
+    }
+  }
+
+  void check_attribute_names(const NodeInfo& node, const std::vector<h5::Id>& srcs) const {
+    std::set<std::string> ours;
+    for (const auto& attr : node.attributes) ours.insert(attr.name);
+    const std::string at = node.path == "/" ? "" : node.path;
+    for (std::size_t i = 1; i < srcs.size(); ++i) {
+      const auto names = h5::attribute_names(srcs[i].get(), where(i, node.path));
+      compare_names(ours, {names.begin(), names.end()}, "attribute " + at + "@", job_.inputs[0], job_.inputs[i]);
+    }
+  }
+
   void write_children(const NodeInfo& group, const std::vector<h5::Id>& srcs, hid_t dst) {
+    check_members(group, srcs);
     for (const auto& child : group.children) {
       throw_if_interrupted();
       std::vector<h5::Id> objects = open_all(srcs, child);
+      check_kind(child, objects);
       if (child.is_group()) {
         h5::Id out(H5Gcreate2(dst, child.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), out_where(child.path),
                    "cannot create the group");
@@ -107,6 +132,7 @@ class MergeWriter {
   // --- attributes ---------------------------------------------------------
 
   void merge_attributes(const NodeInfo& node, const std::vector<h5::Id>& srcs, hid_t dst) {
+    check_attribute_names(node, srcs);
     for (const auto& attr : node.attributes) {
       const LeafRule rule = resolution_.attribute_rule(node.path, attr.name);
       const std::string what = node.path + "@" + attr.name;
@@ -244,7 +270,7 @@ class MergeWriter {
     switch (rule.mode) {
       case LeafRule::Mode::Split:
       case LeafRule::Mode::Packed:
-      case LeafRule::Mode::PerSequence: concatenate(ds, objects, in, rule.axis, dst.get()); break;
+      case LeafRule::Mode::PerSequence: concatenate(ds, objects, in, rule.axis, out_dims, dst.get()); break;
       case LeafRule::Mode::Offsets: concatenate_offsets(ds, objects, dst.get()); break;
       case LeafRule::Mode::Replicate:
         h5::copy_box(objects[0].get(), where(0, ds.path), h5::Placement::origin(dims0.size()), dst.get(),
@@ -256,12 +282,14 @@ class MergeWriter {
 
   // Puts every input's rows back where the split took them from: consecutive
   // ranges, or the data-parallel row maps.
-  void concatenate(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in, int axis, hid_t dst) {
+  void concatenate(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in, int axis,
+                   const Shape& out_dims, hid_t dst) {
     const auto a = static_cast<std::size_t>(axis);
     const std::size_t rank = in.spaces[0].dims.size();
     std::vector<std::uint64_t> lengths;
     for (const auto& s : in.spaces) lengths.push_back(s.dims[a]);
     const auto maps = merge_maps(lengths, job_.dp, job_.layout, ds.path);
+    if (concatenate_in_memory(ds, objects, in, maps, a, out_dims, dst)) return;
     for (std::size_t i = 0; i < objects.size(); ++i) {
       Shape count = in.spaces[i].dims;
       std::uint64_t at = 0;
@@ -278,6 +306,35 @@ class MergeWriter {
         at += seg.count;
       }
     }
+  }
+
+  // A small unfiltered result is assembled in memory, one read per input and
+  // one write, rather than copied piece by piece: tens of thousands of tiny
+  // datasets then cost few library calls each. (Filtered data is left to
+  // copy_rows, which moves aligned chunks without recompressing.)
+  bool concatenate_in_memory(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in,
+                             const std::vector<RowMap>& maps, std::size_t a, const Shape& out_dims, hid_t dst) const {
+    const hid_t type = in.types[0].get();
+    if (flat_elements(out_dims) * H5Tget_size(type) > kSmallDataset) return false;
+    h5::Id dcpl(H5Dget_create_plist(dst), out_where(ds.path), "cannot read the creation properties");
+    if (H5Pget_nfilters(dcpl.get()) != 0) return false;
+    h5::Buffer whole(type);
+    whole.prepare(flat_elements(out_dims));
+    const std::size_t rank = out_dims.size();
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      Shape count = in.spaces[i].dims;
+      std::uint64_t at = 0;
+      for (const Segment& seg : maps[i]) {
+        count[a] = seg.count;
+        h5::read_to_memory(objects[i].get(), type, whole.data(), out_dims, h5::Placement::on_axis(rank, a, at),
+                           h5::Placement::on_axis(rank, a, seg.begin, seg.stride), count, where(i, ds.path));
+        at += seg.count;
+      }
+    }
+    if (flat_elements(out_dims) > 0)
+      h5::check(H5Dwrite(dst, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, whole.data()), out_where(ds.path),
+                "cannot write data");
+    return true;
   }
 
   // A virtual dataset whose rows map onto the inputs' rows through the same
@@ -367,7 +424,7 @@ class MergeWriter {
 
   const MergeJob& job_;
   const Resolution& resolution_;
-  std::vector<h5::Id>& files_;
+  const std::vector<h5::Id>& files_;
   hid_t output_;
   std::string output_name_;
 };
@@ -384,33 +441,24 @@ void check_output_path(const MergeJob& job) {
 
 }  // namespace
 
-NodeInfo read_common_tree(const std::vector<MergeInput>& inputs) {
+MergeSources open_merge_sources(const std::vector<MergeInput>& inputs) {
   if (inputs.empty()) throw usage_error("merge needs at least one input");
-  NodeInfo first;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    h5::Id file = h5::open_file_read_only(inputs[i].path);
-    NodeInfo tree = h5::read_tree(file.get(), inputs[i].path);
-    if (i == 0) {
-      first = std::move(tree);
-    } else {
-      compare_structure(first, tree, inputs[0], inputs[i]);
-    }
-  }
-  return first;
+  MergeSources sources;
+  for (const auto& input : inputs) sources.files.push_back(h5::open_file_read_only(input.path));
+  sources.tree = h5::read_tree(sources.files.front().get(), inputs.front().path);
+  return sources;
 }
 
-void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& resolution) {
+void write_merge(const MergeJob& job, const MergeSources& sources, const Resolution& resolution) {
   if (job.dp.degree != 1)
     for (const auto& [path, rule] : resolution.datasets)
       if (rule.mode == LeafRule::Mode::Offsets)
         throw usage_error("--dp-degree does not combine with packed sequences (" + path + " is \"offsets\")");
   check_output_path(job);
-  std::vector<h5::Id> files;
-  for (const auto& in : job.inputs) files.push_back(h5::open_file_read_only(in.path));
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output);
   h5::Id out = h5::create_file(temp, job.output);
-  MergeWriter(job, resolution, files, out.get(), job.output).write(tree);
+  MergeWriter(job, resolution, sources.files, out.get(), job.output).write(sources.tree);
   out.close({job.output, ""});
   if (job.progress) job.progress(1, 1);
   outputs.publish();

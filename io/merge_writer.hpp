@@ -30,11 +30,19 @@ struct MergeJob {
   Progress progress;
 };
 
-// Reads every input's tree and checks that they all have the tree of the
-// first (same groups, datasets and attributes). Returns the first's tree.
-NodeInfo read_common_tree(const std::vector<MergeInput>& inputs);
+// The inputs, opened once for the structure check and the copy (a reopened
+// file would read all its metadata again), and the tree they share.
+struct MergeSources {
+  std::vector<h5::Id> files;
+  NodeInfo tree;
+};
 
-// Writes the merged file. On any error no file is left at job.output.
-void write_merge(const MergeJob& job, const NodeInfo& tree, const Resolution& resolution);
+// Opens every input and reads the first's tree.
+MergeSources open_merge_sources(const std::vector<MergeInput>& inputs);
+
+// Writes the merged file, checking on the way that every input has the
+// first's tree (same groups, datasets and attribute names). On any error no
+// file is left at job.output.
+void write_merge(const MergeJob& job, const MergeSources& sources, const Resolution& resolution);
 
 }  // namespace mb::io

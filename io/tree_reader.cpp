@@ -137,17 +137,12 @@ void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& p
   path.push_back(self);
   node.kind = NodeInfo::Kind::Group;
   node.attributes = describe_attributes(group, where);
-  std::vector<Link> links;
-  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
-  for (const auto& link : links) {
-    const Location at = where.child(link.name);
+  for (const auto& name : member_names(group, where)) {
+    const Location at = where.child(name);
     io::note_activity(at.file, at.path);
-    if (link.type != H5L_TYPE_HARD)
-      throw Error(at.describe() + ": " + (link.type == H5L_TYPE_SOFT ? "soft" : "external") +
-                  " links are not supported (only hard links: groups and datasets)");
-    Id object(H5Oopen(group, link.name.c_str(), H5P_DEFAULT), at, "cannot open");
+    Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
     NodeInfo child;
-    child.name = link.name;
+    child.name = name;
     child.path = at.path;
     switch (H5Iget_type(object.get())) {
       case H5I_GROUP: read_group(object.get(), at, child, path); break;
@@ -162,6 +157,19 @@ void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& p
 }
 
 }  // namespace
+
+std::vector<std::string> member_names(hid_t group, const Location& where) {
+  std::vector<Link> links;
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
+  std::vector<std::string> names;
+  for (auto& link : links) {
+    if (link.type != H5L_TYPE_HARD)
+      throw Error(where.child(link.name).describe() + ": " + (link.type == H5L_TYPE_SOFT ? "soft" : "external") +
+                  " links are not supported (only hard links: groups and datasets)");
+    names.push_back(std::move(link.name));
+  }
+  return names;
+}
 
 NodeInfo read_tree(hid_t file, const std::string& file_name) {
   NodeInfo root;

@@ -18,6 +18,10 @@ namespace mb::h5 {
 
 NodeInfo read_tree(hid_t file, const std::string& file_name);
 
+// The names of a group's members in name order, refusing soft and external
+// links (as read_tree does).
+std::vector<std::string> member_names(hid_t group, const Location& where);
+
 // A short text of an attribute's value ("1200", "'tiny-llm'", "[1, 2, …]").
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name);
