@@ -102,17 +102,30 @@ DatasetShape describe_dataset(hid_t dataset, const Location& where) {
   return d;
 }
 
-Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::string& name, const Shape& dims,
-                       std::optional<int> resized_axis, const Location& where) {
+Creation prepare_creation(const DatasetShape& source, const Shape& dims, std::optional<int> resized_axis,
+                          const Location& where) {
   std::vector<MaxDim> max_dims = source.space.max_dims;
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const bool resized = resized_axis && static_cast<std::size_t>(*resized_axis) == d;
     if (max_dims[d] && (resized || *max_dims[d] < dims[d])) max_dims[d] = dims[d];
   }
-  Id dcpl = adapted_dcpl(source.dcpl.get(), dims, max_dims, source.type.get(), where);
-  Id space = source.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
-  return Id(H5Dcreate2(parent, name.c_str(), source.type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+  Creation c;
+  c.dims = dims;
+  c.dcpl = adapted_dcpl(source.dcpl.get(), dims, max_dims, source.type.get(), where);
+  c.space = source.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
+  return c;
+}
+
+Id create_dataset(const DatasetShape& source, const Creation& creation, hid_t parent, const std::string& name,
+                  const Location& where) {
+  return Id(H5Dcreate2(parent, name.c_str(), source.type.get(), creation.space.get(), H5P_DEFAULT,
+                       creation.dcpl.get(), H5P_DEFAULT),
             where, "cannot create the dataset");
+}
+
+Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::string& name, const Shape& dims,
+                       std::optional<int> resized_axis, const Location& where) {
+  return create_dataset(source, prepare_creation(source, dims, resized_axis, where), parent, name, where);
 }
 
 Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
@@ -120,14 +133,34 @@ Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, cons
   return create_dataset_like(describe_dataset(source, where), parent, name, dims, resized_axis, where);
 }
 
+// Whether `count` elements at `from` of an array of shape `mem_shape` are one
+// run of memory (rows cut along the first axis), and the run fills all of
+// `dims` from its origin: then no selection is needed on either side.
+bool whole_rows(const Shape& mem_shape, const Placement& from, const Placement& to, const Shape& count,
+                const Shape& dims) {
+  if (count != dims) return false;
+  for (std::size_t d = 0; d < count.size(); ++d) {
+    if (to.start[d] != 0 || (!to.stride.empty() && to.stride[d] != 1 && count[d] > 1)) return false;
+    if (!from.stride.empty() && from.stride[d] != 1 && count[d] > 1) return false;
+    if (d > 0 && (from.start[d] != 0 || count[d] != mem_shape[d])) return false;
+  }
+  return true;
+}
+
 void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape& mem_shape, const Placement& from,
                        const Placement& to, const Shape& count, const Location& where) {
   std::uint64_t n = 1;
   for (auto c : count) n *= c;
   if (n == 0) return;
+  Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
+  if (whole_rows(mem_shape, from, to, count, space_info(file_space.get(), where).dims)) {
+    const std::uint64_t skipped = count.empty() ? 0 : from.start[0] * (product(mem_shape) / mem_shape[0]);
+    const auto* first = static_cast<const unsigned char*>(data) + skipped * H5Tget_size(mem_type);
+    check(H5Dwrite(dst, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, first), where, "cannot write data");
+    return;
+  }
   Id mem_space = make_space(mem_shape, where);
   select_box(mem_space.get(), from.start, count, from.stride, where);
-  Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
   select_box(file_space.get(), to.start, count, to.stride, where);
   check(H5Dwrite(dst, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where, "cannot write data");
 }

@@ -56,6 +56,19 @@ DatasetShape describe_dataset(hid_t dataset, const Location& where);
 // stays unlimited; chunk dimensions are clamped to fixed extents.
 Id create_dataset_like(const DatasetShape& source, hid_t parent, const std::string& name, const Shape& dims,
                        std::optional<int> resized_axis, const Location& where);
+
+// The same in two steps, for many copies of one source: what creating a copy
+// of extent `dims` needs (adapted creation properties and the dataspace) is
+// prepared once and shared by every copy of that extent.
+struct Creation {
+  Shape dims;
+  Id dcpl;
+  Id space;
+};
+Creation prepare_creation(const DatasetShape& source, const Shape& dims, std::optional<int> resized_axis,
+                          const Location& where);
+Id create_dataset(const DatasetShape& source, const Creation& creation, hid_t parent, const std::string& name,
+                  const Location& where);
 Id create_dataset_like(hid_t source, hid_t parent, const std::string& name, const Shape& dims,
                        std::optional<int> resized_axis, const Location& where);
 

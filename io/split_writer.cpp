@@ -124,10 +124,15 @@ class SplitWriter {
       h5::read_box(src, shape.type.get(), Shape(ds.rank(), 0), ds.shape, *whole, src_where);
     }
     const auto pieces = plan_.pieces.find(ds.path);
+    std::optional<h5::Creation> creation;  // shared by the copies of one extent
+    auto create = [&](hid_t parent, const Shape& dims, std::optional<int> axis, const h5::Location& where) {
+      if (!creation || creation->dims != dims) creation = h5::prepare_creation(shape, dims, axis, where);
+      return h5::create_dataset(shape, *creation, parent, ds.name, where);
+    };
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       if (!rule.cuts_rows()) {
-        h5::Id dst = h5::create_dataset_like(shape, dst_parents[i], ds.name, ds.shape, std::nullopt, where);
+        h5::Id dst = create(dst_parents[i], ds.shape, std::nullopt, where);
         h5::write_attributes(dst.get(), attributes, where);
         if (whole) {
           h5::write_from_memory(dst.get(), shape.type.get(), whole->data(), ds.shape, h5::Placement::origin(ds.rank()),
@@ -142,7 +147,7 @@ class SplitWriter {
       const RowMap& rows = pieces->second.at(first_ + i);
       Shape count = ds.shape;
       count[axis] = rows_in(rows);
-      h5::Id dst = h5::create_dataset_like(shape, dst_parents[i], ds.name, count, rule.axis, where);
+      h5::Id dst = create(dst_parents[i], count, rule.axis, where);
       h5::write_attributes(dst.get(), attributes, where);
       if (rule.mode == LeafRule::Mode::Offsets) {
         write_rebased_offsets(src, src_where, rows.front(), dst.get(), where);
