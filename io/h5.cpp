@@ -114,7 +114,13 @@ Id open_file_read_only(const std::string& path) {
     H5Eclear2(H5E_DEFAULT);
     throw Error(path + ": not an HDF5 file, or not readable");
   }
-  return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), where, "cannot open the file read-only");
+  // Each object is read once: dropping its metadata when it is closed keeps
+  // memory flat on trees of many objects, and is faster than a cache that
+  // grows until the file is closed (merge of 20,000 small datasets: 411 MB,
+  // 5.3 s -> 94 MB, 4.5 s). Not for written files: there each close flushes.
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  check(H5Pset_evict_on_close(fapl.get(), 1), where, "cannot set evict on close");
+  return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
 }
 
 Id create_file(const std::string& path, const std::string& shown_as) {
