@@ -46,7 +46,7 @@ Id adapted_dcpl(hid_t source_dcpl, const Shape& dims, std::vector<MaxDim>& max_d
   if (layout == H5D_COMPACT && product(dims) * element_size >= kCompactLimit)
     check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "cannot set the layout");
   // Large contiguous copies move as file bytes, which needs their place in the file now.
-  if (H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && copyable_as_bytes(type, H5D_CONTIGUOUS) &&
+  if (H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && copyable_as_bytes(type) &&
       product(dims) * element_size >= kFileBytesMin)
     check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
   if (layout == H5D_CHUNKED) {
@@ -357,7 +357,10 @@ std::uint64_t copy_rows(hid_t src, const Location& src_where, std::uint64_t src_
     return 0;
   const ChunkLayout sl = chunk_layout(src, box.size(), src_where);
   const ChunkLayout dl = chunk_layout(dst, box.size(), dst_where);
-  const bool alike = raw_copy_allowed() && !sl.chunk.empty() && sl.chunk == dl.chunk && sl.filters == dl.filters;
+  // Stored chunks of variable-length data hold addresses in their own file's heap: never copied as bytes.
+  Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  const bool alike = raw_copy_allowed() && !sl.chunk.empty() && sl.chunk == dl.chunk && sl.filters == dl.filters &&
+                     copyable_as_bytes(type.get());
   const std::uint64_t c = alike ? sl.chunk[axis] : 1;
   if (!alike || src_begin % c != 0 || dst_begin % c != 0) {
     slab(0, count);

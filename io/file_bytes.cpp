@@ -53,14 +53,15 @@ std::size_t copy_through_buffer(int in, std::uint64_t in_off, const Location& sr
 
 }  // namespace
 
-bool copyable_as_bytes(hid_t type, H5D_layout_t layout) {
-  return layout == H5D_CONTIGUOUS && !has_variable_length(type) && H5Tdetect_class(type, H5T_REFERENCE) == 0;
+bool copyable_as_bytes(hid_t type) {
+  return !has_variable_length(type) && H5Tdetect_class(type, H5T_REFERENCE) == 0;
 }
 
 std::optional<StoredBytes> stored_bytes(hid_t dataset, const Location& where) {
   Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
   Id type(H5Dget_type(dataset), where, "cannot read the datatype");
-  if (!copyable_as_bytes(type.get(), H5Pget_layout(dcpl.get())) || H5Pget_external_count(dcpl.get()) != 0)
+  if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0 ||
+      !copyable_as_bytes(type.get()))
     return std::nullopt;
   const haddr_t address = H5Dget_offset(dataset);
   if (address == HADDR_UNDEF) {

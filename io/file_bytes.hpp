@@ -23,10 +23,10 @@ namespace mb::h5 {
 // smaller ones are cheaper through HDF5's own small-data path.
 inline constexpr std::uint64_t kFileBytesMin = 64u << 10;
 
-// Whether a dataset of `type` and this layout can be copied as bytes: its
-// elements hold no pointers into their file (variable-length data and
-// references do).
-bool copyable_as_bytes(hid_t type, H5D_layout_t layout);
+// Whether elements of `type` mean the same in any file, so that their
+// stored bytes (contiguous here, or raw chunks) can be copied: variable-length
+// data and references hold addresses in their own file.
+bool copyable_as_bytes(hid_t type);
 
 // Where a dataset's elements start in an open file descriptor, when the
 // dataset is contiguous, allocated, of a byte-copyable type, in a file

@@ -77,3 +77,22 @@ def test_data_parallel_pieces_use_raw_chunks_when_aligned(tmp_path):
     assert "chunks copied as stored bytes" in res.err
     run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_variable_length_chunks_are_never_copied_as_stored(tmp_path):
+    # A stored chunk of strings or sequences holds addresses in its own file's
+    # heap; copied as bytes it would point at nothing in the microbatch.
+    src = tmp_path / "in.h5"
+    words = np.array([f"word {i}" * (1 + i % 3) for i in range(200_000)], dtype=object)  # over 1 MiB
+    seqs = np.empty(200_000, dtype=object)
+    seqs[:] = [np.arange(i % 5, dtype=np.int32) for i in range(200_000)]
+    with h5py.File(src, "w") as f:
+        f.create_dataset("t", data=words, dtype=h5py.string_dtype(), chunks=(10_000,))  # aligned with -n 4
+        f.create_dataset("v", data=seqs, dtype=h5py.vlen_dtype(np.int32), chunks=(10_000,), compression="gzip")
+    res = run("split", src, "-n", 4, "-o", tmp_path / "mb", "-v", check=0)
+    assert "copied as stored bytes" not in res.err
+    with h5py.File(tmp_path / "mb" / "microbatch-00003.h5", "r") as f:
+        assert f["t"][0].decode() == words[150_000]
+        np.testing.assert_array_equal(f["v"][-1], seqs[-1])
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
