@@ -18,21 +18,17 @@
 
 namespace {
 
-struct Object {
-  std::string path;
-  bool group;
-};
-
-herr_t collect(hid_t, const char* name, const H5O_info_t* info, void* data) {
-  if (std::strcmp(name, ".") != 0)
-    static_cast<std::vector<Object>*>(data)->push_back({name, info->type == H5O_TYPE_GROUP});
+herr_t collect(hid_t, const char* name, const H5L_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
   return 0;
 }
 
-std::vector<Object> objects_of(hid_t file) {
-  std::vector<Object> out;
-  H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, collect, &out, H5O_INFO_BASIC);
-  return out;
+// A group's members in name order. The walk holds each group open while it
+// visits the members, so that their lookups find the group's index cached.
+std::vector<std::string> members(hid_t group) {
+  std::vector<std::string> names;
+  H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names);
+  return names;
 }
 
 void need(bool ok, const std::string& what) {
@@ -139,30 +135,27 @@ hid_t open_input(const char* path) {
   return file;
 }
 
-int split(const char* input, int n, const std::string& dir) {
-  const hid_t in = open_input(input);
-  std::vector<hid_t> outs;
-  for (int i = 0; i < n; ++i) {
-    outs.push_back(H5Fcreate((dir + "/floor-" + std::to_string(i) + ".h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                             H5P_DEFAULT));
-    need(outs.back() >= 0, "creating an output");
-  }
-  for (const auto& o : objects_of(in)) {
-    const hid_t src = H5Oopen(in, o.path.c_str(), H5P_DEFAULT);
+void split_group(hid_t src_group, const std::vector<hid_t>& dst_groups) {
+  const int n = static_cast<int>(dst_groups.size());
+  for (const auto& name : members(src_group)) {
+    const hid_t src = H5Oopen(src_group, name.c_str(), H5P_DEFAULT);
+    need(src >= 0, "opening " + name);
     auto attributes = read_attributes(src);
-    if (o.group) {
-      for (const hid_t out : outs) {
-        const hid_t g = H5Gcreate2(out, o.path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        write_attributes(g, attributes);
-        H5Gclose(g);
+    if (H5Iget_type(src) == H5I_GROUP) {
+      std::vector<hid_t> created;
+      for (const hid_t dst : dst_groups) {
+        created.push_back(H5Gcreate2(dst, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        write_attributes(created.back(), attributes);
       }
+      split_group(src, created);
+      for (const hid_t g : created) H5Gclose(g);
     } else {
       Data d = read_whole(src);
       const hsize_t rows = d.dims.empty() ? 1 : d.dims[0];
       hsize_t at = 0;
       for (int i = 0; i < n; ++i) {  // numpy.array_split
         const hsize_t mine = d.dims.empty() ? 1 : rows / n + (static_cast<hsize_t>(i) < rows % n ? 1 : 0);
-        const hid_t ds = write_rows(outs[i], o.path, d, mine, d.bytes.data() + at * d.row_bytes());
+        const hid_t ds = write_rows(dst_groups[i], name, d, mine, d.bytes.data() + at * d.row_bytes());
         write_attributes(ds, attributes);
         H5Dclose(ds);
         if (!d.dims.empty()) at += mine;
@@ -172,30 +165,55 @@ int split(const char* input, int n, const std::string& dir) {
     release(attributes);
     H5Oclose(src);
   }
+}
+
+int split(const char* input, int n, const std::string& dir) {
+  const hid_t in = open_input(input);
+  std::vector<hid_t> outs, roots;
+  for (int i = 0; i < n; ++i) {
+    outs.push_back(H5Fcreate((dir + "/floor-" + std::to_string(i) + ".h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
+                             H5P_DEFAULT));
+    need(outs.back() >= 0, "creating an output");
+    roots.push_back(H5Gopen2(outs.back(), "/", H5P_DEFAULT));
+  }
+  const hid_t root = H5Gopen2(in, "/", H5P_DEFAULT);
+  auto attributes = read_attributes(root);
+  for (const hid_t r : roots) write_attributes(r, attributes);
+  release(attributes);
+  split_group(root, roots);
+  H5Gclose(root);
+  for (const hid_t r : roots) H5Gclose(r);
   for (const hid_t out : outs) need(H5Fclose(out) >= 0, "closing an output");
   H5Fclose(in);
   return 0;
 }
 
-int merge(const char* output, const std::vector<const char*>& inputs) {
-  std::vector<hid_t> ins;
-  for (const char* p : inputs) ins.push_back(open_input(p));
-  const hid_t out = H5Fcreate(output, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  need(out >= 0, "creating the output");
-  for (const auto& o : objects_of(ins[0])) {
+// Reads every input's attributes of an object and compares them with the
+// first's (replicated attributes must be equal); returns the first's.
+std::vector<Attribute> checked_attributes(const std::vector<hid_t>& srcs) {
+  auto attributes = read_attributes(srcs[0]);
+  for (std::size_t i = 1; i < srcs.size(); ++i) {
+    auto theirs = read_attributes(srcs[i]);
+    for (std::size_t k = 0; k < theirs.size() && k < attributes.size(); ++k)
+      need(theirs[k].bytes == attributes[k].bytes || H5Tis_variable_str(theirs[k].type) > 0,
+           "equal attribute " + theirs[k].name);
+    release(theirs);
+  }
+  return attributes;
+}
+
+void merge_group(const std::vector<hid_t>& src_groups, hid_t dst_group) {
+  for (const auto& name : members(src_groups[0])) {
     std::vector<hid_t> srcs;
-    for (const hid_t in : ins) srcs.push_back(H5Oopen(in, o.path.c_str(), H5P_DEFAULT));
-    auto attributes = read_attributes(srcs[0]);
-    for (std::size_t i = 1; i < srcs.size(); ++i) {  // replicated attributes must be equal: read and compare
-      auto theirs = read_attributes(srcs[i]);
-      for (std::size_t k = 0; k < theirs.size() && k < attributes.size(); ++k)
-        need(theirs[k].bytes == attributes[k].bytes || H5Tis_variable_str(theirs[k].type) > 0,
-             "equal attribute " + theirs[k].name);
-      release(theirs);
+    for (const hid_t g : src_groups) {
+      srcs.push_back(H5Oopen(g, name.c_str(), H5P_DEFAULT));
+      need(srcs.back() >= 0, "opening " + name);
     }
+    auto attributes = checked_attributes(srcs);
     hid_t created;
-    if (o.group) {
-      created = H5Gcreate2(out, o.path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (H5Iget_type(srcs[0]) == H5I_GROUP) {
+      created = H5Gcreate2(dst_group, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      merge_group(srcs, created);
     } else {
       Data all = read_whole(srcs[0]);
       for (std::size_t i = 1; i < srcs.size() && !all.dims.empty(); ++i) {
@@ -205,7 +223,7 @@ int merge(const char* output, const std::vector<const char*>& inputs) {
         d.bytes.clear();  // its variable-length elements now belong to `all`
         H5Tclose(d.type);
       }
-      created = write_rows(out, o.path, all, all.dims.empty() ? 1 : all.dims[0], all.bytes.data());
+      created = write_rows(dst_group, name, all, all.dims.empty() ? 1 : all.dims[0], all.bytes.data());
       release(all);
     }
     write_attributes(created, attributes);
@@ -213,7 +231,24 @@ int merge(const char* output, const std::vector<const char*>& inputs) {
     release(attributes);
     for (const hid_t s : srcs) H5Oclose(s);
   }
+}
+
+int merge(const char* output, const std::vector<const char*>& inputs) {
+  std::vector<hid_t> ins, roots;
+  for (const char* p : inputs) {
+    ins.push_back(open_input(p));
+    roots.push_back(H5Gopen2(ins.back(), "/", H5P_DEFAULT));
+  }
+  const hid_t out = H5Fcreate(output, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  need(out >= 0, "creating the output");
+  const hid_t root = H5Gopen2(out, "/", H5P_DEFAULT);
+  auto attributes = checked_attributes(roots);
+  write_attributes(root, attributes);
+  release(attributes);
+  merge_group(roots, root);
+  H5Gclose(root);
   need(H5Fclose(out) >= 0, "closing the output");
+  for (const hid_t r : roots) H5Gclose(r);
   for (const hid_t in : ins) H5Fclose(in);
   return 0;
 }
