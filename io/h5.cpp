@@ -82,8 +82,10 @@ void fail(const Location& where, const std::string& action) {
 
 void Id::reset() {
   if (id_ >= 0) {
-    if (H5Iis_valid(id_) > 0 && H5Idec_ref(id_) < 0) ++g_failed_closes;
-    H5Eclear2(H5E_DEFAULT);
+    if (H5Iis_valid(id_) > 0 && H5Idec_ref(id_) < 0) {
+      ++g_failed_closes;
+      H5Eclear2(H5E_DEFAULT);
+    }
     id_ = H5I_INVALID_HID;
   }
 }
@@ -171,6 +173,8 @@ Id make_space(const Shape& dims, const Location& where) { return make_space(dims
 Id make_null_space(const Location& where) { return Id(H5Screate(H5S_NULL), where, "cannot create a null dataspace"); }
 
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {
+  constexpr std::uint64_t kAlwaysAffordable = 1u << 20;  // checking costs more than allocating this
+  if (bytes <= kAlwaysAffordable) return;
   Id file(H5Iget_file_id(object), where, "cannot find the file of");
   hsize_t size = 0;
   check(H5Fget_filesize(file.get(), &size), where, "cannot read the file size");

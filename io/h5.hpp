@@ -88,8 +88,9 @@ Id make_space(const Shape& dims, const std::vector<MaxDim>& max_dims, const Loca
 Id make_space(const Shape& dims, const Location& where);
 Id make_null_space(const Location& where);
 
-// Refuses to allocate `bytes` for a value read whole from `object`'s file
-// when the file is smaller: a corrupt dataspace can claim any size.
+// Refuses to allocate `bytes` (over 1 MiB) for a value read whole from
+// `object`'s file when the file is smaller: a corrupt dataspace can claim
+// any size.
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where);
 
 // Selects `count` elements per dimension from `start`, `stride` apart (an

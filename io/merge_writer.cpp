@@ -144,7 +144,10 @@ class MergeWriter {
         reduce_attribute(what, rule.reducer, attr.name, srcs, values[0], dst);
         continue;
       }
-      for (std::size_t i = 1; i < values.size(); ++i) check_equal(what, values[0], values[i], i);
+      if (values.size() > 1) {
+        const ValueType t = h5::value_type_of(values[0].type.get(), {job_.inputs[0].path, what});
+        for (std::size_t i = 1; i < values.size(); ++i) check_equal(what, t, values[0], values[i], i);
+      }
       h5::write_attribute(dst, attr.name, values[0], out_where(node.path));
     }
   }
@@ -157,9 +160,8 @@ class MergeWriter {
       differ(what, i, "shape " + shape_text(a.shape.dims) + " vs " + shape_text(b.shape.dims));
   }
 
-  void check_equal(const std::string& what, const h5::AttributeValue& a, const h5::AttributeValue& b,
-                   std::size_t i) const {
-    const ValueType t = h5::value_type_of(a.type.get(), {job_.inputs[0].path, what});
+  void check_equal(const std::string& what, const ValueType& t, const h5::AttributeValue& a,
+                   const h5::AttributeValue& b, std::size_t i) const {
     const std::uint64_t n = a.shape.elements();
     if (auto at = first_difference(t, a.data.data(), b.data.data(), n))
       differ(what, i, difference_text(t, a.shape.dims, a.data.data(), b.data.data(), n, 0, *at));
