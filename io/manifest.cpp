@@ -8,7 +8,10 @@
 
 namespace mb::io {
 
-nlohmann::ordered_json manifest_json(const Manifest& m) {
+namespace {
+
+// Everything but the per-dataset records.
+nlohmann::ordered_json manifest_head(const Manifest& m) {
   nlohmann::ordered_json j;
   j["format"] = kManifestFormat;
   j["version"] = kManifestVersion;
@@ -25,15 +28,26 @@ nlohmann::ordered_json manifest_json(const Manifest& m) {
     j["placement"] = placement;
   }
   j["spec"] = m.spec;
-  auto& datasets = (j["datasets"] = nlohmann::ordered_json::object()).get_ref<nlohmann::ordered_json::object_t&>();
-  for (const auto& [path, rec] : m.datasets) {
-    // Appended, not looked up: the paths are unique, and an ordered object
-    // finds a key by a linear search (quadratic over 20,000 datasets).
-    datasets.emplace_back(path, nlohmann::ordered_json{
-                                    {"axis", rec.axis}, {"length", rec.length}, {"rows", row_maps_json(rec.rows)}});
-  }
   if (m.sequences) j["sequences"] = sequences_json(*m.sequences);
   return j;
+}
+
+}  // namespace
+
+std::string manifest_text(const Manifest& m) {
+  std::string text = manifest_head(m).dump(2);  // "{\n  ...\n}"
+  std::string datasets = ",\n  \"datasets\": {";
+  bool first = true;
+  for (const auto& [path, rec] : m.datasets) {
+    datasets += first ? "\n    " : ",\n    ";
+    first = false;
+    datasets += nlohmann::ordered_json(path).dump() + ": ";
+    datasets += nlohmann::ordered_json{{"axis", rec.axis}, {"length", rec.length}, {"rows", row_maps_json(rec.rows)}}
+                    .dump();
+  }
+  datasets += m.datasets.empty() ? "}" : "\n  }";
+  text.insert(text.size() - 2, datasets);  // before the closing "\n}"
+  return text + "\n";
 }
 
 nlohmann::ordered_json sequences_json(const SequencePlan& seq) {

@@ -35,7 +35,10 @@ struct Manifest {
   std::uint64_t ranks = 1;                 // per-rank layout: files are rank-major
 };
 
-nlohmann::ordered_json manifest_json(const Manifest& m);
+// The manifest as written: indented JSON, but one line per split dataset
+// (a batch can hold tens of thousands; `grep` finds one, and writing them
+// costs a fraction of a fully indented document).
+std::string manifest_text(const Manifest& m);
 
 // Packed sequences: offsets datasets, sequence and token totals, and per
 // microbatch its sequence run [first, end) and tokens.

@@ -265,7 +265,7 @@ std::vector<std::string> write_split(const SplitJob& job, const NodeInfo& tree, 
 
   outputs.publish();
   const Manifest manifest = make_manifest(job, resolution, plan, files);
-  write_text_atomically((fs::path(job.output_dir) / kManifestName).string(), manifest_json(manifest).dump(2) + "\n");
+  write_text_atomically((fs::path(job.output_dir) / kManifestName).string(), manifest_text(manifest));
   outputs.keep();
   return files;
 }

@@ -89,7 +89,10 @@ def test_spec_forms_star_arrays_prefix_negative_axis(tmp_path):
         "*": None,                        # default for the rest
     })
     run("split", src, "-s", spec, "-n", 4, "-o", tmp_path / "mb", check=0)
-    manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    text = (tmp_path / "mb" / "manifest.json").read_text()
+    manifest = json.loads(text)
+    # One line per split dataset, findable with grep.
+    assert [line for line in text.splitlines() if line.strip().startswith('"/inputs/ids": {"axis":')]
     assert manifest["datasets"]["/cols"]["axis"] == 1
     assert manifest["datasets"]["/pos/0"]["axis"] == 1
     assert manifest["datasets"]["/inputs/ids"]["rows"] == [[[0, 2, 1]], [[2, 4, 1]], [[4, 5, 1]], [[5, 6, 1]]]
