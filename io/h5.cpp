@@ -143,12 +143,13 @@ std::uint64_t SpaceInfo::elements() const {
 
 SpaceInfo space_info(hid_t space, const Location& where) {
   SpaceInfo info;
-  const H5S_class_t cls = H5Sget_simple_extent_type(space);
+  // Kept as an int: a corrupt file can hold a class outside the enum (found by fuzz_h5read under UBSan).
+  const int cls = H5Sget_simple_extent_type(space);
   if (cls == H5S_NULL) {
     info.null_space = true;
     return info;
   }
-  if (cls == H5S_NO_CLASS) fail(where, "cannot read the dataspace");
+  if (cls != H5S_SCALAR && cls != H5S_SIMPLE) fail(where, "cannot read the dataspace");
   const int rank = check(H5Sget_simple_extent_ndims(space), where, "cannot read the rank");
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank)), max(static_cast<std::size_t>(rank));
   check(H5Sget_simple_extent_dims(space, dims.data(), max.data()), where, "cannot read the shape");

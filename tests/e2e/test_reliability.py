@@ -130,11 +130,20 @@ def test_library_crashes_and_hangs_on_corrupt_files_are_contained(tmp_path, name
     assert listing(tmp_path / "mb") == []
 
 
+def test_corrupt_dataspace_class_is_a_clean_error(tmp_path):
+    """fuzz_h5read under UBSan: an attribute whose dataspace class is outside
+    libhdf5's enum (8) was loaded into the enum type (undefined behaviour)."""
+    src = os.path.join(CORRUPT, "dataspace-class-out-of-range.h5")
+    for args in (["inspect", src], ["split", src, "-n", 2, "-o", tmp_path / "mb"]):
+        assert_one_line_error(run(*args), 1, "/@name", "cannot read the dataspace")
+    assert listing(tmp_path / "mb") == []
+
+
 def test_every_kept_corrupt_input_is_contained():
     """No corrupt input is kept without a test above."""
     kept = set(os.listdir(CORRUPT))
     tested = {"vlen-heap-segv-dataset.h5", "vlen-heap-segv-attribute.h5", "vlen-heap-loop.h5",
-              "object-header-segv.h5", "object-header-strdup-overflow.h5"}
+              "object-header-segv.h5", "object-header-strdup-overflow.h5", "dataspace-class-out-of-range.h5"}
     assert kept == tested
 
 
