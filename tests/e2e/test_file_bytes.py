@@ -2,13 +2,14 @@
 pread/pwrite across filesystems). The stored bytes of every piece equal the
 input's byte range, and the result equals the slab path's (h5diff)."""
 import os
+import resource
 import shutil
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ENV, h5diff, run, write_spec
+from conftest import ENV, assert_one_line_error, h5diff, listing, run, write_spec
 
 SLAB_ENV = dict(ENV, MICROBATCH_NO_RAW_COPY="1")
 USED = "copied as file bytes"
@@ -178,3 +179,17 @@ def test_data_parallel_row_maps(tmp_path, layout):
     run("merge", raw, "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
     assert stored(tmp_path / "m.h5", "x") == stored(src, "x")
+
+
+def test_file_size_limit_during_a_kernel_copy(tmp_path):
+    # copy_file_range fails with EFBIG: one line naming the output, nothing left.
+    src = tmp_path / "in.h5"
+    make(src)
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # noqa: E731
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb", preexec_fn=limit)
+    assert_one_line_error(res, 1, "microbatch-0000", "/x: cannot copy data (File too large)")
+    assert listing(tmp_path / "mb") == []
+    run("split", src, "-n", 4, "-o", tmp_path / "ok", check=0)
+    res = run("merge", tmp_path / "ok", "-o", tmp_path / "m.h5", preexec_fn=limit)
+    assert_one_line_error(res, 1, "m.h5: /x: cannot copy data (File too large)")
+    assert not (tmp_path / "m.h5").exists()
