@@ -149,9 +149,7 @@ bool whole_rows(const Shape& mem_shape, const Placement& from, const Placement& 
 
 void write_from_memory(hid_t dst, hid_t mem_type, const void* data, const Shape& mem_shape, const Placement& from,
                        const Placement& to, const Shape& count, const Location& where) {
-  std::uint64_t n = 1;
-  for (auto c : count) n *= c;
-  if (n == 0) return;
+  if (product(count) == 0) return;
   Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
   if (whole_rows(mem_shape, from, to, count, space_info(file_space.get(), where).dims)) {
     const std::uint64_t skipped = count.empty() ? 0 : from.start[0] * (product(mem_shape) / mem_shape[0]);
@@ -270,9 +268,6 @@ Id open_object(hid_t file, const std::string& path, const Location& where) {
   return Id(H5Oopen(file, path.c_str(), H5P_DEFAULT), where, "cannot open");
 }
 
-}  // namespace mb::h5
-
-namespace mb::h5 {
 namespace {
 
 struct ChunkLayout {

@@ -14,6 +14,12 @@ namespace mb::h5 {
 
 inline constexpr std::size_t kDefaultBufferBytes = 64u << 20;
 
+// Unfiltered data up to this size is handled whole in memory: split reads
+// such a dataset once for all its microbatches, merge assembles such a result
+// before writing it once. Tens of thousands of small datasets then cost few
+// library calls each; larger data is copied piece by piece.
+inline constexpr std::uint64_t kWholeInMemory = 1u << 20;
+
 // A transfer buffer for `type` elements. Variable-length elements read into
 // it own heap memory that HDF5 allocated; it is reclaimed on reuse and at
 // destruction.
@@ -124,9 +130,6 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 // Opens the group or dataset at `path` below `file`.
 Id open_object(hid_t file, const std::string& path, const Location& where);
 
-}  // namespace mb::h5
-
-namespace mb::h5 {
 
 // Copies rows [src_begin, src_begin + count) along `axis` of `src` (whole
 // along every other axis, which both datasets share) to rows starting at

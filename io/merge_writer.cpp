@@ -45,9 +45,6 @@ std::uint64_t flat_index(const Shape& shape, const Shape& start) {
 
 std::string type_name(hid_t type) { return h5::dtype_name(type); }
 
-// Results up to this size are assembled in memory before they are written.
-constexpr std::uint64_t kSmallDataset = 1u << 20;
-
 class MergeWriter {
  public:
   MergeWriter(const MergeJob& job, const Resolution& resolution, const std::vector<h5::Id>& files, hid_t output,
@@ -81,14 +78,20 @@ class MergeWriter {
   // The first input's tree was read whole (read_tree); the others are
   // checked against it on the way, as their objects are opened for the copy
   // anyway: the same members, kinds and attribute names.
+  // `list` gives input i's names at `path`; `what` prefixes a name in messages.
+  template <typename List>
+  void check_names(const std::set<std::string>& ours, const std::string& what, const std::string& path,
+                   const std::vector<h5::Id>& srcs, List list) const {
+    for (std::size_t i = 1; i < srcs.size(); ++i) {
+      const std::vector<std::string> names = list(srcs[i].get(), where(i, path));
+      compare_names(ours, {names.begin(), names.end()}, what, job_.inputs[0], job_.inputs[i]);
+    }
+  }
+
   void check_members(const NodeInfo& group, const std::vector<h5::Id>& srcs) const {
     std::set<std::string> ours;
     for (const auto& child : group.children) ours.insert(child.name);
-    const std::string at = group.path == "/" ? "" : group.path;
-    for (std::size_t i = 1; i < srcs.size(); ++i) {
-      const auto names = h5::member_names(srcs[i].get(), where(i, group.path));
-      compare_names(ours, {names.begin(), names.end()}, "member " + at + "/", job_.inputs[0], job_.inputs[i]);
-    }
+    check_names(ours, "member " + path_prefix(group) + "/", group.path, srcs, h5::member_names);
   }
 
   void check_kind(const NodeInfo& node, const std::vector<h5::Id>& objects) const {
@@ -105,12 +108,11 @@ class MergeWriter {
   void check_attribute_names(const NodeInfo& node, const std::vector<h5::Id>& srcs) const {
     std::set<std::string> ours;
     for (const auto& attr : node.attributes) ours.insert(attr.name);
-    const std::string at = node.path == "/" ? "" : node.path;
-    for (std::size_t i = 1; i < srcs.size(); ++i) {
-      const auto names = h5::attribute_names(srcs[i].get(), where(i, node.path));
-      compare_names(ours, {names.begin(), names.end()}, "attribute " + at + "@", job_.inputs[0], job_.inputs[i]);
-    }
+    check_names(ours, "attribute " + path_prefix(node) + "@", node.path, srcs, h5::attribute_names);
   }
+
+  // The root's path is "/", but names below it read "/name", not "//name".
+  static std::string path_prefix(const NodeInfo& node) { return node.path == "/" ? "" : node.path; }
 
   void write_children(const NodeInfo& group, const std::vector<h5::Id>& srcs, hid_t dst) {
     check_members(group, srcs);
@@ -317,7 +319,7 @@ class MergeWriter {
   bool concatenate_in_memory(const NodeInfo& ds, const std::vector<h5::Id>& objects, const Inputs& in,
                              const std::vector<RowMap>& maps, std::size_t a, const Shape& out_dims, hid_t dst) const {
     const hid_t type = in.types[0].get();
-    if (flat_elements(out_dims) * H5Tget_size(type) > kSmallDataset) return false;
+    if (flat_elements(out_dims) * H5Tget_size(type) > h5::kWholeInMemory) return false;
     h5::Id dcpl(H5Dget_create_plist(dst), out_where(ds.path), "cannot read the creation properties");
     if (H5Pget_nfilters(dcpl.get()) != 0) return false;
     h5::Buffer whole(type);

@@ -18,9 +18,6 @@ namespace {
 // once per batch of outputs, so each dataset is opened ceil(N/K) times.
 constexpr std::size_t kOpenOutputs = 64;
 
-// Datasets up to this size are read whole, once, and every microbatch's piece
-// is written from memory; larger ones are copied piece by piece.
-constexpr std::uint64_t kSmallDataset = 1u << 20;
 
 bool is_split_output(const std::string& name) {
   const bool h5 = name.ends_with(".h5");
@@ -119,7 +116,8 @@ class SplitWriter {
     std::optional<h5::Buffer> whole;
     // (Filtered data is left to copy_rows, which moves aligned chunks without recompressing.)
     const bool filtered = H5Pget_nfilters(shape.dcpl.get()) > 0;
-    if (!ds.null_space && !filtered && data_bytes(ds, shape) <= kSmallDataset && rule.mode != LeafRule::Mode::Offsets) {
+    const bool small = data_bytes(ds, shape) <= h5::kWholeInMemory;
+    if (!ds.null_space && !filtered && small && rule.mode != LeafRule::Mode::Offsets) {
       whole.emplace(shape.type.get());
       h5::read_box(src, shape.type.get(), Shape(ds.rank(), 0), ds.shape, *whole, src_where);
     }

@@ -4,6 +4,7 @@ input's byte range, and the result equals the slab path's (h5diff)."""
 import os
 import resource
 import shutil
+import struct
 
 import h5py
 import numpy as np
@@ -129,6 +130,10 @@ def test_variable_length_strings_are_not_copied_as_bytes(tmp_path):
     assert h5diff(src, tmp_path / "m.h5") == 0
 
 
+def limit_file_size():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+
 def test_output_on_another_filesystem(tmp_path):
     # The kernel refuses copy_file_range across filesystems; bytes go through a buffer.
     shm = "/dev/shm"
@@ -143,6 +148,11 @@ def test_output_on_another_filesystem(tmp_path):
         run("merge", out, "-o", tmp_path / "m.h5", check=0)
         assert h5diff(src, tmp_path / "m.h5") == 0
         assert stored(tmp_path / "m.h5", "x") == stored(src, "x")
+        # A failed write on the buffered path: one line naming the output, nothing left.
+        shutil.rmtree(out)
+        res = run("split", src, "-n", 2, "-o", out, preexec_fn=limit_file_size)
+        assert_one_line_error(res, 1, "microbatch-0000", "/x: cannot write data (File too large)")
+        assert listing(out) == []
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -185,11 +195,29 @@ def test_file_size_limit_during_a_kernel_copy(tmp_path):
     # copy_file_range fails with EFBIG: one line naming the output, nothing left.
     src = tmp_path / "in.h5"
     make(src)
-    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # noqa: E731
-    res = run("split", src, "-n", 2, "-o", tmp_path / "mb", preexec_fn=limit)
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb", preexec_fn=limit_file_size)
     assert_one_line_error(res, 1, "microbatch-0000", "/x: cannot copy data (File too large)")
     assert listing(tmp_path / "mb") == []
     run("split", src, "-n", 4, "-o", tmp_path / "ok", check=0)
-    res = run("merge", tmp_path / "ok", "-o", tmp_path / "m.h5", preexec_fn=limit)
+    res = run("merge", tmp_path / "ok", "-o", tmp_path / "m.h5", preexec_fn=limit_file_size)
     assert_one_line_error(res, 1, "m.h5: /x: cannot copy data (File too large)")
     assert not (tmp_path / "m.h5").exists()
+
+
+def test_data_address_past_the_end_of_the_file(tmp_path):
+    # A corrupt layout message can place a dataset's bytes past the end of the
+    # file (HDF5 checks this when it reads, the kernel copy must too).
+    src = tmp_path / "in.h5"
+    make(src)
+    data = bytearray(src.read_bytes())
+    layout = struct.pack("<QQ", 2048, 4000 * 300 * 4)  # contiguous layout: address, size of /x
+    with h5py.File(src, "r") as f:
+        assert f["x"].id.get_offset() == 2048
+    at = data.index(layout)
+    data[at:at + 8] = struct.pack("<Q", len(data) - 1000)
+    (tmp_path / "bad.h5").write_bytes(bytes(data))
+    res = run("split", tmp_path / "bad.h5", "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, "bad.h5: /x: the file ends before the dataset's data")
+    assert listing(tmp_path / "mb") == []
+    res = run("split", tmp_path / "bad.h5", "-n", 2, "-o", tmp_path / "mb", env=SLAB_ENV)
+    assert_one_line_error(res, 1, "bad.h5: /x: cannot read data")

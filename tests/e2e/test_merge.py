@@ -74,6 +74,8 @@ def test_reducer_on_strings_is_refused(tmp_path):
     (lambda f: f["meta"].attrs.__delitem__("peak"), ["attribute /meta@peak is missing", "out-2.h5"]),
     (lambda f: (f.__delitem__("loss"), f.create_group("loss")), ["/loss is a group, but a dataset", "out-2.h5"]),
     (lambda f: f.__setitem__("alias", h5py.SoftLink("/loss")), ["out-2.h5", "/alias", "soft links"]),
+    (lambda f: (f.__delitem__("loss"), f.__setitem__("loss", np.dtype("i4"))),
+     ["/loss is a named datatype, but a dataset", "out-2.h5"]),
 ])
 def test_tampered_microbatch_is_refused_with_path_and_both_microbatches(tmp_path, tamper, needles):
     paths = write_outputs(tmp_path, 3, f2=tamper)
