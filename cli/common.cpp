@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "io/guard.hpp"
 #include "specs/parse.hpp"
@@ -77,9 +78,10 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
       ->check(CLI::IsMember({"per-microbatch", "per-rank"}));
 }
 
-void add_buffer_option(CLI::App& app, std::size_t& bytes) {
+void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {
+  policy.byte_paths = std::getenv("MICROBATCH_NO_RAW_COPY") == nullptr;
   app.add_option_function<std::size_t>(
-         "--buffer-size", [&bytes](std::size_t mib) { bytes = mib << 20; },
+         "--buffer-size", [&policy](std::size_t mib) { policy.buffer_bytes = mib << 20; },
          "MiB of data moved per read/write; bounds memory (default 64)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
 }

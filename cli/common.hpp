@@ -7,7 +7,8 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/spec.hpp"
-#include "io/split_writer.hpp"
+#include "io/progress.hpp"
+#include "io/transfer/policy.hpp"
 
 namespace mb::cli {
 
@@ -24,8 +25,9 @@ void add_partition_options(CLI::App& app, SplitOptions& options);
 // --dp-degree D, --align and --layout (split, inspect and merge).
 void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout);
 
-// Adds --buffer-size (MiB) bound to `bytes`.
-void add_buffer_option(CLI::App& app, std::size_t& bytes);
+// Adds --buffer-size (MiB) bound to the policy's buffer; the byte paths
+// are on unless MICROBATCH_NO_RAW_COPY is set (the tests compare both).
+void add_copy_policy_options(CLI::App& app, transfer::Policy& policy);
 
 // A progress callback that redraws one line on stderr when it is a terminal
 // and logging is not quieted; otherwise nothing.
@@ -33,16 +35,5 @@ io::Progress terminal_progress(const std::string& verb);
 
 // The spec file when given, else the default spec ("null").
 SpecNode load_spec_or_default(const std::string& path, std::string& spec_name);
-
-// Runs fn; an mb::Error it throws is given `file` as its first word, so
-// resolution and planning errors name the batch file they are about.
-template <typename Fn>
-auto about_file(const std::string& file, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const Error& e) {
-    throw Error(file + ": " + e.what(), e.kind());
-  }
-}
 
 }  // namespace mb::cli

@@ -2,16 +2,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
-#include "io/h5.hpp"
-#include "io/manifest.hpp"
-#include "io/tree_reader.hpp"
+#include "io/prepare.hpp"
 #include "specs/emit.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::cli {
 namespace {
@@ -23,19 +24,13 @@ struct InspectCommand {
   bool json = false;
 };
 
-std::string shape_text(const NodeInfo& n) {
-  if (n.null_space) return "null";
-  std::string out = "(";
-  for (std::size_t d = 0; d < n.shape.size(); ++d) out += (d ? ", " : "") + std::to_string(n.shape[d]);
-  return out + (n.shape.size() == 1 ? ",)" : ")");
-}
+std::string shape_text(const NodeInfo& n) { return n.null_space ? "null" : mb::shape_text(n.shape); }
 
 std::string storage_text(const StorageInfo& s) {
   std::string out = s.layout;
   if (!s.chunks.empty()) {
     out += " [";
-    for (std::size_t d = 0; d < s.chunks.size(); ++d) out += (d ? "," : "") + std::to_string(s.chunks[d]);
-    out += "]";
+    out += fmt::format("{}]", fmt::join(s.chunks, ","));
   }
   for (const auto& f : s.filters) out += " " + f;
   bool unlimited = false;
@@ -43,7 +38,7 @@ std::string storage_text(const StorageInfo& s) {
   if (unlimited) {
     out += " max(";
     for (std::size_t d = 0; d < s.max_shape.size(); ++d)
-      out += (d ? "," : "") + (s.max_shape[d] ? std::to_string(*s.max_shape[d]) : std::string("inf"));
+      out += (d ? "," : "") + (s.max_shape[d] ? fmt::format("{}", *s.max_shape[d]) : std::string("inf"));
     out += ")";
   }
   return out;
@@ -51,19 +46,19 @@ std::string storage_text(const StorageInfo& s) {
 
 std::string rule_text(const LeafRule& r) {
   switch (r.mode) {
-    case LeafRule::Mode::Split: return "split axis " + std::to_string(r.axis);
+    case LeafRule::Mode::Split: return fmt::format("split axis {}", r.axis);
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce: return std::string("reduce ") + reducer_name(r.reducer);
     case LeafRule::Mode::Offsets: return "offsets";
-    case LeafRule::Mode::Packed: return "packed by " + r.offsets + " on axis " + std::to_string(r.axis);
-    case LeafRule::Mode::PerSequence: return "per sequence of " + r.offsets + " on axis " + std::to_string(r.axis);
+    case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", r.offsets, r.axis);
+    case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", r.offsets, r.axis);
   }
   return "?";
 }
 
 std::string rows_text(const std::vector<RowMap>& rows) {
   std::string out = "rows ";
-  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += (i ? "," : "") + std::to_string(rows_in(rows[i]));
+  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += fmt::format("{}{}", i ? "," : "", rows_in(rows[i]));
   if (rows.size() > 16) out += ",…";
   return out;
 }
@@ -72,12 +67,7 @@ struct Row {
   std::string path, shape, dtype, storage, plan;
 };
 
-struct Inspection {
-  NodeInfo tree;
-  std::optional<Resolution> resolution;
-  std::optional<SplitPlan> plan;
-  std::map<std::string, std::string> previews;  // "path@name" -> value
-};
+using Inspection = io::Prepared;
 
 // Per microbatch: its sequences and tokens, and how close the largest comes
 // to the ideal share T/N.
@@ -166,7 +156,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       j["max_shape"] = max;
       if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
       if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
-        j["rows"] = io::row_maps_json(in.plan->pieces.at(n.path));
+        j["rows"] = specs::row_maps_json(in.plan->pieces.at(n.path));
       }
     }
     auto attrs = json::array();
@@ -182,30 +172,19 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   if (in.plan) {
     out["chunks"] = in.plan->count;
     out["warnings"] = in.plan->warnings;
-    if (in.plan->sequences) out["sequences"] = io::sequences_json(*in.plan->sequences);
+    if (in.plan->sequences) out["sequences"] = specs::sequences_json(*in.plan->sequences);
   }
   std::printf("%s\n", out.dump(2).c_str());
 }
 
 void run_inspect(const InspectCommand& cmd) {
-  Inspection in;
-  h5::Id file = h5::open_file_read_only(cmd.input);
-  in.tree = h5::read_tree(file.get(), cmd.input);
-  for_each_node(in.tree, [&](const NodeInfo& n) {
-    for (const auto& a : n.attributes)
-      in.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), cmd.input, n.path, a.name);
-  });
   const bool planning = cmd.partition.chunks || cmd.partition.micro_batch_size;
-  if (!cmd.spec.empty() || planning) {
-    std::string spec_name;
-    const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
-    in.resolution = about_file(cmd.input, [&] { return resolve(in.tree, spec, spec_name); });
-  }
-  if (planning) {
-    const OffsetsValues offsets = h5::read_offsets_values(file.get(), cmd.input, in.tree, *in.resolution);
-    in.plan = about_file(cmd.input, [&] { return plan_split(in.tree, *in.resolution, cmd.partition, offsets); });
-  }
-  file.reset();
+  std::string spec_name;
+  std::optional<SpecNode> spec;
+  if (!cmd.spec.empty() || planning) spec = load_spec_or_default(cmd.spec, spec_name);
+  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true};
+  if (planning) request.partition = cmd.partition;
+  const Inspection in = io::prepare(request);
   if (cmd.json) {
     print_json(cmd, in);
   } else {

@@ -12,7 +12,7 @@
 #include "cli/common.hpp"
 #include "core/error.hpp"
 #include "io/guard.hpp"
-#include "io/h5.hpp"
+#include "io/library.hpp"
 
 namespace {
 
@@ -36,9 +36,9 @@ void raise_open_file_limit() {
 // Every HDF5 handle must be closed by its owner before exit; with
 // MICROBATCH_CHECK_HANDLES set (the tests do), a leftover is an error.
 int check_handles(int status) {
-  const std::size_t open = mb::h5::open_object_count();
-  if (open > 0 && mb::h5::failed_closes() > 0) {
-    spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::h5::failed_closes());
+  const std::size_t open = mb::io::open_object_count();
+  if (open > 0 && mb::io::failed_closes() > 0) {
+    spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::io::failed_closes());
   } else if (open > 0) {
     spdlog::debug("{} HDF5 objects still open at exit", open);
     if (std::getenv("MICROBATCH_CHECK_HANDLES") != nullptr) {
@@ -56,7 +56,7 @@ int main(int argc, char** argv) { return check_handles(run(argc, argv)); }
 int run(int argc, char** argv) {
   setup_logging();
   raise_open_file_limit();
-  mb::h5::init_library();
+  mb::io::init_library();
   mb::io::install_interrupt_handlers();
   mb::io::install_crash_guard();
 

@@ -1,4 +1,5 @@
 // microbatch merge: glue microbatch files back into one batch.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -7,9 +8,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
-#include "core/resolve.hpp"
-#include "io/manifest.hpp"
-#include "io/merge_writer.hpp"
+#include "io/merge/merge.hpp"
+#include "specs/manifest.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
@@ -25,13 +25,13 @@ struct MergeCommand {
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
   bool dp_given = false;  // --dp-degree, --align or --layout on the command line
-  std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+  transfer::Policy policy;
 };
 
 std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
   std::vector<io::MergeInput> out;
   for (std::size_t i = 0; i < paths.size(); ++i)
-    out.push_back({paths[i], "microbatch " + std::to_string(i) + " (" + paths[i] + ")"});
+    out.push_back({paths[i], fmt::format("microbatch {} ({})", i, paths[i])});
   return out;
 }
 
@@ -48,16 +48,15 @@ void run_merge(const MergeCommand& cmd) {
   DataParallel dp = cmd.dp;
   FileLayout layout = cmd.layout;
   if (from_directory) {
-    const io::Manifest manifest = io::read_manifest(cmd.inputs[0]);
+    const specs::Manifest manifest = specs::read_manifest(cmd.inputs[0]);
     if (!cmd.dp_given) {
-      dp = {manifest.options.value("dp_degree", std::uint64_t{1}), manifest.options.value("align", false)};
-      layout = manifest.ranks > 1 || manifest.options.value("layout", "") == "per-rank" ? FileLayout::PerRank
-                                                                                         : FileLayout::PerMicrobatch;
+      dp = manifest.options.dp;
+      layout = manifest.options.layout;
     }
     paths.clear();
     for (const auto& f : manifest.files) paths.push_back((fs::path(cmd.inputs[0]) / f).string());
     if (cmd.spec.empty()) {
-      spec_name = (fs::path(cmd.inputs[0]) / io::kManifestName).string() + " (spec)";
+      spec_name = (fs::path(cmd.inputs[0]) / specs::kManifestName).string() + " (spec)";
       spec = specs::parse_spec(manifest.spec.dump(), spec_name);
     }
   }
@@ -70,11 +69,9 @@ void run_merge(const MergeCommand& cmd) {
   job.virtual_datasets = cmd.virtual_datasets;
   job.dp = dp;
   job.layout = layout;
-  job.buffer_bytes = cmd.buffer_bytes;
+  job.policy = cmd.policy;
   job.progress = terminal_progress("merge");
-  const io::MergeSources sources = io::open_merge_sources(job.inputs);
-  const Resolution resolution = about_file(paths.front(), [&] { return resolve(sources.tree, spec, spec_name); });
-  io::write_merge(job, sources, resolution);
+  io::merge(job, spec, spec_name);
   spdlog::info("merged {} files into {}", paths.size(), cmd.output);
 }
 
@@ -96,7 +93,7 @@ void setup_merge(CLI::App& app) {
                 "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "
                 "they must stay there); nothing is copied; replicated leaves are still checked");
   add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
-  add_buffer_option(*sub, cmd->buffer_bytes);
+  add_copy_policy_options(*sub, cmd->policy);
   add_common_options(*sub);
   sub->callback([cmd, sub] {
     apply_common_options();

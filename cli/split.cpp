@@ -1,4 +1,5 @@
 // microbatch split: one HDF5 file per microbatch, plus manifest.json.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -6,12 +7,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
-#include "core/plan.hpp"
-#include "core/resolve.hpp"
-#include "io/h5.hpp"
-#include "io/split_writer.hpp"
-#include "io/tree_reader.hpp"
-#include "specs/emit.hpp"
+#include "io/prepare.hpp"
+#include "io/split/split.hpp"
 
 namespace mb::cli {
 namespace {
@@ -22,54 +19,34 @@ struct SplitCommand {
   std::string output_dir;
   SplitOptions partition;
   bool force = false;
-  std::size_t buffer_bytes = h5::kDefaultBufferBytes;
+  transfer::Policy policy;
   std::uint64_t jobs = 1;
 };
 
-const char* on_short_name(OnShort s) {
-  switch (s) {
-    case OnShort::Error: return "error";
-    case OnShort::Downsize: return "downsize";
-    case OnShort::Empty: return "empty";
-  }
-  return "?";
-}
-
 void run_split(const SplitCommand& cmd) {
-  const SplitOptions& p = cmd.partition;
-  if (p.chunks.has_value() == p.micro_batch_size.has_value())
+  const SplitOptions& options = cmd.partition;
+  if (options.chunks.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   std::string spec_name;
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
-  h5::Id file = h5::open_file_read_only(cmd.input);
-  const NodeInfo tree = h5::read_tree(file.get(), cmd.input);
-  const Resolution resolution = about_file(cmd.input, [&] { return resolve(tree, spec, spec_name); });
-  const OffsetsValues offsets = h5::read_offsets_values(file.get(), cmd.input, tree, resolution);
-  file.reset();
-  const SplitPlan plan = about_file(cmd.input, [&] { return plan_split(tree, resolution, p, offsets); });
+  const io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
+  const SplitPlan& plan = *prepared.plan;
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
 
   io::SplitJob job;
   job.input = cmd.input;
   job.output_dir = cmd.output_dir;
   job.force = cmd.force;
-  job.buffer_bytes = cmd.buffer_bytes;
+  job.options = options;
+  job.policy = cmd.policy;
   job.workers = cmd.jobs;
   job.stall_seconds = stall_timeout_seconds();
-  job.spec = specs::resolved_spec_json(tree, resolution);
-  job.options = {{"chunks", p.chunks ? nlohmann::ordered_json(*p.chunks) : nullptr},
-                 {"micro_batch_size", p.micro_batch_size ? nlohmann::ordered_json(*p.micro_batch_size) : nullptr},
-                 {"on_short", on_short_name(p.on_short)},
-                 {"dp_degree", p.dp.degree},
-                 {"align", p.dp.align},
-                 {"balance", p.balance == Balance::Sequences ? "sequences" : "tokens"},
-                 {"layout", p.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch"}};
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
-  const auto files = io::write_split(job, tree, resolution, plan);
+  io::write_split(job, prepared);
   spdlog::info("split {} into {} microbatches{} in {} ({} split datasets)", cmd.input, plan.count,
-               plan.layout == FileLayout::PerRank ? " x " + std::to_string(plan.ranks) + " ranks" : "",
-               cmd.output_dir, plan.pieces.size());
+               plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "", cmd.output_dir,
+               plan.pieces.size());
 }
 
 }  // namespace
@@ -86,7 +63,7 @@ void setup_split(CLI::App& app) {
   add_partition_options(*sub, cmd->partition);
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
-  add_buffer_option(*sub, cmd->buffer_bytes);
+  add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "
                   "per-object work are per file, so they spread over cores; default 1)")

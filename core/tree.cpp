@@ -17,6 +17,12 @@ bool NodeInfo::is_sequence() const {
   return true;
 }
 
+std::string shape_text(const Shape& shape) {
+  std::string out = "(";
+  for (std::size_t d = 0; d < shape.size(); ++d) out += (d ? ", " : "") + std::to_string(shape[d]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 std::string join_path(const std::string& parent, const std::string& name) {
   return parent == "/" ? "/" + name : parent + "/" + name;
 }

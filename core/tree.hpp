@@ -10,6 +10,14 @@ namespace mb {
 
 using Shape = std::vector<std::uint64_t>;
 
+// Elements in a tensor of that shape (1 for rank 0). The tree reader refuses
+// shapes whose count does not fit 64 bits, so this cannot overflow on them.
+inline std::uint64_t element_count(const Shape& shape) {
+  std::uint64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
 // Maximum extent of one dimension; nullopt means unlimited.
 using MaxDim = std::optional<std::uint64_t>;
 
@@ -51,6 +59,9 @@ struct NodeInfo {
   // True when the members are named exactly "0".."n-1" (a sequence group).
   bool is_sequence() const;
 };
+
+// numpy's text of a shape: "(3, 4)", "(5,)", "()".
+std::string shape_text(const Shape& shape);
 
 // Joins a group path and a member name into an HDF5 path.
 std::string join_path(const std::string& parent, const std::string& name);

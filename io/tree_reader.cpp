@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
-#include "io/copy.hpp"
 #include "io/guard.hpp"
-#include "io/h5.hpp"
-#include "io/types.hpp"
+#include "io/h5/attributes.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/types.hpp"
 
 namespace mb::h5 {
 namespace {
@@ -34,7 +37,7 @@ void check_element_count(const SpaceInfo& s, const Location& where) {
 std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where) {
   std::vector<AttributeInfo> out;
   for (const auto& name : attribute_names(object, where)) {
-    const Location at{where.file, where.path + "@" + name};
+    const Location at = where.attribute(name);
     Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
     Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
     Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
@@ -55,10 +58,10 @@ std::string filter_name(H5Z_filter_t id, const char* reported) {
       {307, "bzip2"},               {32000, "lzf"},                  {32001, "blosc"},
       {32004, "lz4"},               {32008, "bitshuffle"},           {32015, "zstd"}};
   for (const auto& [known_id, name] : known)
-    if (known_id == id) return id < 256 ? name : std::string(name) + " (id " + std::to_string(id) + ")";
+    if (known_id == id) return id < 256 ? name : fmt::format("{} (id {})", name, id);
   std::string name = *reported ? reported : "filter";
   if (auto cut = name.find(';'); cut != std::string::npos) name.resize(cut);
-  return name + " (id " + std::to_string(id) + ")";
+  return fmt::format("{} (id {})", name, id);
 }
 
 std::string filter_text(hid_t dcpl, unsigned index, const Location& where) {
@@ -81,7 +84,7 @@ StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& 
   StorageInfo info;
   info.max_shape = space.max_dims;
   Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
-  switch (H5Pget_layout(dcpl.get())) {
+  switch (layout_of(dcpl.get(), where)) {
     case H5D_COMPACT: info.layout = "compact"; break;
     case H5D_CONTIGUOUS: info.layout = "contiguous"; break;
     case H5D_VIRTUAL: info.layout = "virtual"; break;
@@ -95,7 +98,7 @@ StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& 
     }
     default: fail(where, "cannot read the dataset's layout");
   }
-  const int n = check(H5Pget_nfilters(dcpl.get()), where, "cannot read the dataset's filters");
+  const int n = filter_count(dcpl.get(), where);
   for (int i = 0; i < n; ++i) info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where));
   return info;
 }
@@ -129,7 +132,7 @@ haddr_t object_address(hid_t object, const Location& where) {
 
 void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& path) {
   if (path.size() > kMaxGroupDepth)
-    throw Error(where.describe() + ": groups nested deeper than " + std::to_string(kMaxGroupDepth) + " levels");
+    throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
   const haddr_t self = object_address(group, where);
   if (std::find(path.begin(), path.end(), self) != path.end())
     throw Error(where.describe() + ": a hard link leads back to a group that contains it (a cycle); such a tree "
@@ -164,8 +167,8 @@ std::vector<std::string> member_names(hid_t group, const Location& where) {
   std::vector<std::string> names;
   for (auto& link : links) {
     if (link.type != H5L_TYPE_HARD)
-      throw Error(where.child(link.name).describe() + ": " + (link.type == H5L_TYPE_SOFT ? "soft" : "external") +
-                  " links are not supported (only hard links: groups and datasets)");
+      throw Error(fmt::format("{}: {} links are not supported (only hard links: groups and datasets)",
+                            where.child(link.name).describe(), link.type == H5L_TYPE_SOFT ? "soft" : "external"));
     names.push_back(std::move(link.name));
   }
   return names;
@@ -180,7 +183,6 @@ NodeInfo read_tree(hid_t file, const std::string& file_name) {
   return root;
 }
 
-
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name) {
   const Location where{file_name, object_path};
@@ -191,14 +193,13 @@ std::string attribute_preview(hid_t file, const std::string& file_name, const st
   return format_elements(type, value.data.data(), value.shape.elements(), value.shape.dims.empty());
 }
 
-
 std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where) {
   Id type(H5Dget_type(dataset), where, "cannot read the datatype");
   if (H5Tget_class(type.get()) != H5T_INTEGER)
     throw Error(where.describe() + ": offsets must be integers, not " + dtype_name(type.get()));
   Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
   const SpaceInfo info = space_info(space.get(), where);
-  check_fits_in_file(dataset, info.elements() * H5Tget_size(type.get()), where);
+  check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
   std::vector<std::int64_t> values(info.elements());
   if (!values.empty())
     check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,

@@ -12,7 +12,7 @@
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
-#include "io/h5.hpp"
+#include "io/h5/handle.hpp"
 
 namespace mb::h5 {
 

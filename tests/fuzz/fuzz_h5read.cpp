@@ -14,11 +14,12 @@
 
 #include "core/error.hpp"
 #include "core/resolve.hpp"
-#include "io/h5.hpp"
+#include "io/h5/handle.hpp"
+#include "io/library.hpp"
 #include "io/tree_reader.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  mb::h5::init_library();
+  mb::io::init_library();
   return 0;
 }
 

@@ -8,7 +8,7 @@
 
 #include "core/reduce.hpp"
 #include "core/values.hpp"
-#include "io/h5.hpp"
+#include "io/h5/handle.hpp"
 
 namespace mb::h5 {
 
@@ -19,9 +19,17 @@ ValueType value_type_of(hid_t type, const Location& where);
 // numpy-style name: int64, float16, bool, complex64, |S8, str, {a: int32, ...}.
 std::string dtype_name(hid_t type);
 
+// Bytes of one element; a failure (0 from HDF5) is an error, not a size.
+std::size_t size_of(hid_t type, const Location& where);
+
 // True when elements hold pointers (variable-length strings or sequences),
 // so buffers must be reclaimed and compared by content.
 bool has_variable_length(hid_t type);
+
+// Whether elements of `type` mean the same in any file, so that their
+// stored bytes (contiguous data, or raw chunks) can be copied: variable-length
+// data and references hold addresses in their own file.
+bool copyable_as_bytes(hid_t type);
 
 // The reducer kind for a numeric type; nullopt for anything else.
 std::optional<NumKind> numeric_kind(hid_t type);

@@ -1,5 +1,5 @@
 #pragma once
-// Atomic outputs: every output is written under a hidden temporary name in
+// Outputs: where a job may write, and how its results appear. Atomic outputs: every output is written under a hidden temporary name in
 // its final directory and renamed into place only when the whole job is
 // complete. Until then nothing under a final name can pass for finished
 // output; on an error what was written is removed (and io/guard removes the
@@ -41,5 +41,15 @@ std::string temporary_name(const std::string& final_path);
 
 // Writes `text` to `path` atomically (temporary file, fsync, rename).
 void write_text_atomically(const std::string& path, const std::string& text);
+
+// Split's output directory: created if missing. An earlier split in it is
+// refused unless `force`; when forced, it is removed, manifest first, so
+// that no mix of old and new can pass for finished. The input itself is
+// never among what is removed.
+void prepare_output_dir(const std::string& dir, bool force, const std::string& input);
+
+// Merge's output file: not a directory, not one of the inputs, and not an
+// existing file unless `force`.
+void check_output_file(const std::string& output, const std::vector<std::string>& inputs, bool force);
 
 }  // namespace mb::io

@@ -1,17 +1,18 @@
 #pragma once
 // manifest.json: what a split did, written last into the output directory;
-// merge of a directory takes the file order, completeness and spec from it.
+// merge of a directory takes the file order, completeness, spec and options
+// from it. Pure JSON: the options schema is written and read here only.
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/layout.hpp"
 #include "core/plan.hpp"
 
-namespace mb::io {
+namespace mb::specs {
 
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kManifestFormat = "microbatch-manifest";
@@ -20,40 +21,48 @@ inline constexpr int kManifestVersion = 1;
 struct SplitDatasetRecord {
   int axis = 0;
   std::uint64_t length = 0;
-  std::vector<RowMap> rows;  // per microbatch; written as [start, stop, step] slices
+  std::vector<RowMap> rows;  // per output file; written as [start, stop, step] slices
 };
 
 struct Manifest {
   std::string tool_version;
   std::string source;
-  nlohmann::ordered_json spec;     // the resolved spec
-  nlohmann::ordered_json options;  // the split options that shaped the plan
-  std::uint64_t chunks = 0;
+  nlohmann::ordered_json spec;  // the resolved spec
+  SplitOptions options;         // the options that shaped the plan
+  std::uint64_t microbatches = 0;
   std::vector<std::string> files;  // names relative to the manifest's directory
   std::map<std::string, SplitDatasetRecord> datasets;
   std::optional<SequencePlan> sequences;  // packed sequences: runs and tokens per microbatch
-  std::uint64_t ranks = 1;                 // per-rank layout: files are rank-major
+
+  // Per-rank layout: files per microbatch (the data-parallel degree); else 1.
+  std::uint64_t ranks() const;
 };
 
 // The manifest as written: indented JSON, but one line per split dataset
 // (a batch can hold tens of thousands; `grep` finds one, and writing them
 // costs a fraction of a fully indented document).
-std::string manifest_text(const Manifest& m);
+std::string manifest_text(const Manifest& manifest);
+
+// Reads DIR/manifest.json, checking its format, version, options and that
+// it lists one plain file name per output. The per-dataset records are
+// skipped (merge recomputes the rows from the microbatches' lengths).
+// Throws mb::Error naming the manifest.
+Manifest read_manifest(const std::string& dir);
+
+// The split options as the manifest records them, and back.
+nlohmann::ordered_json options_json(const SplitOptions& options);
+SplitOptions options_from_json(const nlohmann::ordered_json& json);
 
 // Packed sequences: offsets datasets, sequence and token totals, and per
 // microbatch its sequence run [first, end) and tokens.
-nlohmann::ordered_json sequences_json(const SequencePlan& seq);
+nlohmann::ordered_json sequences_json(const SequencePlan& sequences);
 
-// Per microbatch, its rows as [start, stop, step] slices (Python semantics).
+// Per output file, its rows as [start, stop, step] slices (Python semantics).
 nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);
-
-// Reads DIR/manifest.json, checking its format, version and that it lists
-// `chunks` files. Throws mb::Error naming the manifest.
-Manifest read_manifest(const std::string& dir);
 
 // Name of output file `file` of a plan: microbatch-00003.h5, or for the
 // per-rank layout rank-00001-microbatch-00003.h5 (files are rank-major).
 // Zero-padded so that a shell glob lists them in order.
 std::string output_file_name(const SplitPlan& plan, std::uint64_t file);
 
-}  // namespace mb::io
+}  // namespace mb::specs

@@ -1,4 +1,4 @@
-#include "io/types.hpp"
+#include "io/h5/types.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -39,9 +39,19 @@ std::string array_dims(hid_t type) {
 
 }  // namespace
 
+std::size_t size_of(hid_t type, const Location& where) {
+  const std::size_t size = H5Tget_size(type);
+  if (size == 0) fail(where, "cannot read the size of the datatype");
+  return size;
+}
+
+bool copyable_as_bytes(hid_t type) {
+  return !has_variable_length(type) && H5Tdetect_class(type, H5T_REFERENCE) == 0;
+}
+
 ValueType value_type_of(hid_t type, const Location& where) {
   using K = ValueType::Kind;
-  const std::size_t size = H5Tget_size(type);
+  const std::size_t size = size_of(type, where);
   switch (H5Tget_class(type)) {
     case H5T_INTEGER:
       return ValueType::scalar(H5Tget_sign(type) == H5T_SGN_NONE ? K::UInt : K::Int, size, big_endian(type));

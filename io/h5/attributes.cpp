@@ -1,0 +1,59 @@
+#include "io/h5/attributes.hpp"
+
+#include "io/guard.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::h5 {
+namespace {
+
+herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> attribute_names(hid_t object, const Location& where) {
+  std::vector<std::string> names;
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names), where,
+        "cannot list attributes");
+  return names;
+}
+
+AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where) {
+  const Location at = where.attribute(name);
+  io::note_activity(at.file, at.path);
+  Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
+  AttributeValue value(Id(H5Aget_type(attr.get()), at, "cannot read the attribute's type"));
+  value.space = Id(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
+  value.shape = space_info(value.space.get(), at);
+  check_fits_in_file(object, value.shape.elements() * size_of(value.type.get(), at), at);
+  value.data.prepare(value.shape.elements());
+  if (!value.shape.null_space)
+    check(H5Aread(attr.get(), value.type.get(), value.data.data()), at, "cannot read the attribute");
+  return value;
+}
+
+void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where) {
+  const Location at = where.attribute(name);
+  Id attr(H5Acreate2(object, name.c_str(), value.type.get(), value.space.get(), H5P_DEFAULT, H5P_DEFAULT), at,
+          "cannot create the attribute");
+  if (!value.shape.null_space)
+    check(H5Awrite(attr.get(), value.type.get(), value.data.data()), at, "cannot write the attribute");
+}
+
+Attributes read_attributes(hid_t object, const Location& where) {
+  Attributes out;
+  for (auto& name : attribute_names(object, where)) {
+    AttributeValue value = read_attribute(object, name, where);
+    out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
+void write_attributes(hid_t object, const Attributes& attributes, const Location& where) {
+  for (const auto& [name, value] : attributes) write_attribute(object, name, value, where);
+}
+
+}  // namespace mb::h5

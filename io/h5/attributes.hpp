@@ -1,0 +1,31 @@
+#pragma once
+// Attributes: names, and values read whole with their own type and dataspace.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/h5/buffer.hpp"
+#include "io/h5/space.hpp"
+
+namespace mb::h5 {
+
+struct AttributeValue {
+  Id type;
+  Id space;
+  SpaceInfo shape;
+  Buffer data;
+  explicit AttributeValue(Id t) : type(std::move(t)), data(type.get()) {}
+};
+
+// In name order.
+std::vector<std::string> attribute_names(hid_t object, const Location& where);
+
+AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
+void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
+
+// Every attribute of an object, read once to be written to many copies.
+using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+Attributes read_attributes(hid_t object, const Location& where);
+void write_attributes(hid_t object, const Attributes& attributes, const Location& where);
+
+}  // namespace mb::h5

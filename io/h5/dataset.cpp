@@ -1,0 +1,132 @@
+#include "io/h5/dataset.hpp"
+
+#include <algorithm>
+
+#include "io/guard.hpp"
+#include "io/h5/types.hpp"
+#include "io/transfer/policy.hpp"
+
+namespace mb::h5 {
+namespace {
+
+// HDF5 refuses compact datasets of 64 KiB and more; larger ones fall back to contiguous.
+constexpr std::size_t kCompactLimit = 64000;
+
+void clamp_chunks(hid_t dcpl, std::size_t rank, std::vector<MaxDim>& max_dims, const Location& where) {
+  std::vector<hsize_t> chunk(rank);
+  check(H5Pget_chunk(dcpl, static_cast<int>(rank), chunk.data()), where, "cannot read chunks");
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (!max_dims[d]) continue;
+    // A chunk must fit a fixed maximum, and a chunk dimension is at least 1.
+    max_dims[d] = std::max<std::uint64_t>(*max_dims[d], 1);
+    chunk[d] = std::min<hsize_t>(chunk[d], *max_dims[d]);
+  }
+  check(H5Pset_chunk(dcpl, static_cast<int>(rank), chunk.data()), where, "cannot set chunks");
+}
+
+// A copy of the source's creation properties adapted to the new extent.
+Id adapted_dcpl(const Prototype& prototype, const Shape& dims, std::vector<MaxDim>& max_dims, const Location& where) {
+  const std::uint64_t bytes = element_count(dims) * size_of(prototype.type.get(), where);
+  Id dcpl(H5Pcopy(prototype.dcpl.get()), where, "cannot copy the creation properties");
+  const H5D_layout_t layout = layout_of(dcpl.get(), where);
+  if (layout == H5D_VIRTUAL || check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0) {
+    // The data is copied, so the mapping to other files is not.
+    return Id(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
+  }
+  if (layout == H5D_COMPACT && bytes >= kCompactLimit)
+    check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "cannot set the layout");
+  // Large contiguous copies move as file bytes, which needs their place in the file now.
+  if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS && copyable_as_bytes(prototype.type.get()) &&
+      bytes >= transfer::kFileBytesMin)
+    check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
+  if (layout == H5D_CHUNKED) clamp_chunks(dcpl.get(), dims.size(), max_dims, where);
+  return dcpl;
+}
+
+}  // namespace
+
+Prototype read_prototype(hid_t dataset, const Location& where) {
+  Prototype p;
+  p.type = Id(H5Dget_type(dataset), where, "cannot read the datatype");
+  p.space = dataset_space(dataset, where);
+  p.dcpl = Id(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  return p;
+}
+
+Extent make_extent(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis,
+                   const Location& where) {
+  std::vector<MaxDim> max_dims = prototype.space.max_dims;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const bool resized = resized_axis && static_cast<std::size_t>(*resized_axis) == d;
+    if (max_dims[d] && (resized || *max_dims[d] < dims[d])) max_dims[d] = dims[d];
+  }
+  Extent extent;
+  extent.dims = dims;
+  extent.dcpl = adapted_dcpl(prototype, dims, max_dims, where);
+  extent.space = prototype.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
+  return extent;
+}
+
+Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent, const std::string& name,
+                  const Location& where) {
+  return Id(H5Dcreate2(parent, name.c_str(), prototype.type.get(), extent.space.get(), H5P_DEFAULT,
+                       extent.dcpl.get(), H5P_DEFAULT),
+            where, "cannot create the dataset");
+}
+
+Id create_dataset(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis, hid_t parent,
+                  const std::string& name, const Location& where) {
+  return create_dataset(prototype, make_extent(prototype, dims, resized_axis, where), parent, name, where);
+}
+
+H5D_layout_t layout_of(hid_t dcpl, const Location& where) {
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout < 0) fail(where, "cannot read the dataset's layout");
+  return layout;
+}
+
+int filter_count(hid_t dcpl, const Location& where) {
+  return check(H5Pget_nfilters(dcpl), where, "cannot read the dataset's filters");
+}
+
+ChunkLayout chunk_layout(hid_t dataset, const Location& where) {
+  ChunkLayout out;
+  Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  if (layout_of(dcpl.get(), where) != H5D_CHUNKED) return out;
+  const int rank = check(H5Pget_chunk(dcpl.get(), 0, nullptr), where, "cannot read the chunk shape");
+  std::vector<hsize_t> chunk(static_cast<std::size_t>(rank));
+  check(H5Pget_chunk(dcpl.get(), rank, chunk.data()), where, "cannot read the chunk shape");
+  out.chunk.assign(chunk.begin(), chunk.end());
+  const int n = filter_count(dcpl.get(), where);
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t n_values = 16;
+    std::vector<unsigned> values(16);
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &n_values, values.data(), 0, nullptr, &config);
+    if (id < 0) fail(where, "cannot read the dataset's filters");
+    values.resize(std::min<std::size_t>(n_values, 16));
+    out.filters.emplace_back(id, values);
+  }
+  return out;
+}
+
+void read(hid_t dataset, const Selection& selection, Buffer& buffer, const Location& where) {
+  io::note_activity(where.file, where.path);
+  Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  select(file_space.get(), selection, where);
+  Id mem_space = make_space(selection.count, where);
+  buffer.prepare(selection.elements());
+  check(H5Dread(dataset, buffer.type(), mem_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()), where,
+        "cannot read data");
+}
+
+void write(hid_t dataset, const Selection& selection, hid_t mem_type, const void* data, const Location& where) {
+  Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  select(file_space.get(), selection, where);
+  Id mem_space = make_space(selection.count, where);
+  check(H5Dwrite(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data), where,
+        "cannot write data");
+}
+
+}  // namespace mb::h5

@@ -1,0 +1,60 @@
+#pragma once
+// Datasets: creating copies like a source (same datatype and creation
+// properties, another extent), their storage layout, and reading and
+// writing selections.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/h5/buffer.hpp"
+#include "io/h5/space.hpp"
+
+namespace mb::h5 {
+
+// What copies of a dataset are made from: read once, used for every copy.
+struct Prototype {
+  Id type;
+  SpaceInfo space;
+  Id dcpl;
+};
+Prototype read_prototype(hid_t dataset, const Location& where);
+
+// A prototype's creation properties and dataspace adapted to one extent,
+// shared by every copy of that extent. On the resized axis a fixed maximum
+// follows the new length and an unlimited one stays unlimited; chunk
+// dimensions are clamped to fixed extents; large contiguous copies are
+// allocated early so that file_bytes can write them.
+struct Extent {
+  Shape dims;
+  Id dcpl;
+  Id space;
+};
+Extent make_extent(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis,
+                   const Location& where);
+
+Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent, const std::string& name,
+                  const Location& where);
+// Both steps, for a single copy.
+Id create_dataset(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis, hid_t parent,
+                  const std::string& name, const Location& where);
+
+// Checked creation-property queries (their error values look like answers).
+H5D_layout_t layout_of(hid_t dcpl, const Location& where);
+int filter_count(hid_t dcpl, const Location& where);
+
+// How a chunked dataset is stored: chunk shape and filter pipeline (id and
+// parameters); an empty chunk shape when it is not chunked.
+struct ChunkLayout {
+  Shape chunk;
+  std::vector<std::pair<H5Z_filter_t, std::vector<unsigned>>> filters;
+  friend bool operator==(const ChunkLayout&, const ChunkLayout&) = default;
+};
+ChunkLayout chunk_layout(hid_t dataset, const Location& where);
+
+// Reads `selection` of `dataset` into `buffer` as `buffer.type()` elements.
+void read(hid_t dataset, const Selection& selection, Buffer& buffer, const Location& where);
+// Writes `data` (selection.count elements of `mem_type`) to `selection`.
+void write(hid_t dataset, const Selection& selection, hid_t mem_type, const void* data, const Location& where);
+
+}  // namespace mb::h5

@@ -1,0 +1,51 @@
+#include "io/h5/file.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace mb::h5 {
+
+Id open_read_only(const std::string& path) {
+  const Location where{path, ""};
+  // Checked first: opening a FIFO would block, a directory gives an obscure error.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": not a regular file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    forget_error();
+    throw Error(path + ": not an HDF5 file, or not readable");
+  }
+  // Each object is read once: dropping its metadata when it is closed keeps
+  // memory flat on trees of many objects, and is faster than a cache that
+  // grows until the file is closed (merge of 20,000 small datasets: 411 MB,
+  // 5.3 s -> 94 MB, 4.5 s). Not for written files: there each close flushes.
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  check(H5Pset_evict_on_close(fapl.get(), 1), where, "cannot set evict on close");
+  return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
+}
+
+Id create_file(const std::string& path, const std::string& shown_as) {
+  const Location where{shown_as, ""};
+  // Without a sieve buffer HDF5 writes raw data through at once and keeps no
+  // copy of it, so bytes written past the library (file_bytes.hpp) stay.
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  check(H5Pset_sieve_buf_size(fapl.get(), 0), where, "cannot set the sieve buffer size");
+  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), where, "cannot create the file");
+}
+
+void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {
+  constexpr std::uint64_t kAlwaysAffordable = 1u << 20;  // checking costs more than allocating this
+  if (bytes <= kAlwaysAffordable) return;
+  Id file(H5Iget_file_id(object), where, "cannot find the file of");
+  hsize_t size = 0;
+  check(H5Fget_filesize(file.get(), &size), where, "cannot read the file size");
+  if (bytes > size)
+    throw Error(fmt::format("{}: claims {} bytes of data in a file of {} bytes (corrupt, or sparse); refusing to read "
+                            "it whole",
+                            where.describe(), bytes, size));
+}
+
+}  // namespace mb::h5

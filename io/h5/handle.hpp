@@ -1,0 +1,69 @@
+#pragma once
+// The thin checked layer over the HDF5 C API: where a call acts, RAII
+// handles, and checked calls. Every failing call becomes an mb::Error that
+// names the file and the object path; the library's own error stack is
+// silenced (it is logged at debug level instead).
+#include <hdf5.h>
+
+#include <string>
+#include <utility>
+
+#include "core/tree.hpp"
+
+namespace mb::h5 {
+
+// Where an HDF5 call acts, for messages: "file.h5: /group/dataset".
+struct Location {
+  std::string file;
+  std::string path;
+  std::string describe() const { return path.empty() ? file : file + ": " + path; }
+  Location child(const std::string& name) const { return {file, join_path(path, name)}; }
+  Location attribute(const std::string& name) const { return {file, path + "@" + name}; }
+};
+
+// Throws mb::Error "<file>: <path>: <action> (<innermost HDF5 message>)".
+[[noreturn]] void fail(const Location& where, const std::string& action);
+
+// Checks a call that returns an id, a count or a status (negative = failure).
+template <typename T>
+T check(T result, const Location& where, const char* action) {
+  if (result < 0) fail(where, action);
+  return result;
+}
+
+// Clears the error stack after a call whose failure is an expected answer
+// (a chunk never written, a dataset never allocated).
+void forget_error();
+
+// Owns one HDF5 identifier of any kind and releases it exactly once.
+class Id {
+ public:
+  Id() = default;
+  explicit Id(hid_t id) : id_(id) {}
+  Id(hid_t id, const Location& where, const char* action) : id_(check(id, where, action)) {}
+  ~Id() { reset(); }
+  Id(Id&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)) {}
+  Id& operator=(Id&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    }
+    return *this;
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset();
+  // Releases the id and reports a failure (a file's final flush can fail).
+  void close(const Location& where);
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+// Opens the group or dataset at `path` (absolute, or relative to `base`).
+Id open_object(hid_t base, const std::string& path, const Location& where);
+
+}  // namespace mb::h5

@@ -1,0 +1,39 @@
+#pragma once
+// The merge job: microbatch files back into one batch. Split leaves are
+// concatenated, replicated leaves and attributes must be equal in every
+// input, reducers reduce. No HDF5 types here (cli/ calls it).
+#include <string>
+#include <vector>
+
+#include "core/layout.hpp"
+#include "core/spec.hpp"
+#include "io/progress.hpp"
+#include "io/transfer/policy.hpp"
+
+namespace mb::io {
+
+struct MergeInput {
+  std::string path;
+  std::string label;  // "microbatch 3 (dir/microbatch-00003.h5)", for messages
+};
+
+struct MergeJob {
+  std::vector<MergeInput> inputs;
+  std::string output;
+  bool force = false;
+  DataParallel dp;  // the layout the microbatches were split with
+  FileLayout layout = FileLayout::PerMicrobatch;
+  // Split leaves become virtual datasets over the inputs (recorded by their
+  // absolute paths) instead of copies.
+  bool virtual_datasets = false;
+  transfer::Policy policy;
+  Progress progress;
+};
+
+// Opens every input, resolves `spec` against the first input's tree, and
+// writes the merged file, checking on the way that every input has the
+// first's tree (same groups, datasets and attribute names). On any error no
+// file is left at job.output.
+void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
+
+}  // namespace mb::io

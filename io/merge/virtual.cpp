@@ -1,0 +1,32 @@
+// merge --virtual: split leaves become virtual datasets whose rows map onto
+// the inputs' rows, through the same row maps a copy would use.
+#include <filesystem>
+
+#include "core/selection.hpp"
+#include "io/merge/steps.hpp"
+
+namespace mb::io::merging {
+
+h5::Id create_virtual(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
+                      const Shape& out_dims, hid_t parent) {
+  const h5::Location where = ctx.out_where(in.node.path);
+  h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
+  h5::Id out_space = h5::make_space(out_dims, where);
+  for (std::size_t i = 0; i < in.spaces.size(); ++i) {
+    const std::string source = std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string();
+    for (const auto& place : place_segments(maps[i], axis, out_dims, in.spaces[i].dims)) {
+      h5::Id virtual_space(H5Scopy(out_space.get()), where, "cannot copy a dataspace");
+      h5::select(virtual_space.get(), place.batch, where);
+      h5::Id source_space = h5::make_space(in.spaces[i].dims, where);
+      h5::select(source_space.get(), place.piece, where);
+      h5::check(H5Pset_virtual(dcpl.get(), virtual_space.get(), source.c_str(), in.node.path.c_str(),
+                               source_space.get()),
+                where, "cannot map a virtual dataset");
+    }
+  }
+  return h5::Id(H5Dcreate2(parent, in.node.name.c_str(), in.types[0].get(), out_space.get(), H5P_DEFAULT, dcpl.get(),
+                           H5P_DEFAULT),
+                where, "cannot create the virtual dataset");
+}
+
+}  // namespace mb::io::merging

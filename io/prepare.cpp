@@ -1,0 +1,27 @@
+#include "io/prepare.hpp"
+
+#include "io/h5/file.hpp"
+#include "io/tree_reader.hpp"
+
+namespace mb::io {
+
+Prepared prepare(const PrepareRequest& request) {
+  Prepared out;
+  const std::string& input = request.input;
+  h5::Id file = h5::open_read_only(input);
+  out.tree = h5::read_tree(file.get(), input);
+  if (request.previews)
+    for_each_node(out.tree, [&](const NodeInfo& n) {
+      for (const auto& a : n.attributes)
+        out.previews[n.path + "@" + a.name] = h5::attribute_preview(file.get(), input, n.path, a.name);
+    });
+  if (request.spec)
+    out.resolution = about_file(input, [&] { return resolve(out.tree, *request.spec, request.spec_name); });
+  if (!request.partition || !out.resolution) return out;
+  const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);
+  file.reset();
+  out.plan = about_file(input, [&] { return plan_split(out.tree, *out.resolution, *request.partition, offsets); });
+  return out;
+}
+
+}  // namespace mb::io

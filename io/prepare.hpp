@@ -1,0 +1,44 @@
+#pragma once
+// The step split and inspect share: open the batch, read its tree, resolve
+// the spec against it, read the offsets of packed sequences, and plan.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/plan.hpp"
+#include "core/resolve.hpp"
+#include "core/spec.hpp"
+#include "core/tree.hpp"
+
+namespace mb::io {
+
+struct PrepareRequest {
+  std::string input;
+  const SpecNode* spec = nullptr;  // resolve against it when given
+  std::string spec_name;           // names the spec in messages
+  std::optional<SplitOptions> partition;  // plan when given (needs spec)
+  bool previews = false;                  // read every attribute's value for display
+};
+
+struct Prepared {
+  NodeInfo tree;
+  std::optional<Resolution> resolution;
+  std::optional<SplitPlan> plan;
+  std::map<std::string, std::string> previews;  // "path@name" -> short text of the value
+};
+
+Prepared prepare(const PrepareRequest& request);
+
+// Runs fn; an mb::Error it throws is given `file` as its first word, so
+// resolution and planning errors name the batch file they are about.
+template <typename Fn>
+auto about_file(const std::string& file, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw Error(file + ": " + e.what(), e.kind());
+  }
+}
+
+}  // namespace mb::io

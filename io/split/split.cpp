@@ -1,0 +1,93 @@
+#include "io/split/split.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "io/h5/file.hpp"
+#include "io/outputs.hpp"
+#include "io/split/writer.hpp"
+#include "io/workers.hpp"
+#include "specs/emit.hpp"
+#include "specs/manifest.hpp"
+
+namespace mb::io {
+namespace fs = std::filesystem;
+namespace {
+
+// At most this many microbatch files are open at once; the input is walked
+// once per batch of outputs, so each dataset is opened ceil(N/K) times.
+constexpr std::size_t kOpenOutputs = 64;
+
+// The output files, by final and temporary name.
+struct OutputFiles {
+  std::vector<std::string> names;   // as the manifest lists them
+  std::vector<std::string> finals;  // paths
+  std::vector<std::string> temps;
+};
+
+specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, const std::vector<std::string>& files) {
+  const SplitPlan& plan = *prepared.plan;
+  specs::Manifest m;
+  m.tool_version = job.tool_version;
+  m.source = job.input;
+  m.spec = specs::resolved_spec_json(prepared.tree, *prepared.resolution);
+  m.options = job.options;
+  m.microbatches = plan.count;
+  m.files = files;
+  m.sequences = plan.sequences;
+  for (const auto& [path, rows] : plan.pieces) {
+    specs::SplitDatasetRecord record;
+    record.axis = prepared.resolution->dataset_rule(path).axis;
+    record.rows = rows;
+    for (const auto& map : rows) record.length += rows_in(map);  // the pieces cover the whole axis
+    m.datasets[path] = std::move(record);
+  }
+  return m;
+}
+
+// Writes output files [begin, end) under their temporary names.
+void write_files(const SplitJob& job, const Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
+                 std::uint64_t end, bool show_progress) {
+  h5::Id input = h5::open_read_only(job.input);
+  const SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy};
+  for (std::uint64_t first = begin; first < end; first += kOpenOutputs) {
+    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, end - first);
+    const auto from = files.finals.begin() + static_cast<std::ptrdiff_t>(first);
+    const std::vector<std::string> names(from, from + static_cast<std::ptrdiff_t>(n));
+    std::vector<h5::Id> handles;
+    for (std::uint64_t i = first; i < first + n; ++i) handles.push_back(h5::create_file(files.temps[i], files.finals[i]));
+    write_outputs(source, first, handles, names);
+    for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({names[i], ""});
+    if (show_progress && job.progress) job.progress(first + n - begin, end - begin);
+  }
+}
+
+}  // namespace
+
+void write_split(const SplitJob& job, const Prepared& prepared) {
+  const SplitPlan& plan = *prepared.plan;
+  prepare_output_dir(job.output_dir, job.force, job.input);
+  // Every output is registered (and so removed on failure) before any worker starts.
+  AtomicOutputs outputs;
+  OutputFiles files;
+  for (std::uint64_t i = 0; i < plan.files(); ++i) {
+    files.names.push_back(specs::output_file_name(plan, i));
+    files.finals.push_back((fs::path(job.output_dir) / files.names.back()).string());
+    files.temps.push_back(outputs.add(files.finals.back()));
+  }
+  // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0.
+  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, plan.files()));
+  run_workers(
+      workers,
+      [&](std::uint64_t w) {
+        write_files(job, prepared, files, w * plan.files() / workers, (w + 1) * plan.files() / workers, w == 0);
+      },
+      job.stall_seconds);
+
+  outputs.publish();
+  const specs::Manifest manifest = make_manifest(job, prepared, files.names);
+  write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
+  outputs.keep();
+}
+
+}  // namespace mb::io

@@ -1,0 +1,31 @@
+#pragma once
+// The split job: one HDF5 file per output of the plan, plus manifest.json.
+// No HDF5 types here (cli/ calls it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "io/prepare.hpp"
+#include "io/progress.hpp"
+#include "io/transfer/policy.hpp"
+
+namespace mb::io {
+
+struct SplitJob {
+  std::string input;       // path of the batch file
+  std::string output_dir;  // created if missing
+  bool force = false;      // replace an earlier split in output_dir
+  SplitOptions options;    // as planned; recorded in the manifest
+  transfer::Policy policy;
+  std::uint64_t workers = 1;     // -j: processes writing output files in parallel
+  unsigned stall_seconds = 600;  // the workers' own stall watchdog
+  std::string tool_version;
+  Progress progress;  // output files written of all
+};
+
+// Writes the outputs of `prepared` (which holds a resolution and a plan)
+// and the manifest. On any error nothing is left under a final name.
+void write_split(const SplitJob& job, const Prepared& prepared);
+
+}  // namespace mb::io

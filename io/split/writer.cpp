@@ -1,0 +1,129 @@
+#include "io/split/writer.hpp"
+
+#include <optional>
+
+#include "core/selection.hpp"
+#include "io/guard.hpp"
+#include "io/h5/attributes.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/types.hpp"
+#include "io/transfer/copy.hpp"
+
+namespace mb::io {
+namespace {
+
+using transfer::Side;
+
+class SplitWriter {
+ public:
+  SplitWriter(const SplitSource& source, std::uint64_t first, const std::vector<std::string>& names)
+      : source_(source), first_(first), names_(names) {}
+
+  void write(const std::vector<h5::Id>& outputs) {
+    std::vector<hid_t> roots;
+    for (const auto& f : outputs) roots.push_back(f.get());
+    const h5::Location where{source_.name, "/"};
+    h5::Id root(H5Gopen2(source_.file, "/", H5P_DEFAULT), where, "cannot open the root group");
+    const h5::Attributes attributes = h5::read_attributes(root.get(), where);
+    for (std::size_t i = 0; i < roots.size(); ++i) h5::write_attributes(roots[i], attributes, out_where(i, "/"));
+    write_children(source_.tree, root.get(), roots);
+  }
+
+ private:
+  h5::Location out_where(std::size_t i, const std::string& path) const { return {names_[i], path}; }
+
+  void write_children(const NodeInfo& group, hid_t src_group, const std::vector<hid_t>& dst_groups) {
+    for (const auto& child : group.children) {
+      throw_if_interrupted();
+      h5::Id src = h5::open_object(src_group, child.name, {source_.name, child.path});
+      if (child.is_group()) {
+        write_group(child, src.get(), dst_groups);
+      } else {
+        write_dataset(child, src.get(), dst_groups);
+      }
+    }
+  }
+
+  void write_group(const NodeInfo& group, hid_t src, const std::vector<hid_t>& dst_parents) {
+    const h5::Attributes attributes = h5::read_attributes(src, {source_.name, group.path});
+    std::vector<h5::Id> created;
+    std::vector<hid_t> dst;
+    for (std::size_t i = 0; i < dst_parents.size(); ++i) {
+      const auto where = out_where(i, group.path);
+      created.emplace_back(H5Gcreate2(dst_parents[i], group.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                           where, "cannot create the group");
+      h5::write_attributes(created.back().get(), attributes, where);
+      dst.push_back(created.back().get());
+    }
+    write_children(group, src, dst);
+  }
+
+  // Small unfiltered data is read once for all the outputs, so that the tens
+  // of thousands of small datasets of a real batch cost few library calls
+  // each. Offsets are rebased per output instead.
+  std::optional<h5::Buffer> read_whole(const NodeInfo& ds, hid_t src, const h5::Prototype& prototype,
+                                       const LeafRule& rule, const h5::Location& where) const {
+    const std::uint64_t bytes = element_count(ds.shape) * h5::size_of(prototype.type.get(), where);
+    if (ds.null_space || rule.mode == LeafRule::Mode::Offsets || !transfer::held_whole(prototype.dcpl.get(), bytes, where))
+      return std::nullopt;
+    std::optional<h5::Buffer> whole(std::in_place, prototype.type.get());
+    h5::read(src, Selection::all(ds.shape), *whole, where);
+    return whole;
+  }
+
+  // Everything the copies of one dataset need is read from the input once:
+  // its prototype, its attributes and, when small, its data.
+  void write_dataset(const NodeInfo& ds, hid_t src, const std::vector<hid_t>& dst_parents) {
+    const h5::Location src_where{source_.name, ds.path};
+    const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
+    const h5::Prototype prototype = h5::read_prototype(src, src_where);
+    const h5::Attributes attributes = h5::read_attributes(src, src_where);
+    std::optional<h5::Buffer> whole = read_whole(ds, src, prototype, rule, src_where);
+    const Side from = whole ? Side::in_memory(*whole, ds.shape, src_where) : Side::of(src, src_where);
+    std::optional<h5::Extent> extent;  // shared by the copies of one extent
+    for (std::size_t i = 0; i < dst_parents.size(); ++i) {
+      const auto where = out_where(i, ds.path);
+      const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(first_ + i) : nullptr;
+      Shape dims = ds.shape;
+      if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
+      if (!extent || extent->dims != dims)
+        extent = h5::make_extent(prototype, dims, rows ? std::optional<int>(rule.axis) : std::nullopt, where);
+      h5::Id dst = h5::create_dataset(prototype, *extent, dst_parents[i], ds.name, where);
+      h5::write_attributes(dst.get(), attributes, where);
+      const Side to = Side::of(dst.get(), where);
+      if (!rows) {
+        transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
+      } else if (rule.mode == LeafRule::Mode::Offsets) {
+        write_rebased_offsets(src, src_where, rows->front(), dst.get(), where);
+      } else {
+        for (const auto& place : place_segments(*rows, static_cast<std::size_t>(rule.axis), ds.shape, dims))
+          transfer::copy(from, place.batch, to, place.piece, source_.policy);
+      }
+    }
+  }
+
+  // A microbatch's offsets are its rows of the input's offsets, shifted to
+  // start at 0 (offsets are S+1 integers: small enough to hold whole).
+  static void write_rebased_offsets(hid_t src, const h5::Location& src_where, const Segment& rows, hid_t dst,
+                                    const h5::Location& where) {
+    h5::Buffer values(H5T_NATIVE_INT64);
+    h5::read(src, Selection::rows({rows.stop()}, 0, rows), values, src_where);
+    auto* v = static_cast<std::int64_t*>(values.data());
+    const std::int64_t base = v[0];
+    for (std::uint64_t k = 0; k < rows.count; ++k) v[k] -= base;
+    h5::write(dst, Selection::all({rows.count}), H5T_NATIVE_INT64, v, where);
+  }
+
+  const SplitSource& source_;
+  std::uint64_t first_;
+  const std::vector<std::string>& names_;
+};
+
+}  // namespace
+
+void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
+                   const std::vector<std::string>& names) {
+  SplitWriter(source, first, names).write(outputs);
+}
+
+}  // namespace mb::io

@@ -1,0 +1,30 @@
+#pragma once
+// Writes a batch of output files of a split plan from the input's tree:
+// the input is walked once per batch, and each object is read once for all
+// the outputs of the batch.
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/resolve.hpp"
+#include "core/tree.hpp"
+#include "io/h5/handle.hpp"
+#include "io/transfer/policy.hpp"
+
+namespace mb::io {
+
+struct SplitSource {
+  hid_t file;
+  std::string name;  // for messages
+  const NodeInfo& tree;
+  const Resolution& resolution;
+  const SplitPlan& plan;
+  transfer::Policy policy;
+};
+
+// Writes output files [first, first + outputs.size()) of the plan into the
+// open `outputs`; `names` are their final paths, for messages.
+void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
+                   const std::vector<std::string>& names);
+
+}  // namespace mb::io

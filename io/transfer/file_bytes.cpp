@@ -1,0 +1,155 @@
+#include "io/transfer/file_bytes.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/guard.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::transfer {
+namespace {
+
+// Where a dataset's elements start in an open file descriptor.
+struct StoredBytes {
+  int fd = -1;
+  std::uint64_t offset = 0;
+};
+
+// Runs shorter than this are not worth a system call each.
+constexpr std::uint64_t kShortestRun = 64u << 10;
+
+// Contiguous, allocated, byte-copyable, in a file of the POSIX driver.
+std::optional<StoredBytes> stored_bytes(hid_t dataset, const h5::Location& where) {
+  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
+      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0 ||
+      !h5::copyable_as_bytes(type.get()))
+    return std::nullopt;
+  const haddr_t address = H5Dget_offset(dataset);
+  if (address == HADDR_UNDEF) {
+    h5::forget_error();  // not allocated: never written, its elements are the fill value
+    return std::nullopt;
+  }
+  h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
+  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  void* handle = nullptr;
+  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  return StoredBytes{*static_cast<int*>(handle), address};
+}
+
+// The kernel cannot copy between these two files (different filesystems,
+// or a filesystem without support); bytes then go through a buffer.
+bool kernel_copy_unsupported(int error) {
+  return error == EXDEV || error == EINVAL || error == ENOSYS || error == EOPNOTSUPP;
+}
+
+[[noreturn]] void fail_io(const h5::Location& where, const char* action, int error) {
+  throw Error(fmt::format("{}: {} ({})", where.describe(), action, std::strerror(error)));
+}
+
+[[noreturn]] void fail_short(const h5::Location& where) {
+  throw Error(where.describe() + ": the file ends before the dataset's data (truncated or corrupt)");
+}
+
+// One range of bytes from one file to another.
+struct ByteRange {
+  StoredBytes from;
+  std::uint64_t from_offset;
+  const h5::Location& src_where;
+  StoredBytes to;
+  std::uint64_t to_offset;
+  const h5::Location& dst_where;
+  std::uint64_t length;
+};
+
+// One step through a buffer (the one EINTR loop per direction); returns
+// the bytes moved (> 0).
+std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::size_t n,
+                                std::vector<unsigned char>& buffer) {
+  buffer.resize(std::max(buffer.size(), n));
+  const auto in = static_cast<off_t>(r.from.offset + r.from_offset + done);
+  const auto out = static_cast<off_t>(r.to.offset + r.to_offset + done);
+  for (std::size_t got = 0; got < n;) {
+    const ssize_t k = pread(r.from.fd, buffer.data() + got, n - got, in + static_cast<off_t>(got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) fail_io(r.src_where, "cannot read data", errno);
+    if (k == 0) fail_short(r.src_where);
+    got += static_cast<std::size_t>(k);
+  }
+  for (std::size_t put = 0; put < n;) {
+    const ssize_t k = pwrite(r.to.fd, buffer.data() + put, n - put, out + static_cast<off_t>(put));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) fail_io(r.dst_where, "cannot write data", errno);
+    put += static_cast<std::size_t>(k);
+  }
+  return n;
+}
+
+// Copies the range in steps of at most `step` bytes (checking for stop
+// signals between them), by the kernel where it can.
+void copy_range(const ByteRange& r, std::size_t step) {
+  step = std::max<std::size_t>(step, 1u << 16);
+  std::vector<unsigned char> buffer;  // only when the kernel cannot copy
+  bool kernel = true;
+  for (std::uint64_t done = 0; done < r.length;) {
+    io::throw_if_interrupted();
+    io::note_activity(r.src_where.file, r.src_where.path);
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.length - done, step));
+    if (!kernel) {
+      done += copy_through_buffer(r, done, n, buffer);
+      continue;
+    }
+    auto in = static_cast<off64_t>(r.from.offset + r.from_offset + done);
+    auto out = static_cast<off64_t>(r.to.offset + r.to_offset + done);
+    const ssize_t k = copy_file_range(r.from.fd, &in, r.to.fd, &out, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && kernel_copy_unsupported(errno)) {
+      kernel = false;
+      continue;
+    }
+    // Which side failed is not reported; ENOSPC, EFBIG and EDQUOT are the output's.
+    const bool output_full = errno == ENOSPC || errno == EFBIG || errno == EDQUOT;
+    if (k < 0) fail_io(output_full ? r.dst_where : r.src_where, "cannot copy data", errno);
+    if (k == 0) fail_short(r.src_where);
+    done += static_cast<std::uint64_t>(k);
+  }
+}
+
+}  // namespace
+
+bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
+  h5::Id dst_type(H5Dget_type(c.dst), c.dst_where, "cannot read the datatype");
+  const std::uint64_t element = h5::size_of(dst_type.get(), c.dst_where);
+  if (!policy.byte_paths || c.src_space.null_space || c.dst_space.elements() * element < kFileBytesMin) return false;
+  // For each index over the axes before `axis`, the rows are one run of bytes in either file.
+  std::uint64_t outer = 1, row_bytes = element;
+  for (std::size_t k = 0; k < c.axis; ++k) outer *= c.src_space.dims[k];
+  for (std::size_t k = c.axis + 1; k < c.src_space.dims.size(); ++k) row_bytes *= c.src_space.dims[k];
+  if (outer > 1 && c.count * row_bytes < kShortestRun) return false;
+  h5::Id src_type(H5Dget_type(c.src), c.src_where, "cannot read the datatype");
+  if (H5Tequal(src_type.get(), dst_type.get()) <= 0) return false;
+  const auto to = stored_bytes(c.dst, c.dst_where);
+  const auto from = to ? stored_bytes(c.src, c.src_where) : std::nullopt;
+  if (!from) return false;
+  for (std::uint64_t index = 0; index < outer; ++index) {
+    const std::uint64_t src_row = index * c.src_space.dims[c.axis] + c.src_begin;
+    const std::uint64_t dst_row = index * c.dst_space.dims[c.axis] + c.dst_begin;
+    copy_range({*from, src_row * row_bytes, c.src_where, *to, dst_row * row_bytes, c.dst_where, c.count * row_bytes},
+               policy.buffer_bytes);
+  }
+  spdlog::debug("{}: {} rows copied as file bytes", c.dst_where.describe(), c.count);
+  return true;
+}
+
+}  // namespace mb::transfer

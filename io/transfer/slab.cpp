@@ -1,0 +1,73 @@
+#include "io/transfer/slab.hpp"
+
+#include <algorithm>
+
+#include "core/partition.hpp"
+#include "io/guard.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::transfer {
+namespace {
+
+// Whether `from` is one run of the in-memory array (rows cut along the
+// first axis) and `to` fills all of `dims` from its origin: then no
+// selection is needed on either side.
+bool whole_rows(const Shape& memory_shape, const Selection& from, const Selection& to, const Shape& dims) {
+  if (to.count != dims) return false;
+  const auto unit = [](const Selection& s, std::size_t d) { return s.stride.empty() || s.stride[d] == 1; };
+  for (std::size_t d = 0; d < to.count.size(); ++d) {
+    const bool single = to.count[d] <= 1;
+    if (to.start[d] != 0 || (!unit(to, d) && !single) || (!unit(from, d) && !single)) return false;
+    if (d > 0 && (from.start[d] != 0 || to.count[d] != memory_shape[d])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void copy_slab(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
+               const h5::Location& dst_where, const Selection& to, std::size_t buffer_bytes) {
+  h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  if (h5::dataset_space(src, src_where).null_space) return;  // no elements to copy
+  h5::Buffer buffer(type.get());
+  const std::size_t element = std::max<std::size_t>(h5::size_of(type.get(), src_where), 1);
+  for_each_block(from.count, buffer_bytes / element, [&](const Shape& offset, const Shape& block) {
+    io::throw_if_interrupted();
+    h5::read(src, from.part(offset, block), buffer, src_where);
+    h5::write(dst, to.part(offset, block), type.get(), buffer.data(), dst_where);
+  });
+}
+
+void read_slab(hid_t src, const h5::Location& where, const Selection& from, h5::Buffer& memory,
+               const Shape& memory_shape, const Selection& to) {
+  if (from.elements() == 0) return;
+  io::note_activity(where.file, where.path);
+  h5::Id file_space(H5Dget_space(src), where, "cannot read the dataspace");
+  h5::select(file_space.get(), from, where);
+  h5::Id mem_space = h5::make_space(memory_shape, where);
+  h5::select(mem_space.get(), to, where);
+  h5::check(H5Dread(src, memory.type(), mem_space.get(), file_space.get(), H5P_DEFAULT, memory.data()), where,
+            "cannot read data");
+}
+
+void write_slab(const h5::Buffer& memory, const Shape& memory_shape, const Selection& from, hid_t dst,
+                const h5::Location& where, const Selection& to) {
+  if (from.elements() == 0) return;
+  h5::Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
+  if (whole_rows(memory_shape, from, to, h5::space_info(file_space.get(), where).dims)) {
+    const std::uint64_t row = from.count.empty() ? 0 : element_count(memory_shape) / memory_shape[0];
+    const std::uint64_t skipped = from.count.empty() ? 0 : from.start[0] * row;
+    const auto* first = static_cast<const unsigned char*>(memory.data()) +
+                        skipped * h5::size_of(memory.type(), where);
+    h5::check(H5Dwrite(dst, memory.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, first), where, "cannot write data");
+    return;
+  }
+  h5::Id mem_space = h5::make_space(memory_shape, where);
+  h5::select(mem_space.get(), from, where);
+  h5::select(file_space.get(), to, where);
+  h5::check(H5Dwrite(dst, memory.type(), mem_space.get(), file_space.get(), H5P_DEFAULT, memory.data()), where,
+            "cannot write data");
+}
+
+}  // namespace mb::transfer

@@ -1,0 +1,165 @@
+#include "specs/manifest.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+
+namespace mb::specs {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kOnShortNames[] = {"error", "downsize", "empty"};  // OnShort order
+constexpr const char* kBalanceNames[] = {"tokens", "sequences"};       // Balance order
+constexpr const char* kLayoutNames[] = {"per-microbatch", "per-rank"};  // FileLayout order
+
+// `json[key]` as one of `names` (by position), or `fallback` when absent.
+template <typename Enum, std::size_t N>
+Enum named(const json& j, const char* key, const char* const (&names)[N], Enum fallback) {
+  if (!j.contains(key)) return fallback;
+  const auto text = j.at(key).get<std::string>();
+  for (std::size_t i = 0; i < N; ++i)
+    if (text == names[i]) return static_cast<Enum>(i);
+  throw Error(fmt::format("malformed manifest: options.{} is \"{}\", not one of the known values", key, text));
+}
+
+std::optional<std::uint64_t> optional_count(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<std::uint64_t>();
+}
+
+// Everything but the per-dataset records.
+json manifest_head(const Manifest& m) {
+  json j;
+  j["format"] = kManifestFormat;
+  j["version"] = kManifestVersion;
+  j["tool_version"] = m.tool_version;
+  j["source"] = m.source;
+  j["chunks"] = m.microbatches;
+  j["options"] = options_json(m.options);
+  j["files"] = m.files;
+  if (m.options.layout == FileLayout::PerRank) {
+    auto placement = json::array();
+    const std::uint64_t per_rank = m.files.size() / std::max<std::uint64_t>(m.ranks(), 1);
+    for (std::size_t f = 0; f < m.files.size(); ++f)
+      placement.push_back({{"rank", f / per_rank}, {"microbatch", f % per_rank}});
+    j["placement"] = placement;
+  }
+  j["spec"] = m.spec;
+  if (m.sequences) j["sequences"] = sequences_json(*m.sequences);
+  return j;
+}
+
+void check_files(const Manifest& m, const std::string& path) {
+  if (m.files.size() != m.microbatches * m.ranks())
+    throw Error(fmt::format("{}: manifest lists {} files for {} microbatches of {} ranks", path, m.files.size(),
+                            m.microbatches, m.ranks()));
+  for (const auto& f : m.files)
+    if (f.empty() || f.find('/') != std::string::npos)
+      throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f));
+}
+
+std::string padded(std::uint64_t index, std::uint64_t count) {
+  const std::size_t width = std::max<std::size_t>(5, fmt::formatted_size("{}", count == 0 ? 0 : count - 1));
+  return fmt::format("{:0{}}", index, width);
+}
+
+}  // namespace
+
+std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::PerRank ? options.dp.degree : 1; }
+
+json options_json(const SplitOptions& o) {
+  return {{"chunks", o.chunks ? json(*o.chunks) : nullptr},
+          {"micro_batch_size", o.micro_batch_size ? json(*o.micro_batch_size) : nullptr},
+          {"on_short", kOnShortNames[static_cast<int>(o.on_short)]},
+          {"dp_degree", o.dp.degree},
+          {"align", o.dp.align},
+          {"balance", kBalanceNames[static_cast<int>(o.balance)]},
+          {"layout", kLayoutNames[static_cast<int>(o.layout)]}};
+}
+
+SplitOptions options_from_json(const json& j) {
+  SplitOptions o;
+  o.chunks = optional_count(j, "chunks");
+  o.micro_batch_size = optional_count(j, "micro_batch_size");
+  o.on_short = named(j, "on_short", kOnShortNames, OnShort::Error);
+  o.dp.degree = j.value("dp_degree", std::uint64_t{1});
+  o.dp.align = j.value("align", false);
+  o.balance = named(j, "balance", kBalanceNames, Balance::Tokens);
+  o.layout = named(j, "layout", kLayoutNames, FileLayout::PerMicrobatch);
+  if (o.dp.degree == 0) throw Error("malformed manifest: options.dp_degree is 0");
+  return o;
+}
+
+std::string manifest_text(const Manifest& m) {
+  std::string text = manifest_head(m).dump(2);  // "{\n  ...\n}"
+  std::string datasets = ",\n  \"datasets\": {";
+  bool first = true;
+  for (const auto& [path, record] : m.datasets) {
+    datasets += first ? "\n    " : ",\n    ";
+    first = false;
+    datasets += json(path).dump() + ": ";
+    datasets += json{{"axis", record.axis}, {"length", record.length}, {"rows", row_maps_json(record.rows)}}.dump();
+  }
+  datasets += m.datasets.empty() ? "}" : "\n  }";
+  text.insert(text.size() - 2, datasets);  // before the closing "\n}"
+  return text + "\n";
+}
+
+json sequences_json(const SequencePlan& seq) {
+  auto runs = json::array();
+  for (const auto& r : seq.runs) runs.push_back({r.begin, r.end});
+  return {{"offsets", seq.offsets}, {"count", seq.sequences}, {"tokens", seq.tokens},
+          {"runs", runs},           {"run_tokens", seq.run_tokens}};
+}
+
+json row_maps_json(const std::vector<RowMap>& maps) {
+  auto rows = json::array();
+  for (const auto& map : maps) {
+    auto slices = json::array();
+    for (const auto& seg : map) slices.push_back({seg.begin, seg.stop(), seg.stride});
+    rows.push_back(slices);
+  }
+  return rows;
+}
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kManifestName).string();
+  std::ifstream in(path);
+  if (!in)
+    throw Error(fmt::format("{}: no manifest (is {} the output of a finished split? merge also takes the files)",
+                            path, dir));
+  Manifest m;
+  try {
+    // The per-dataset records are most of a large manifest, and merge does not need them.
+    const auto skip_datasets = [](int depth, json::parse_event_t event, const json& parsed) {
+      return !(depth == 1 && event == json::parse_event_t::key && parsed == "datasets");
+    };
+    const auto j = json::parse(in, skip_datasets);
+    if (j.at("format") != kManifestFormat) throw Error("not a microbatch manifest");
+    if (j.at("version") != kManifestVersion)
+      throw Error(fmt::format("manifest version {} is not supported (expected {})", j.at("version").dump(),
+                              kManifestVersion));
+    m.microbatches = j.at("chunks").get<std::uint64_t>();
+    m.options = options_from_json(j.at("options"));
+    m.files = j.at("files").get<std::vector<std::string>>();
+    m.spec = j.at("spec");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: malformed manifest: {}", path, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+  check_files(m, path);
+  return m;
+}
+
+std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
+  const std::string microbatch = "microbatch-" + padded(file % plan.count, plan.count) + ".h5";
+  if (plan.layout == FileLayout::PerMicrobatch) return microbatch;
+  return "rank-" + padded(file / plan.count, plan.ranks) + "-" + microbatch;
+}
+
+}  // namespace mb::specs

@@ -1,0 +1,144 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "specs/manifest.hpp"
+
+using mb::FileLayout;
+using mb::SplitOptions;
+using mb::specs::Manifest;
+
+namespace {
+
+// A directory of its own per test, removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/mb-manifest-XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  void write(const std::string& text) const { std::ofstream(path / "manifest.json") << text; }
+};
+
+Manifest sample() {
+  Manifest m;
+  m.tool_version = "0.1.0";
+  m.source = "batch.h5";
+  m.spec = {{"x", 0}, {"t", "replicate"}};
+  m.options.chunks = 2;
+  m.options.dp = {2, true};
+  m.microbatches = 2;
+  m.files = {"microbatch-00000.h5", "microbatch-00001.h5"};
+  m.datasets["/x"] = {0, 8, {{{0, 2, 2}, {1, 2, 2}}, {{4, 2, 2}, {5, 2, 2}}}};
+  m.datasets["/y"] = {0, 4, {{{0, 2, 1}}, {{2, 2, 1}}}};
+  return m;
+}
+
+std::string error_of(const TempDir& dir) {
+  try {
+    mb::specs::read_manifest(dir.path.string());
+  } catch (const mb::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("manifest: written and read back") {
+  TempDir dir;
+  const Manifest m = sample();
+  dir.write(mb::specs::manifest_text(m));
+  const Manifest back = mb::specs::read_manifest(dir.path.string());
+  CHECK(back.microbatches == 2);
+  CHECK(back.files == m.files);
+  CHECK(back.spec == m.spec);
+  CHECK(back.options.chunks == m.options.chunks);
+  CHECK(back.options.dp.degree == 2);
+  CHECK(back.options.dp.align);
+  CHECK(back.options.layout == FileLayout::PerMicrobatch);
+  CHECK(back.datasets.empty());  // merge does not read the per-dataset records
+}
+
+TEST_CASE("manifest: one line per split dataset, slices as [start, stop, step]") {
+  const std::string text = mb::specs::manifest_text(sample());
+  CHECK(text.find("\n    \"/x\": {\"axis\":0,\"length\":8,\"rows\":[[[0,3,2],[1,4,2]],[[4,7,2],[5,8,2]]]}") !=
+        std::string::npos);
+  CHECK(text.find("\n    \"/y\": {\"axis\":0,\"length\":4,\"rows\":[[[0,2,1]],[[2,4,1]]]}\n  }\n}\n") !=
+        std::string::npos);
+  CHECK(nlohmann::json::parse(text).at("datasets").size() == 2);  // and it is JSON
+}
+
+TEST_CASE("manifest: the options schema round-trips every option") {
+  SplitOptions o;
+  o.micro_batch_size = 3;
+  o.on_short = mb::OnShort::Empty;
+  o.dp = {4, false};
+  o.balance = mb::Balance::Sequences;
+  o.layout = FileLayout::PerRank;
+  const auto json = mb::specs::options_json(o);
+  CHECK(json.at("chunks").is_null());
+  CHECK(json.at("layout") == "per-rank");
+  const SplitOptions back = mb::specs::options_from_json(json);
+  CHECK_FALSE(back.chunks);
+  CHECK(back.micro_batch_size == 3);
+  CHECK(back.on_short == mb::OnShort::Empty);
+  CHECK(back.dp.degree == 4);
+  CHECK(back.balance == mb::Balance::Sequences);
+  CHECK(back.layout == FileLayout::PerRank);
+  CHECK(mb::specs::options_from_json(nlohmann::ordered_json::object()).dp.degree == 1);  // defaults
+}
+
+TEST_CASE("manifest: per-rank placement and file names") {
+  mb::SplitPlan plan;
+  plan.count = 3;
+  plan.layout = FileLayout::PerRank;
+  plan.ranks = 2;
+  CHECK(mb::specs::output_file_name(plan, 4) == "rank-00001-microbatch-00001.h5");
+  plan.layout = FileLayout::PerMicrobatch;
+  plan.ranks = 1;
+  plan.count = 123456;
+  CHECK(mb::specs::output_file_name(plan, 7) == "microbatch-000007.h5");  // wide enough for the last index
+  Manifest m = sample();
+  m.options.layout = FileLayout::PerRank;
+  m.files = {"a.h5", "b.h5", "c.h5", "d.h5"};
+  const auto json = nlohmann::json::parse(mb::specs::manifest_text(m));
+  CHECK(json.at("placement").at(3) == nlohmann::json{{"rank", 1}, {"microbatch", 1}});
+}
+
+TEST_CASE("manifest: what is refused, naming the manifest") {
+  TempDir dir;
+  CHECK(error_of(dir).find("no manifest") != std::string::npos);
+  dir.write("{");
+  CHECK(error_of(dir).find("malformed manifest") != std::string::npos);
+  auto j = nlohmann::json::parse(mb::specs::manifest_text(sample()));
+  auto refused = [&](nlohmann::json changed, const char* needle) {
+    dir.write(changed.dump());
+    const std::string error = error_of(dir);
+    CHECK_MESSAGE(error.find(needle) != std::string::npos, error);
+    CHECK(error.find((dir.path / "manifest.json").string()) == 0);
+  };
+  auto other = j;
+  other["format"] = "something-else";
+  refused(other, "not a microbatch manifest");
+  other = j;
+  other["version"] = 99;
+  refused(other, "manifest version 99 is not supported");
+  other = j;
+  other["files"].push_back("microbatch-00002.h5");
+  refused(other, "lists 3 files for 2 microbatches of 1 ranks");
+  other = j;
+  other["files"][1] = "../escape.h5";
+  refused(other, "is not a plain file name");
+  other = j;
+  other["options"]["layout"] = "sideways";
+  refused(other, "options.layout is \"sideways\"");
+  other = j;
+  other.erase("spec");
+  refused(other, "malformed manifest");
+}

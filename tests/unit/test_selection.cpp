@@ -1,0 +1,87 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "core/layout.hpp"
+#include "core/partition.hpp"
+#include "core/selection.hpp"
+
+using mb::DataParallel;
+using mb::FileLayout;
+using mb::RowMap;
+using mb::Selection;
+using mb::Shape;
+
+namespace {
+
+// Every element a selection names, as a flat index of `dims`.
+std::vector<std::uint64_t> elements(const Selection& s, const Shape& dims) {
+  std::vector<std::uint64_t> out;
+  mb::for_each_block(s.count, 1, [&](const Shape& at, const Shape&) {
+    Shape index(dims.size());
+    for (std::size_t d = 0; d < dims.size(); ++d) index[d] = s.start[d] + at[d] * (s.stride.empty() ? 1 : s.stride[d]);
+    out.push_back(mb::flat_index(dims, index));
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("selection: all, rows, part and the flat index") {
+  const Selection all = Selection::all({3, 4});
+  CHECK(all.elements() == 12);
+  CHECK(all.unit_stride());
+  const Selection rows = Selection::rows({10, 4}, 0, {1, 3, 2});  // rows 1, 3, 5
+  CHECK(rows.count == Shape{3, 4});
+  CHECK_FALSE(rows.unit_stride());
+  CHECK(elements(rows, {10, 4}) == std::vector<std::uint64_t>{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23});
+  // A part steps through the strided rows, not the dataset's rows.
+  const Selection part = rows.part({1, 2}, {2, 2});
+  CHECK(part.start == Shape{3, 2});
+  CHECK(elements(part, {10, 4}) == std::vector<std::uint64_t>{14, 15, 22, 23});
+  CHECK(mb::flat_index({2, 3, 4}, {1, 2, 3}) == 23);
+  CHECK(Selection::all({}).elements() == 1);  // a scalar holds one element
+}
+
+TEST_CASE("selection: the row-map walk puts every row of the batch in one piece, in map order") {
+  // Rows of a (L, 3) batch, data-parallel maps with and without align, every
+  // file layout: each batch element lands exactly once, each piece is filled
+  // in order, and batch and piece selections agree in size.
+  for (std::uint64_t degree : {1u, 2u, 3u})
+    for (bool align : {false, true})
+      for (auto layout : {FileLayout::PerMicrobatch, FileLayout::PerRank}) {
+        const std::uint64_t length = 12 * degree;
+        const DataParallel dp{degree, align};
+        const auto pieces = mb::array_split(length / degree, 5);
+        const auto maps = layout == FileLayout::PerRank ? mb::per_rank_maps(length, dp, pieces)
+                                                        : mb::data_parallel_maps(length, dp, pieces);
+        const Shape batch{length, 3};
+        std::map<std::uint64_t, int> seen;
+        for (const RowMap& map : maps) {
+          const Shape piece{mb::rows_in(map), 3};
+          std::vector<std::uint64_t> filled;
+          for (const auto& place : mb::place_segments(map, 0, batch, piece)) {
+            CHECK(place.batch.count == place.piece.count);
+            for (auto e : elements(place.batch, batch)) ++seen[e];
+            for (auto e : elements(place.piece, piece)) filled.push_back(e);
+          }
+          std::vector<std::uint64_t> in_order(mb::element_count(piece));
+          for (std::uint64_t k = 0; k < in_order.size(); ++k) in_order[k] = k;
+          CHECK(filled == in_order);
+        }
+        CHECK(seen.size() == length * 3);
+        for (const auto& [element, times] : seen) CHECK(times == 1);
+      }
+}
+
+TEST_CASE("selection: segments along a later axis keep the other axes whole") {
+  const RowMap map{{2, 3, 1}, {10, 2, 1}};
+  const auto places = mb::place_segments(map, 1, {4, 20}, {4, 5});
+  REQUIRE(places.size() == 2);
+  CHECK(places[0].batch.start == Shape{0, 2});
+  CHECK(places[0].batch.count == Shape{4, 3});
+  CHECK(places[0].piece.start == Shape{0, 0});
+  CHECK(places[1].batch.start == Shape{0, 10});
+  CHECK(places[1].piece.start == Shape{0, 3});
+  CHECK(places[1].piece.count == Shape{4, 2});
+}
