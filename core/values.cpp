@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h before fmt 11)
+
 namespace mb {
 namespace {
 
@@ -49,7 +52,7 @@ std::string format_float(const ValueType& t, const void* p) {
     case 2: return shortest(half_to_float(static_cast<std::uint16_t>(bits)));
     case 4: return shortest(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
     case 8: return shortest(std::bit_cast<double>(bits));
-    default: return "<float" + std::to_string(t.size * 8) + ">";
+    default: return fmt::format("<float{}>", t.size * 8);
   }
 }
 
@@ -206,9 +209,7 @@ std::string format_index(const std::vector<std::uint64_t>& shape, std::uint64_t 
     idx[d] = index % shape[d];
     index /= shape[d];
   }
-  std::string out = "[";
-  for (std::size_t d = 0; d < idx.size(); ++d) out += (d ? ", " : "") + std::to_string(idx[d]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
 }  // namespace mb
