@@ -5,6 +5,7 @@
 // file and HDF5 path.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mb {
 

@@ -108,26 +108,28 @@ SequencePlan check_sequences(const Leaves& leaves, const Resolution& resolution,
   for (const NodeInfo* o : leaves.offsets) {
     auto it = values.find(o->path);
     if (it == values.end()) throw Error(fmt::format("internal: the values of {} were not read", o->path));
-    const std::uint64_t s = check_offsets(it->second, o->path);
-    if (!sets.empty() && s != seq.sequences)
+    const std::uint64_t sequences = check_offsets(it->second, o->path);
+    if (!sets.empty() && sequences != seq.sequences)
       throw Error(fmt::format("offsets datasets disagree: {} holds {} sequences, {} holds {}", seq.offsets.front(),
-                              seq.sequences, o->path, s));
-    seq.sequences = s;
+                              seq.sequences, o->path, sequences));
+    seq.sequences = sequences;
     seq.offsets.push_back(o->path);
     sets.push_back(it->second);
   }
   for (const NodeInfo* p : leaves.packed) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
+    const std::uint64_t length = axis_length(*p, rule);
     const std::int64_t last = values.at(rule.offsets).back();
-    if (axis_length(*p, rule) != static_cast<std::uint64_t>(last))
-      throw Error(fmt::format("{} has {} tokens on axis {}, but its offsets {} end at {}", p->path,
-                              axis_length(*p, rule), rule.axis, rule.offsets, last));
+    if (length != static_cast<std::uint64_t>(last))
+      throw Error(fmt::format("{} has {} tokens on axis {}, but its offsets {} end at {}", p->path, length, rule.axis,
+                              rule.offsets, last));
   }
   for (const NodeInfo* p : leaves.per_sequence) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
-    if (axis_length(*p, rule) != seq.sequences)
-      throw Error(fmt::format("{} has {} rows on axis {}, but {} describes {} sequences", p->path,
-                              axis_length(*p, rule), rule.axis, rule.offsets, seq.sequences));
+    const std::uint64_t length = axis_length(*p, rule);
+    if (length != seq.sequences)
+      throw Error(fmt::format("{} has {} rows on axis {}, but {} describes {} sequences", p->path, length, rule.axis,
+                              rule.offsets, seq.sequences));
   }
   tokens = sequence_tokens(sets);
   for (auto t : tokens) seq.tokens += t;

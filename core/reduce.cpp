@@ -62,18 +62,6 @@ bool store_int(NumKind k, void* p, std::size_t i, Int128 v) {
   }
 }
 
-std::string int128_text(Int128 v) {
-  if (v == 0) return "0";
-  const bool neg = v < 0;
-  UInt128 u = neg ? -static_cast<UInt128>(v) : static_cast<UInt128>(v);
-  std::string s;
-  while (u) {
-    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
-    u /= 10;
-  }
-  return neg ? "-" + s : s;
-}
-
 // Exact sum / n rounded to nearest, ties to even.
 Int128 rounded_mean(Int128 sum, std::uint64_t n) {
   const Int128 d = n;
@@ -158,7 +146,7 @@ void Accumulator::finish(void* out, const std::string& what, std::uint64_t first
     const Int128 v = reducer_ == Reducer::Mean ? rounded_mean(ints_[i], inputs_) : ints_[i];
     if (!store_int(kind_, out, i, v))
       throw Error(fmt::format("{}: {} overflows {} at element {} (exact value {})", what, reducer_name(reducer_),
-                              num_kind_name(kind_), first_index + i, int128_text(v)));
+                              num_kind_name(kind_), first_index + i, v));  // fmt prints __int128 exactly
   }
 }
 

@@ -1,5 +1,6 @@
 #include "core/resolve.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -128,8 +129,8 @@ class Resolver {
   }
 
   void visit_attribute_key(const NodeInfo& group, const std::string& name, const SpecNode& spec) {
-    bool exists = false;
-    for (const auto& a : group.attributes) exists = exists || a.name == name;
+    const bool exists = std::any_of(group.attributes.begin(), group.attributes.end(),
+                                    [&](const AttributeInfo& a) { return a.name == name; });
     if (!exists)
       fail(spec, fmt::format("spec key \"@{}\" names nothing in the file: {} has no attribute {}", name, group.path,
                              name));

@@ -11,6 +11,8 @@
 namespace mb {
 namespace {
 
+constexpr char kHexDigits[] = "0123456789abcdef";
+
 const unsigned char* bytes(const void* p) { return static_cast<const unsigned char*>(p); }
 
 // Reads an integer of `size` bytes in the given byte order.
@@ -64,10 +66,9 @@ std::string quote_bytes(const char* s, std::size_t n, bool as_bytes) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7f || (as_bytes && c >= 0x80)) {
-      static const char* hex = "0123456789abcdef";
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      out += kHexDigits[c >> 4];
+      out += kHexDigits[c & 15];
     } else {
       out += static_cast<char>(c);
     }
@@ -178,11 +179,10 @@ std::string format_element(const ValueType& t, const void* p) {
       return format_elements(t.elements[0], v->p, v->len, false);
     }
     case K::Opaque: {
-      static const char* hex = "0123456789abcdef";
       std::string out = "0x";
       for (std::size_t i = 0; i < t.size; ++i) {
-        out += hex[bytes(p)[i] >> 4];
-        out += hex[bytes(p)[i] & 15];
+        out += kHexDigits[bytes(p)[i] >> 4];
+        out += kHexDigits[bytes(p)[i] & 15];
       }
       return out;
     }

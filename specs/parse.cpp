@@ -1,12 +1,12 @@
 #include "specs/parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
