@@ -1,9 +1,11 @@
 #pragma once
-// The one exception type of microbatch. Its category picks the exit status
-// (PRODUCT.md §6): the data or the spec is wrong -> 1, the command line is
-// wrong -> 2. Messages are one line and name the file and HDF5 path.
+// The one exception type of microbatch. Its category picks the exit status:
+// the data or the spec is wrong -> 1, the command line is wrong -> 2, a stop
+// signal (SIGINT, SIGTERM, SIGHUP) -> 130. Messages are one line and name the
+// file and HDF5 path.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mb {
 

@@ -1,5 +1,7 @@
 #include "core/layout.hpp"
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace mb {
@@ -40,8 +42,7 @@ namespace {
 std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, const DataParallel& dp,
                                    const std::string& what) {
   if (lengths.size() % dp.degree != 0)
-    throw Error(what + ": " + std::to_string(lengths.size()) + " per-rank files do not divide into " +
-                std::to_string(dp.degree) + " ranks");
+    throw Error(fmt::format("{}: {} per-rank files do not divide into {} ranks", what, lengths.size(), dp.degree));
   const std::size_t per_rank = lengths.size() / dp.degree;
   std::vector<std::vector<Range>> pieces(dp.degree);
   std::uint64_t shard_length = 0;
@@ -53,8 +54,8 @@ std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, co
       at += n;
     }
     if (s > 0 && at != shard_length)
-      throw Error(what + ": rank " + std::to_string(s) + " holds " + std::to_string(at) + " rows, rank 0 holds " +
-                  std::to_string(shard_length) + " (data-parallel shards must be equal)");
+      throw Error(fmt::format("{}: rank {} holds {} rows, rank 0 holds {} (data-parallel shards must be equal)", what,
+                              s, at, shard_length));
     shard_length = at;
   }
   std::vector<RowMap> maps;
@@ -73,8 +74,8 @@ std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const 
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] % dp.degree != 0)
-      throw Error(what + ": microbatch " + std::to_string(i) + " has " + std::to_string(lengths[i]) +
-                  " rows, not a multiple of the data-parallel degree " + std::to_string(dp.degree));
+      throw Error(fmt::format("{}: microbatch {} has {} rows, not a multiple of the data-parallel degree {}", what, i,
+                              lengths[i], dp.degree));
     const std::uint64_t piece = lengths[i] / dp.degree;
     pieces.push_back({at, at + piece});
     at += piece;

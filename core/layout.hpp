@@ -25,9 +25,10 @@ using RowMap = std::vector<Segment>;
 
 std::uint64_t rows_in(const RowMap& map);
 
-// Data-parallel layout (PaddlePaddle's microbatch code): the split axis holds
-// `degree` contiguous shards; with `align`, new row s*R + r is old row
-// s + r*degree (R = L/degree), i.e. shard s is the rows s, s+D, s+2D, ...
+// Data-parallel layout (PaddlePaddle's microbatch code): the split axis of
+// length L holds D = `degree` contiguous shards of R = L/D rows; with
+// `align`, new row s*R + r is old row s + r*D, i.e. shard s is the rows
+// s, s+D, s+2D, ...
 struct DataParallel {
   std::uint64_t degree = 1;
   bool align = false;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace mb {
@@ -27,14 +29,13 @@ std::uint64_t runs_needed(const std::vector<std::uint64_t>& tokens, std::uint64_
 }  // namespace
 
 std::uint64_t check_offsets(const std::vector<std::int64_t>& offsets, const std::string& what) {
-  if (offsets.empty() || offsets.front() != 0)
-    throw Error(what + ": offsets must start at 0 (" +
-                (offsets.empty() ? std::string("the dataset is empty") : "offsets[0] is " + std::to_string(offsets[0])) +
-                ")");
+  if (offsets.empty()) throw Error(fmt::format("{}: offsets must start at 0 (the dataset is empty)", what));
+  if (offsets.front() != 0)
+    throw Error(fmt::format("{}: offsets must start at 0 (offsets[0] is {})", what, offsets.front()));
   for (std::size_t i = 1; i < offsets.size(); ++i)
     if (offsets[i] < offsets[i - 1])
-      throw Error(what + ": offsets must rise: offsets[" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
-                  " is below offsets[" + std::to_string(i - 1) + "] = " + std::to_string(offsets[i - 1]));
+      throw Error(fmt::format("{}: offsets must rise: offsets[{}] = {} is below offsets[{}] = {}", what, i, offsets[i],
+                              i - 1, offsets[i - 1]));
   return offsets.size() - 1;
 }
 

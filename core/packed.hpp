@@ -1,8 +1,8 @@
 #pragma once
-// Packed variable-length sequences (PRODUCT.md §3): S sequences back to back
-// along one axis, described by offsets of S+1 rising integers from 0
-// (FlashAttention's cu_seqlens). A microbatch gets a contiguous run of whole
-// sequences, so no sequence is cut in half.
+// Packed variable-length sequences: S sequences back to back along one axis,
+// described by offsets of S+1 rising integers from 0 (FlashAttention's
+// cu_seqlens). A microbatch gets a contiguous run of whole sequences, so no
+// sequence is cut in half.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,7 +1,6 @@
 #include "core/partition.hpp"
 
 #include <algorithm>
-#include <cstdint>
 
 #include "core/error.hpp"
 
@@ -30,12 +29,9 @@ std::vector<Range> split_by_size(std::uint64_t length, std::uint64_t size) {
   return out;
 }
 
-}  // namespace mb
-
-namespace mb {
-
-void for_each_block(const std::vector<std::uint64_t>& count, std::uint64_t max_elements,
-                    const std::function<void(const std::vector<std::uint64_t>&, const std::vector<std::uint64_t>&)>& fn) {
+void for_each_block(
+    const std::vector<std::uint64_t>& count, std::uint64_t max_elements,
+    const std::function<void(const std::vector<std::uint64_t>&, const std::vector<std::uint64_t>&)>& fn) {
   const std::size_t rank = count.size();
   if (rank == 0) {
     fn({}, {});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/packed.hpp"
 
@@ -31,13 +33,13 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
   for_each_node(root, [&](const NodeInfo& n) {
     for (const auto& a : n.attributes)
       if (resolution.attribute_rule(n.path, a.name).mode == LeafRule::Mode::Reduce)
-        throw Error("spec gives a reducer for attribute " + n.path + "@" + a.name +
-                    ": a reducer only applies to merge");
+        throw Error(fmt::format("spec gives a reducer for attribute {}@{}: a reducer only applies to merge", n.path,
+                                a.name));
     if (n.is_group()) return;
     const LeafRule& rule = resolution.dataset_rule(n.path);
     switch (rule.mode) {
       case LeafRule::Mode::Reduce:
-        throw Error("spec gives a reducer for " + n.path + ": a reducer only applies to merge");
+        throw Error(fmt::format("spec gives a reducer for {}: a reducer only applies to merge", n.path));
       case LeafRule::Mode::Split: out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"}); break;
       case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
       case LeafRule::Mode::Packed: out.packed.push_back(&n); break;
@@ -54,22 +56,22 @@ void to_shard_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
   if (degree == 1) return;
   for (auto& c : cuts) {
     if (c.length % degree != 0)
-      throw Error(c.path + " has " + std::to_string(c.length) + " rows on its split axis, not divisible by --dp-degree " +
-                  std::to_string(degree));
+      throw Error(fmt::format("{} has {} rows on its split axis, not divisible by --dp-degree {}", c.path, c.length,
+                              degree));
     c.length /= degree;
     c.unit = "rows on its split axis per data-parallel shard";
   }
 }
 
-std::string describe(const CutLength& c) { return c.path + " has " + std::to_string(c.length) + " " + c.unit; }
+std::string describe(const CutLength& c) { return fmt::format("{} has {} {}", c.path, c.length, c.unit); }
 
 std::uint64_t count_by_size(const std::vector<CutLength>& cuts, std::uint64_t size) {
   if (cuts.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
   for (const auto& c : cuts)
     if (c.length != cuts.front().length)
-      throw Error("--micro-batch-size needs every split axis to have the same length: " + describe(cuts.front()) +
-                  ", " + describe(c));
-  if (cuts.front().length == 0) throw Error("nothing to split: " + describe(cuts.front()));
+      throw Error(fmt::format("--micro-batch-size needs every split axis to have the same length: {}, {}",
+                              describe(cuts.front()), describe(c)));
+  if (cuts.front().length == 0) throw Error(fmt::format("nothing to split: {}", describe(cuts.front())));
   return (cuts.front().length + size - 1) / size;
 }
 
@@ -81,12 +83,10 @@ std::uint64_t count_by_chunks(const std::vector<CutLength>& cuts, std::uint64_t 
   const std::string why = describe(*shortest);
   switch (on_short) {
     case OnShort::Error:
-      throw Error("cannot cut into " + std::to_string(n) + " microbatches: " + why +
-                  " (--on-short downsize or empty allows it)");
+      throw Error(fmt::format("cannot cut into {} microbatches: {} (--on-short downsize or empty allows it)", n, why));
     case OnShort::Downsize:
-      if (shortest->length == 0) throw Error("cannot downsize: " + why);
-      warnings.push_back("downsizing from " + std::to_string(n) + " to " + std::to_string(shortest->length) +
-                         " microbatches: " + why);
+      if (shortest->length == 0) throw Error(fmt::format("cannot downsize: {}", why));
+      warnings.push_back(fmt::format("downsizing from {} to {} microbatches: {}", n, shortest->length, why));
       return shortest->length;
     case OnShort::Empty: return n;
   }
@@ -107,28 +107,29 @@ SequencePlan check_sequences(const Leaves& leaves, const Resolution& resolution,
   std::vector<std::vector<std::int64_t>> sets;
   for (const NodeInfo* o : leaves.offsets) {
     auto it = values.find(o->path);
-    if (it == values.end()) throw Error("internal: the values of " + o->path + " were not read");
-    const std::uint64_t s = check_offsets(it->second, o->path);
-    if (!sets.empty() && s != seq.sequences)
-      throw Error("offsets datasets disagree: " + seq.offsets.front() + " holds " + std::to_string(seq.sequences) +
-                  " sequences, " + o->path + " holds " + std::to_string(s));
-    seq.sequences = s;
+    if (it == values.end()) throw Error(fmt::format("internal: the values of {} were not read", o->path));
+    const std::uint64_t sequences = check_offsets(it->second, o->path);
+    if (!sets.empty() && sequences != seq.sequences)
+      throw Error(fmt::format("offsets datasets disagree: {} holds {} sequences, {} holds {}", seq.offsets.front(),
+                              seq.sequences, o->path, sequences));
+    seq.sequences = sequences;
     seq.offsets.push_back(o->path);
     sets.push_back(it->second);
   }
   for (const NodeInfo* p : leaves.packed) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
+    const std::uint64_t length = axis_length(*p, rule);
     const std::int64_t last = values.at(rule.offsets).back();
-    if (axis_length(*p, rule) != static_cast<std::uint64_t>(last))
-      throw Error(p->path + " has " + std::to_string(axis_length(*p, rule)) + " tokens on axis " +
-                  std::to_string(rule.axis) + ", but its offsets " + rule.offsets + " end at " + std::to_string(last));
+    if (length != static_cast<std::uint64_t>(last))
+      throw Error(fmt::format("{} has {} tokens on axis {}, but its offsets {} end at {}", p->path, length, rule.axis,
+                              rule.offsets, last));
   }
   for (const NodeInfo* p : leaves.per_sequence) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
-    if (axis_length(*p, rule) != seq.sequences)
-      throw Error(p->path + " has " + std::to_string(axis_length(*p, rule)) + " rows on axis " +
-                  std::to_string(rule.axis) + ", but " + rule.offsets + " describes " + std::to_string(seq.sequences) +
-                  " sequences");
+    const std::uint64_t length = axis_length(*p, rule);
+    if (length != seq.sequences)
+      throw Error(fmt::format("{} has {} rows on axis {}, but {} describes {} sequences", p->path, length, rule.axis,
+                              rule.offsets, seq.sequences));
   }
   tokens = sequence_tokens(sets);
   for (auto t : tokens) seq.tokens += t;
@@ -191,18 +192,18 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
     plan.count = count_by_size(cuts, size);
     if (plan.count > kMaxMicrobatches)
-      throw usage_error("--micro-batch-size " + std::to_string(size) + " gives " + std::to_string(plan.count) +
-                        " microbatches, more than the limit of " + std::to_string(kMaxMicrobatches));
+      throw usage_error(fmt::format("--micro-batch-size {} gives {} microbatches, more than the limit of {}", size,
+                                    plan.count, kMaxMicrobatches));
   } else {
     if (*options.chunks == 0) throw usage_error("-n/--chunks must be at least 1");
     if (*options.chunks > kMaxMicrobatches)
-      throw usage_error("-n " + std::to_string(*options.chunks) + " is more than the limit of " +
-                        std::to_string(kMaxMicrobatches) + " microbatches");
+      throw usage_error(
+          fmt::format("-n {} is more than the limit of {} microbatches", *options.chunks, kMaxMicrobatches));
     plan.count = count_by_chunks(cuts, *options.chunks, options.on_short, plan.warnings);
   }
   if (plan.files() > kMaxMicrobatches)
-    throw usage_error(std::to_string(plan.count) + " microbatches for " + std::to_string(plan.ranks) +
-                      " ranks make more files than the limit of " + std::to_string(kMaxMicrobatches));
+    throw usage_error(fmt::format("{} microbatches for {} ranks make more files than the limit of {}", plan.count,
+                                  plan.ranks, kMaxMicrobatches));
 
   // Regular split leaves: array_split (or torch.split) of each shard.
   for (std::size_t i = 0; i < split_cuts; ++i) {

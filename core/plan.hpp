@@ -1,6 +1,9 @@
 #pragma once
 // The split plan: how many microbatches, and which rows of each split dataset
-// go into each (PRODUCT.md §3).
+// go into each. -n N cuts every split axis as numpy.array_split does (the
+// first L mod N pieces get floor(L/N)+1 rows, the rest floor(L/N)),
+// --micro-batch-size M into pieces of M rows, the last shorter (torch.split);
+// packed sequences are never cut in half.
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace mb {
@@ -58,18 +60,6 @@ bool store_int(NumKind k, void* p, std::size_t i, Int128 v) {
     case NumKind::U64: return store_checked<std::uint64_t>(p, i, v);
     default: return false;
   }
-}
-
-std::string int128_text(Int128 v) {
-  if (v == 0) return "0";
-  const bool neg = v < 0;
-  UInt128 u = neg ? -static_cast<UInt128>(v) : static_cast<UInt128>(v);
-  std::string s;
-  while (u) {
-    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
-    u /= 10;
-  }
-  return neg ? "-" + s : s;
 }
 
 // Exact sum / n rounded to nearest, ties to even.
@@ -139,7 +129,7 @@ void Accumulator::add(const void* values) {
 }
 
 void Accumulator::finish(void* out, const std::string& what, std::uint64_t first_index) const {
-  if (inputs_ == 0) throw Error("internal: reducing " + what + " over no input");
+  if (inputs_ == 0) throw Error(fmt::format("internal: reducing {} over no input", what));
   if (is_float(kind_)) {
     for (std::size_t i = 0; i < count_; ++i) {
       double v = floats_[i];
@@ -155,8 +145,8 @@ void Accumulator::finish(void* out, const std::string& what, std::uint64_t first
   for (std::size_t i = 0; i < count_; ++i) {
     const Int128 v = reducer_ == Reducer::Mean ? rounded_mean(ints_[i], inputs_) : ints_[i];
     if (!store_int(kind_, out, i, v))
-      throw Error(what + ": " + reducer_name(reducer_) + " overflows " + num_kind_name(kind_) + " at element " +
-                  std::to_string(first_index + i) + " (exact value " + int128_text(v) + ")");
+      throw Error(fmt::format("{}: {} overflows {} at element {} (exact value {})", what, reducer_name(reducer_),
+                              num_kind_name(kind_), first_index + i, v));  // fmt prints __int128 exactly
   }
 }
 

@@ -1,6 +1,9 @@
 #include "core/resolve.hpp"
 
+#include <algorithm>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -9,7 +12,7 @@ namespace {
 
 std::string where(const std::string& spec_name, const SourcePos& pos) {
   if (pos.line == 0) return spec_name;
-  return spec_name + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+  return fmt::format("{}:{}:{}", spec_name, pos.line, pos.column);
 }
 
 class Resolver {
@@ -24,7 +27,7 @@ class Resolver {
 
  private:
   [[noreturn]] void fail(const SpecNode& at, const std::string& what) const {
-    throw Error(where(spec_name_, at.pos) + ": " + what);
+    throw Error(fmt::format("{}: {}", where(spec_name_, at.pos), what));
   }
 
   void visit(const NodeInfo& node, const SpecNode& spec) {
@@ -44,9 +47,9 @@ class Resolver {
         out_.datasets[ds.path] = checked_rule(ds, spec);
         return;
       case SpecNode::Kind::Object:
-        fail(spec, "spec gives an object (a group) for " + ds.path + ", which is a dataset");
+        fail(spec, fmt::format("spec gives an object (a group) for {}, which is a dataset", ds.path));
       case SpecNode::Kind::Array:
-        fail(spec, "spec gives an array (a sequence group) for " + ds.path + ", which is a dataset");
+        fail(spec, fmt::format("spec gives an array (a sequence group) for {}, which is a dataset", ds.path));
     }
   }
 
@@ -54,19 +57,17 @@ class Resolver {
     LeafRule rule = spec.leaf;
     if (rule.mode == LeafRule::Mode::Offsets) {
       if (ds.null_space || ds.rank() != 1)
-        fail(spec, "\"offsets\" needs a 1-D dataset of S+1 integers; " + ds.path + " has rank " +
-                       std::to_string(ds.rank()));
+        fail(spec, fmt::format("\"offsets\" needs a 1-D dataset of S+1 integers; {} has rank {}", ds.path, ds.rank()));
       return rule;
     }
     if (!rule.cuts_rows()) return rule;
     if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos});
     if (ds.null_space || ds.rank() == 0)
-      fail(spec, "cannot split " + ds.path + ": it is a rank-0 dataset (use \"replicate\" or a reducer)");
+      fail(spec, fmt::format("cannot split {}: it is a rank-0 dataset (use \"replicate\" or a reducer)", ds.path));
     // (axis checks below apply to split, packed and per-sequence leaves alike)
     const int rank = static_cast<int>(ds.rank());
     if (rule.axis < -rank || rule.axis >= rank)
-      fail(spec, "split axis " + std::to_string(rule.axis) + " is out of range for " + ds.path + " of rank " +
-                     std::to_string(rank));
+      fail(spec, fmt::format("split axis {} is out of range for {} of rank {}", rule.axis, ds.path, rank));
     if (rule.axis < 0) rule.axis += rank;
     return rule;
   }
@@ -95,10 +96,10 @@ class Resolver {
 
   void visit_sequence(const NodeInfo& group, const SpecNode& spec) {
     if (!group.is_sequence())
-      fail(spec, "spec gives an array for " + group.path + ", whose members are not named 0..n-1");
+      fail(spec, fmt::format("spec gives an array for {}, whose members are not named 0..n-1", group.path));
     if (spec.elements.size() != group.children.size())
-      fail(spec, "spec array for " + group.path + " has " + std::to_string(spec.elements.size()) +
-                     " elements, the group has " + std::to_string(group.children.size()) + " members");
+      fail(spec, fmt::format("spec array for {} has {} elements, the group has {} members", group.path,
+                             spec.elements.size(), group.children.size()));
     for (std::size_t i = 0; i < spec.elements.size(); ++i)
       visit(*group.child(std::to_string(i)), spec.elements[i]);
   }
@@ -112,30 +113,33 @@ class Resolver {
       }
       const NodeInfo* member = group.child(key);
       if (member == nullptr)
-        fail(sub, "spec key \"" + key + "\" names nothing in the file: " + group.path + " has no member " +
-                      join_path(group.path, key));
+        fail(sub, fmt::format("spec key \"{}\" names nothing in the file: {} has no member {}", key, group.path,
+                              join_path(group.path, key)));
       named.insert(key);
       visit(*member, sub);
     }
     for (const auto& member : group.children) {
       if (named.count(member.name) != 0) continue;
       if (!spec.star)
-        fail(spec, "file member " + member.path + " is not covered by the spec (no key \"" + member.name +
-                       "\" and no \"*\" in the object for " + group.path + ")");
+        fail(spec, fmt::format("file member {} is not covered by the spec "
+                               "(no key \"{}\" and no \"*\" in the object for {})",
+                               member.path, member.name, group.path));
       visit(member, *spec.star);
     }
   }
 
   void visit_attribute_key(const NodeInfo& group, const std::string& name, const SpecNode& spec) {
-    bool exists = false;
-    for (const auto& a : group.attributes) exists = exists || a.name == name;
+    const bool exists = std::any_of(group.attributes.begin(), group.attributes.end(),
+                                    [&](const AttributeInfo& a) { return a.name == name; });
     if (!exists)
-      fail(spec, "spec key \"@" + name + "\" names nothing in the file: " + group.path + " has no attribute " + name);
+      fail(spec, fmt::format("spec key \"@{}\" names nothing in the file: {} has no attribute {}", name, group.path,
+                             name));
     if (spec.kind == SpecNode::Kind::Default) return;
     if (spec.kind != SpecNode::Kind::Leaf)
-      fail(spec, "the spec of attribute " + group.path + "@" + name + " must be \"replicate\" or a reducer");
+      fail(spec, fmt::format("the spec of attribute {}@{} must be \"replicate\" or a reducer", group.path, name));
     if (spec.leaf.cuts_rows())
-      fail(spec, "attribute " + group.path + "@" + name + " cannot be split: attributes are replicated or reduced");
+      fail(spec,
+           fmt::format("attribute {}@{} cannot be split: attributes are replicated or reduced", group.path, name));
     // Only reducers are recorded: "replicate" is what every other attribute gets.
     if (spec.leaf.mode == LeafRule::Mode::Reduce) out_.attributes[{group.path, name}] = spec.leaf;
   }
@@ -144,11 +148,10 @@ class Resolver {
   void check_offsets_references() const {
     for (const auto& ref : references_) {
       auto it = out_.datasets.find(ref.offsets);
-      if (it == out_.datasets.end() || it->second.mode != LeafRule::Mode::Offsets)
-        throw Error(where(spec_name_, ref.pos) + ": " + ref.dataset + " names " + ref.offsets +
-                    " as its offsets, but " +
-                    (it == out_.datasets.end() ? std::string("the file has no dataset there")
-                                               : "its spec is not \"offsets\""));
+      if (it != out_.datasets.end() && it->second.mode == LeafRule::Mode::Offsets) continue;
+      const char* why = it == out_.datasets.end() ? "the file has no dataset there" : "its spec is not \"offsets\"";
+      throw Error(fmt::format("{}: {} names {} as its offsets, but {}", where(spec_name_, ref.pos), ref.dataset,
+                              ref.offsets, why));
     }
   }
 
@@ -167,7 +170,7 @@ class Resolver {
 
 const LeafRule& Resolution::dataset_rule(const std::string& path) const {
   auto it = datasets.find(path);
-  if (it == datasets.end()) throw Error("internal: no rule resolved for dataset " + path);
+  if (it == datasets.end()) throw Error(fmt::format("internal: no rule resolved for dataset {}", path));
   return it->second;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Spec resolution: match a spec tree against a file's tree and give every
-// dataset and every attribute its rule, strictly (PRODUCT.md §2).
+// dataset and every attribute its rule. Strict: every spec key must name
+// something in the file, and every file member must be covered by a key or
+// a "*".
 #include <map>
 #include <string>
 #include <utility>

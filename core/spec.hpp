@@ -1,5 +1,7 @@
 #pragma once
-// The chunk-spec tree (PRODUCT.md §2) as specs/ parses it, and the rule that
+// The chunk spec as specs/ parses it: a JSON tree that mirrors the file (an
+// object for a group, an array for a group of members "0".."n-1", a leaf for
+// every dataset below it, null for the default). And the rule that
 // resolution assigns to every leaf of a file.
 #include <cstdint>
 #include <memory>

@@ -5,8 +5,13 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h before fmt 11)
+
 namespace mb {
 namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
 
 const unsigned char* bytes(const void* p) { return static_cast<const unsigned char*>(p); }
 
@@ -49,7 +54,7 @@ std::string format_float(const ValueType& t, const void* p) {
     case 2: return shortest(half_to_float(static_cast<std::uint16_t>(bits)));
     case 4: return shortest(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
     case 8: return shortest(std::bit_cast<double>(bits));
-    default: return "<float" + std::to_string(t.size * 8) + ">";
+    default: return fmt::format("<float{}>", t.size * 8);
   }
 }
 
@@ -61,10 +66,9 @@ std::string quote_bytes(const char* s, std::size_t n, bool as_bytes) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7f || (as_bytes && c >= 0x80)) {
-      static const char* hex = "0123456789abcdef";
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      out += kHexDigits[c >> 4];
+      out += kHexDigits[c & 15];
     } else {
       out += static_cast<char>(c);
     }
@@ -175,11 +179,10 @@ std::string format_element(const ValueType& t, const void* p) {
       return format_elements(t.elements[0], v->p, v->len, false);
     }
     case K::Opaque: {
-      static const char* hex = "0123456789abcdef";
       std::string out = "0x";
       for (std::size_t i = 0; i < t.size; ++i) {
-        out += hex[bytes(p)[i] >> 4];
-        out += hex[bytes(p)[i] & 15];
+        out += kHexDigits[bytes(p)[i] >> 4];
+        out += kHexDigits[bytes(p)[i] & 15];
       }
       return out;
     }
@@ -206,9 +209,7 @@ std::string format_index(const std::vector<std::uint64_t>& shape, std::uint64_t 
     idx[d] = index % shape[d];
     index /= shape[d];
   }
-  std::string out = "[";
-  for (std::size_t d = 0; d < idx.size(); ++d) out += (d ? ", " : "") + std::to_string(idx[d]);
-  return out + "]";
+  return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
 }  // namespace mb

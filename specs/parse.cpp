@@ -1,13 +1,15 @@
 #include "specs/parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -117,7 +119,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     JNode& obj = *stack_.back();
     const SourcePos pos = token_start();
     for (const auto& existing : obj.keys)
-      if (existing == k) fail(pos, "duplicate key \"" + k + "\"");
+      if (existing == k) fail(pos, fmt::format("duplicate key \"{}\"", k));
     obj.keys.push_back(k);
     obj.values.emplace_back();
     obj.key_pos.push_back(pos);
@@ -136,7 +138,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   }
 
   [[noreturn]] void fail(SourcePos pos, const std::string& what) const {
-    throw Error(name_ + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) + ": " + what);
+    throw Error(fmt::format("{}:{}:{}: {}", name_, pos.line, pos.column, what));
   }
 
  private:
@@ -192,7 +194,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool open(JNode::Type type) {
     JNode* n = place(type);
     if (static_cast<int>(stack_.size()) >= kMaxDepth)
-      fail(n->pos, "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+      fail(n->pos, fmt::format("nesting deeper than {} levels", kMaxDepth));
     stack_.push_back(n);
     return true;
   }
@@ -231,9 +233,10 @@ class Converter {
       case JNode::Type::String:
         if (j.text == "replicate") return SpecNode::make_leaf(LeafRule::replicate());
         if (j.text == "offsets") return SpecNode::make_leaf(LeafRule::offsets_leaf());
-        b_.fail(j.pos, "unknown leaf spec \"" + j.text + "\" (expected an axis, \"replicate\", \"offsets\", " +
-                           "{\"split_axis\": k}, {\"reduce\": ...}, {\"packed\": ...}, {\"per_sequence\": ...}, " +
-                           "null, an object or an array)");
+        b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\" (expected an axis, \"replicate\", \"offsets\", "
+                                   "{{\"split_axis\": k}}, {{\"reduce\": ...}}, {{\"packed\": ...}}, "
+                                   "{{\"per_sequence\": ...}}, null, an object or an array)",
+                                   j.text));
       case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
       case JNode::Type::Array: {
         SpecNode n;
@@ -244,9 +247,9 @@ class Converter {
       case JNode::Type::Bool:
       case JNode::Type::Float: break;
     }
-    b_.fail(j.pos, std::string("a spec cannot be a ") + (j.type == JNode::Type::Bool ? "boolean" : "fraction") +
-                       " (expected an axis, \"replicate\", {\"split_axis\": k}, {\"reduce\": ...}, null, an "
-                       "object or an array)");
+    b_.fail(j.pos, fmt::format("a spec cannot be a {} (expected an axis, \"replicate\", {{\"split_axis\": k}}, "
+                               "{{\"reduce\": ...}}, null, an object or an array)",
+                               j.type == JNode::Type::Bool ? "boolean" : "fraction"));
   }
 
   int axis_of(const JNode& j) const {
@@ -296,13 +299,14 @@ class Converter {
     const std::string& key = j.keys[at];
     const JNode& value = j.values[at];
     if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/')
-      b_.fail(value.pos, "\"" + key + "\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"");
+      b_.fail(value.pos,
+              fmt::format("\"{}\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"", key));
     int axis = 0;
     for (std::size_t i = 0; i < j.keys.size(); ++i) {
       if (i == at) continue;
       if (j.keys[i] != "axis")
-        b_.fail(j.key_pos[i], "a \"" + key + "\" leaf takes only \"axis\" besides the offsets path, not \"" +
-                                  j.keys[i] + "\"");
+        b_.fail(j.key_pos[i],
+                fmt::format("a \"{}\" leaf takes only \"axis\" besides the offsets path, not \"{}\"", key, j.keys[i]));
       axis = axis_of(j.values[i]);
     }
     return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(value.text, axis)
@@ -342,12 +346,13 @@ SpecNode parse_spec(std::string_view text, const std::string& name) {
 
 SpecNode load_spec_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": cannot read the spec: not a regular file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("{}: cannot read the spec: not a regular file", path));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read the spec file");
+  if (!in) throw Error(fmt::format("{}: cannot read the spec file", path));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read the spec file");
+  if (in.bad()) throw Error(fmt::format("{}: cannot read the spec file", path));
   return parse_spec(text.str(), path);
 }
 
