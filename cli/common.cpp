@@ -42,7 +42,7 @@ void apply_common_options() {
 }
 
 void add_partition_options(CLI::App& app, SplitOptions& options) {
-  auto* n = app.add_option("-n,--chunks", options.chunks, "number of microbatches (numpy.array_split sizes)");
+  auto* n = app.add_option("-n,--chunks", options.count, "number of microbatches (numpy.array_split sizes)");
   auto* m = app.add_option("--micro-batch-size", options.micro_batch_size,
                            "rows per microbatch, the last one shorter (torch.split)");
   n->excludes(m);

@@ -178,7 +178,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
 }
 
 void run_inspect(const InspectCommand& cmd) {
-  const bool planning = cmd.partition.chunks || cmd.partition.micro_batch_size;
+  const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
   std::string spec_name;
   std::optional<SpecNode> spec;
   if (!cmd.spec.empty() || planning) spec = load_spec_or_default(cmd.spec, spec_name);

@@ -25,7 +25,7 @@ struct SplitCommand {
 
 void run_split(const SplitCommand& cmd) {
   const SplitOptions& options = cmd.partition;
-  if (options.chunks.has_value() == options.micro_batch_size.has_value())
+  if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   std::string spec_name;
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);

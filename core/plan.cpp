@@ -75,7 +75,7 @@ std::uint64_t count_by_size(const std::vector<CutLength>& cuts, std::uint64_t si
   return (cuts.front().length + size - 1) / size;
 }
 
-std::uint64_t count_by_chunks(const std::vector<CutLength>& cuts, std::uint64_t n, OnShort on_short,
+std::uint64_t count_for_n(const std::vector<CutLength>& cuts, std::uint64_t n, OnShort on_short,
                               std::vector<std::string>& warnings) {
   auto shortest = std::min_element(cuts.begin(), cuts.end(),
                                    [](const CutLength& a, const CutLength& b) { return a.length < b.length; });
@@ -169,7 +169,7 @@ const char* reducer_name(Reducer r) {
 
 SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const SplitOptions& options,
                      const OffsetsValues& offsets) {
-  if (options.chunks.has_value() == options.micro_batch_size.has_value())
+  if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("give exactly one of -n/--chunks and --micro-batch-size");
   if (options.dp.degree == 0) throw usage_error("--dp-degree must be at least 1");
   SplitPlan plan;
@@ -195,11 +195,11 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
       throw usage_error(fmt::format("--micro-batch-size {} gives {} microbatches, more than the limit of {}", size,
                                     plan.count, kMaxMicrobatches));
   } else {
-    if (*options.chunks == 0) throw usage_error("-n/--chunks must be at least 1");
-    if (*options.chunks > kMaxMicrobatches)
+    if (*options.count == 0) throw usage_error("-n/--chunks must be at least 1");
+    if (*options.count > kMaxMicrobatches)
       throw usage_error(
-          fmt::format("-n {} is more than the limit of {} microbatches", *options.chunks, kMaxMicrobatches));
-    plan.count = count_by_chunks(cuts, *options.chunks, options.on_short, plan.warnings);
+          fmt::format("-n {} is more than the limit of {} microbatches", *options.count, kMaxMicrobatches));
+    plan.count = count_for_n(cuts, *options.count, options.on_short, plan.warnings);
   }
   if (plan.files() > kMaxMicrobatches)
     throw usage_error(fmt::format("{} microbatches for {} ranks make more files than the limit of {}", plan.count,

@@ -27,7 +27,7 @@ enum class Balance { Tokens, Sequences };
 inline constexpr std::uint64_t kMaxMicrobatches = 1'000'000;
 
 struct SplitOptions {
-  std::optional<std::uint64_t> chunks;            // -n N
+  std::optional<std::uint64_t> count;             // -n N: number of microbatches
   std::optional<std::uint64_t> micro_batch_size;  // --micro-batch-size M
   OnShort on_short = OnShort::Error;
   DataParallel dp;                                // --dp-degree D, --align

@@ -1,6 +1,7 @@
 #include "io/outputs.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +32,7 @@ bool is_split_output(const std::string& name) {
 
 std::string temporary_name(const std::string& final_path) {
   const fs::path p(final_path);
-  const std::string name = "." + p.filename().string() + ".tmp-" + std::to_string(getpid());
+  const std::string name = fmt::format(".{}.tmp-{}", p.filename().string(), getpid());
   return (p.parent_path() / name).string();
 }
 

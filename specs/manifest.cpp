@@ -72,7 +72,7 @@ std::string padded(std::uint64_t index, std::uint64_t count) {
 std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::PerRank ? options.dp.degree : 1; }
 
 json options_json(const SplitOptions& o) {
-  return {{"chunks", o.chunks ? json(*o.chunks) : nullptr},
+  return {{"chunks", o.count ? json(*o.count) : nullptr},
           {"micro_batch_size", o.micro_batch_size ? json(*o.micro_batch_size) : nullptr},
           {"on_short", kOnShortNames[static_cast<int>(o.on_short)]},
           {"dp_degree", o.dp.degree},
@@ -83,7 +83,7 @@ json options_json(const SplitOptions& o) {
 
 SplitOptions options_from_json(const json& j) {
   SplitOptions o;
-  o.chunks = optional_count(j, "chunks");
+  o.count = optional_count(j, "chunks");
   o.micro_batch_size = optional_count(j, "micro_batch_size");
   o.on_short = named(j, "on_short", kOnShortNames, OnShort::Error);
   o.dp.degree = j.value("dp_degree", std::uint64_t{1});

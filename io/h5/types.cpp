@@ -1,5 +1,7 @@
 #include "io/h5/types.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -33,7 +35,7 @@ std::string array_dims(hid_t type) {
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
   if (rank > 0) H5Tget_array_dims2(type, dims.data());
   std::string out = "[";
-  for (std::size_t d = 0; d < dims.size(); ++d) out += (d ? "," : "") + std::to_string(dims[d]);
+  for (std::size_t d = 0; d < dims.size(); ++d) out += fmt::format("{}{}", d ? "," : "", dims[d]);
   return out + "]";
 }
 
@@ -110,7 +112,7 @@ ValueType value_type_of(hid_t type, const Location& where) {
 
 std::string dtype_name(hid_t type) {
   const std::size_t size = H5Tget_size(type);
-  const std::string bits = std::to_string(size * 8);
+  const std::string bits = fmt::format("{}", size * 8);
   const std::string order = big_endian(type) ? " (big-endian)" : "";
   switch (H5Tget_class(type)) {
     case H5T_INTEGER: return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + bits + order;
@@ -123,7 +125,7 @@ std::string dtype_name(hid_t type) {
     case H5T_STRING: {
       const bool utf8 = H5Tget_cset(type) == H5T_CSET_UTF8;
       if (H5Tis_variable_str(type) > 0) return utf8 ? "str" : "bytes (vlen ascii)";
-      return "|S" + std::to_string(size) + (utf8 ? " (utf-8)" : "");
+      return fmt::format("|S{}{}", size, utf8 ? " (utf-8)" : "");
     }
     case H5T_COMPOUND: {
       if (is_complex(type)) return "complex" + bits + order;

@@ -30,7 +30,7 @@ Manifest sample() {
   m.tool_version = "0.1.0";
   m.source = "batch.h5";
   m.spec = {{"x", 0}, {"t", "replicate"}};
-  m.options.chunks = 2;
+  m.options.count = 2;
   m.options.dp = {2, true};
   m.microbatches = 2;
   m.files = {"microbatch-00000.h5", "microbatch-00001.h5"};
@@ -58,7 +58,7 @@ TEST_CASE("manifest: written and read back") {
   CHECK(back.microbatches == 2);
   CHECK(back.files == m.files);
   CHECK(back.spec == m.spec);
-  CHECK(back.options.chunks == m.options.chunks);
+  CHECK(back.options.count == m.options.count);
   CHECK(back.options.dp.degree == 2);
   CHECK(back.options.dp.align);
   CHECK(back.options.layout == FileLayout::PerMicrobatch);
@@ -85,7 +85,7 @@ TEST_CASE("manifest: the options schema round-trips every option") {
   CHECK(json.at("chunks").is_null());
   CHECK(json.at("layout") == "per-rank");
   const SplitOptions back = mb::specs::options_from_json(json);
-  CHECK_FALSE(back.chunks);
+  CHECK_FALSE(back.count);
   CHECK(back.micro_batch_size == 3);
   CHECK(back.on_short == mb::OnShort::Empty);
   CHECK(back.dp.degree == 4);

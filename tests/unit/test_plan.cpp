@@ -19,7 +19,7 @@ mb::SplitPlan plan(const std::string& spec, mb::SplitOptions o) {
   return mb::plan_split(t, mb::resolve(t, mb::specs::parse_spec(spec, "s"), "s"), o);
 }
 
-mb::SplitOptions chunks(std::uint64_t n, OnShort s = OnShort::Error) { return {n, std::nullopt, s, {}}; }
+mb::SplitOptions cut_into(std::uint64_t n, OnShort s = OnShort::Error) { return {n, std::nullopt, s, {}}; }
 
 // Row maps of contiguous pieces, from (begin, end) pairs.
 std::vector<RowMap> ranges(std::vector<std::pair<std::uint64_t, std::uint64_t>> rs) {
@@ -40,7 +40,7 @@ std::string error_of(const std::string& spec, mb::SplitOptions o) {
 }  // namespace
 
 TEST_CASE("each dataset is cut by its own length") {
-  const auto p = plan("null", chunks(3));
+  const auto p = plan("null", cut_into(3));
   CHECK(p.count == 3);
   CHECK(p.pieces.at("/a") == ranges({{0, 4}, {4, 7}, {7, 10}}));
   CHECK(p.pieces.at("/b") == ranges({{0, 1}, {1, 2}, {2, 3}}));
@@ -48,12 +48,12 @@ TEST_CASE("each dataset is cut by its own length") {
 }
 
 TEST_CASE("on-short policies") {
-  CHECK(error_of("null", chunks(4)).find("/b has 3 rows") != std::string::npos);
-  const auto down = plan("null", chunks(4, OnShort::Downsize));
+  CHECK(error_of("null", cut_into(4)).find("/b has 3 rows") != std::string::npos);
+  const auto down = plan("null", cut_into(4, OnShort::Downsize));
   CHECK(down.count == 3);
   REQUIRE(down.warnings.size() == 1);
   CHECK(down.warnings[0].find("downsizing from 4 to 3") != std::string::npos);
-  const auto empty = plan("null", chunks(4, OnShort::Empty));
+  const auto empty = plan("null", cut_into(4, OnShort::Empty));
   CHECK(empty.count == 4);
   CHECK(empty.pieces.at("/b") == ranges({{0, 1}, {1, 2}, {2, 3}, {3, 3}}));
 }
@@ -68,15 +68,15 @@ TEST_CASE("micro-batch size needs equal split lengths") {
 }
 
 TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
-  CHECK(error_of(R"({"*": null, "s": {"reduce": "sum"}})", chunks(2)) ==
+  CHECK(error_of(R"({"*": null, "s": {"reduce": "sum"}})", cut_into(2)) ==
         "spec gives a reducer for /s: a reducer only applies to merge");
   try {
-    plan("null", chunks(1'000'000'000'000));
+    plan("null", cut_into(1'000'000'000'000));
     FAIL("expected an error");
   } catch (const mb::Error& e) {
     CHECK(e.exit_code() == 2);
   }
-  CHECK_THROWS_AS(plan("null", chunks(0)), mb::Error);
+  CHECK_THROWS_AS(plan("null", cut_into(0)), mb::Error);
 }
 
 TEST_CASE("data-parallel degree: shards cut separately, lengths must divide") {
@@ -120,7 +120,7 @@ const mb::OffsetsValues kValues{{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7,
 }  // namespace
 
 TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
-  const auto p = packed_plan(chunks(2), kValues);
+  const auto p = packed_plan(cut_into(2), kValues);
   REQUIRE(p.sequences);
   // tokens per sequence (q + k): 2, 12, 2, 4 -> best largest run is 12: [0,2) would be 14, so {0,1},{1,4}? no:
   // runs {0,2}=14 vs {0,1}=2 + {1,4}=18; optimum is {0,2} | {2,4} = 14 | 6
@@ -132,7 +132,7 @@ TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
   CHECK(p.pieces.at("/cu_q") == ranges({{0, 3}, {2, 5}}));  // offsets rows a..b, rebased when written
   CHECK(p.pieces.count("/batch_attr") == 0);
 
-  mb::SplitOptions by_count = chunks(3);
+  mb::SplitOptions by_count = cut_into(3);
   by_count.balance = mb::Balance::Sequences;
   CHECK(packed_plan(by_count, kValues).sequences->runs == std::vector<mb::Range>{{0, 2}, {2, 3}, {3, 4}});
   const auto by_size = packed_plan({std::nullopt, 3, OnShort::Error, {}}, kValues);
@@ -140,13 +140,13 @@ TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
 }
 
 TEST_CASE("packed sequences: errors name the dataset") {
-  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 8, 9}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 8, 9}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
         "/pos has 10 tokens on axis 1, but its offsets /cu_q end at 9");
-  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 10}}}).find("disagree") !=
+  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 10}}}).find("disagree") !=
         std::string::npos);
-  CHECK(packed_error(chunks(2), {{"/cu_q", {0, 1, 7, 6, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 6, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
         "/cu_q: offsets must rise: offsets[3] = 6 is below offsets[2] = 7");
-  CHECK(packed_error(chunks(5), kValues) ==
+  CHECK(packed_error(cut_into(5), kValues) ==
         "cannot cut into 5 microbatches: /cu_k has 4 sequences (--on-short downsize or empty allows it)");
   CHECK(packed_error({2, std::nullopt, OnShort::Error, {2, false}}, kValues).find("does not combine") !=
         std::string::npos);
