@@ -62,7 +62,7 @@ ValueType value_type_of(hid_t type, const Location& where) {
       ValueType t = ValueType::scalar(K::Enum, size);
       Id base(H5Tget_super(type), where, "cannot read an enum's base type");
       t.elements.push_back(value_type_of(base.get(), where));
-      const int n = H5Tget_nmembers(type);
+      const int n = check(H5Tget_nmembers(type), where, "cannot read an enum's members");
       for (int i = 0; i < n; ++i) {
         t.names.push_back(take_name(H5Tget_member_name(type, static_cast<unsigned>(i))));
         // Member values are stored in the base type; HDF5 converts one to long long for us.
@@ -80,12 +80,12 @@ ValueType value_type_of(hid_t type, const Location& where) {
       return ValueType::scalar(H5Tis_variable_str(type) > 0 ? K::VlenString : K::FixedString, size);
     case H5T_COMPOUND: {
       ValueType t = ValueType::scalar(K::Compound, size);
-      const int n = H5Tget_nmembers(type);
+      const int n = check(H5Tget_nmembers(type), where, "cannot read a compound's members");
       for (int i = 0; i < n; ++i) {
         const auto idx = static_cast<unsigned>(i);
         Id member(H5Tget_member_type(type, idx), where, "cannot read a compound member type");
         t.names.push_back(take_name(H5Tget_member_name(type, idx)));
-        t.offsets.push_back(H5Tget_member_offset(type, idx));
+        t.offsets.push_back(H5Tget_member_offset(type, idx));  // cannot fail once its type was read
         t.elements.push_back(value_type_of(member.get(), where));
       }
       return t;
