@@ -8,7 +8,8 @@ wall time, peak RSS and the ratios.
 
     /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R]
 
-When build/hdf5_floor exists (bench/hdf5_floor.cpp: the same split and merge
+When build/hdf5_floor exists (scripts/build.sh -DMB_BENCH=ON builds
+bench/hdf5_floor.cpp: the same split and merge
 with the fewest libhdf5 calls, every dataset read whole, no checks), its time
 is printed too for the workloads that libhdf5's own work dominates (small,
 strings): no tool built on libhdf5 can do much less library work, so the

@@ -14,7 +14,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 [ "${1:-}" = "--quick" ] && exit 0
 
 echo "== sanitizer build (clang-14, ASan + UBSan)"
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_SANITIZE=ON -DMB_FUZZ=ON \
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_SANITIZE=ON -DMB_FUZZ=ON -DMB_BENCH=ON \
   >/dev/null
 cmake --build build-san -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1:exitcode=98
