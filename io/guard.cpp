@@ -24,8 +24,8 @@ namespace {
 constexpr unsigned kGraceSeconds = 3;
 
 // Set by the stop-signal handler, read by the copy loops. A lock-free atomic
-// is safe to use in a signal handler and, unlike a volatile sig_atomic_t, also
-// when the handler runs on another thread than the reader.
+// is async-signal-safe and, unlike a volatile sig_atomic_t, stays correct
+// whichever thread the handler runs on.
 constinit std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 constinit std::atomic<std::uint64_t> g_progress{0};
@@ -69,7 +69,8 @@ class Activity {
   // Copies the text into out (NUL-terminated); async-signal-safe.
   void load(char (&out)[kSize]) const {
     // Far more attempts than a reader on another thread can lose in practice;
-    // the bound only keeps an exit path from ever spinning.
+    // the bound only keeps an exit path from ever spinning (it would then
+    // print "(busy)" instead of a name).
     for (int attempt = 0; attempt < 100000; ++attempt) {
       const std::uint64_t s = seq_.load(std::memory_order_acquire);
       const auto& copy = copies_[s & 1];
@@ -89,9 +90,11 @@ class Activity {
   // Writes "file: path" and the terminating NUL, cut to kSize - 1 characters.
   static void write_copy(Copy& copy, std::string_view file, std::string_view path) {
     std::size_t at = 0;
-    for (std::string_view part : {file, std::string_view(": "), path})
-      for (std::size_t i = 0; i < part.size() && at + 1 < kSize; ++i)
-        copy[at++].store(part[i], std::memory_order_release);
+    for (std::string_view part : {file, std::string_view(": "), path}) {
+      const std::size_t n = std::min(part.size(), kSize - 1 - at);
+      for (std::size_t i = 0; i < n; ++i) copy[at + i].store(part[i], std::memory_order_release);
+      at += n;
+    }
     copy[at].store('\0', std::memory_order_release);
   }
 
