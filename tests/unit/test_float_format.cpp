@@ -104,7 +104,11 @@ void check_against_reference(const FloatFormat& f, const Reference& ref) {
   }
 }
 
-std::uint16_t half_bits(_Float16 h) { return std::bit_cast<std::uint16_t>(h); }
+// The compiler's own float16 (GCC; clang 14 has none on x86), a second reference.
+#ifdef __FLT16_MAX__
+#define MB_HAVE_FLOAT16 1
+std::uint16_t half_bits(double x) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
+#endif
 
 }  // namespace
 
@@ -113,7 +117,11 @@ TEST_CASE("float16: every bit pattern widens exactly and rounds back to itself")
   REQUIRE(mb::widens_to_double(f));
   for (std::uint32_t b = 0; b < 65536; ++b) {
     const double v = mb::float_bits_to_double(f, b);
-    const double want = static_cast<double>(std::bit_cast<_Float16>(static_cast<std::uint16_t>(b)));
+    const double want = reference_value(5, 10, b);
+#ifdef MB_HAVE_FLOAT16
+    const double compiler = static_cast<double>(std::bit_cast<_Float16>(static_cast<std::uint16_t>(b)));
+    REQUIRE((std::isnan(want) ? std::isnan(compiler) : compiler == want && std::signbit(compiler) == std::signbit(want)));
+#endif
     if (std::isnan(want)) {
       REQUIRE(std::isnan(v));
       REQUIRE(mb::float_bits_are_nan(f, b));
@@ -121,7 +129,8 @@ TEST_CASE("float16: every bit pattern widens exactly and rounds back to itself")
       REQUIRE(std::bit_cast<std::uint64_t>(v) == ((std::uint64_t{b >> 15} << 63) | (std::uint64_t{0x7ff} << 52) |
                                                   (std::uint64_t{b & 0x3ff} << 42)));
     } else {
-      REQUIRE(std::bit_cast<std::uint64_t>(v) == std::bit_cast<std::uint64_t>(want));
+      REQUIRE(v == want);
+      REQUIRE(std::signbit(v) == std::signbit(want));
       REQUIRE_FALSE(mb::float_bits_are_nan(f, b));
     }
     REQUIRE(mb::double_to_float_bits(f, v) == b);
@@ -132,16 +141,16 @@ TEST_CASE("float16: double -> half rounds to nearest even, like the compiler's _
   const FloatFormat f = FloatFormat::binary16();
   const Reference ref(5, 10);
   check_against_reference(f, ref);
-  for (double x : probes(ref)) {
-    const auto want = half_bits(static_cast<_Float16>(x));  // libgcc's IEEE conversion
-    if (mb::double_to_float_bits(f, x) != want) FAIL_CHECK("x=" << x);
-  }
   // random doubles in float16's range and beyond
   std::mt19937_64 rng(7);
   for (int i = 0; i < 200000; ++i) {
     const double x = std::bit_cast<double>((rng() & 0x800fffffffffffffULL) | (std::uint64_t{0x3e0 + rng() % 0x40} << 52));
-    if (mb::double_to_float_bits(f, x) != half_bits(static_cast<_Float16>(x))) FAIL_CHECK("x=" << x);
+    if (mb::double_to_float_bits(f, x) != ref.round(x)) FAIL_CHECK("x=" << x);
   }
+#ifdef MB_HAVE_FLOAT16
+  for (double x : probes(ref))  // libgcc's IEEE conversion agrees
+    if (mb::double_to_float_bits(f, x) != half_bits(x)) FAIL_CHECK("x=" << x);
+#endif
 }
 
 TEST_CASE("float16: the cases HDF5 1.10.8 gets wrong, overflow, underflow, signed zero") {
@@ -212,7 +221,8 @@ TEST_CASE("float32 and float64 in software agree with the hardware conversions")
 }
 
 TEST_CASE("small custom formats (float8 e4m3 and e5m2 as IEEE-like) against the search") {
-  for (auto [e, m] : {std::pair{4u, 3u}, std::pair{5u, 2u}, std::pair{3u, 4u}, std::pair{2u, 1u}}) {
+  for (const auto& [exp_bits, mant_bits] : {std::pair{4u, 3u}, std::pair{5u, 2u}, std::pair{3u, 4u}, std::pair{2u, 1u}}) {
+    const unsigned e = exp_bits, m = mant_bits;  // plain variables: lambdas (CAPTURE) cannot name bindings in C++20
     CAPTURE(e);
     CAPTURE(m);
     const FloatFormat f = standard(1, e, m);

@@ -48,7 +48,14 @@ std::vector<F> reduce_floats(Reducer r, std::vector<std::vector<F>> inputs) {
   return out;
 }
 
-std::uint16_t h(double x) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
+// float16 bit patterns (numpy: np.float16(x).view(np.uint16)).
+constexpr std::uint16_t kOne = 0x3c00, kMinusOne = 0xbc00, kHalf = 0x3800, kTwo = 0x4000, kThree = 0x4200;
+constexpr std::uint16_t k3Tiny = 0x0003;                       // 3 * 2^-24, a subnormal
+constexpr std::uint16_t k2m13 = 0x0800, kMinus2m13 = 0x8800;  // +-2^-13
+constexpr std::uint16_t k2m11 = 0x1000;                        // 2^-11: half an ulp of 1.0
+constexpr std::uint16_t kOnePlusUlp = 0x3c01;                  // 1 + 2^-10
+constexpr std::uint16_t k60000 = 0x7b53, kMax = 0x7bff;        // 60000, 65504
+constexpr std::uint16_t kTwoThirdsMax = 0x7955;                // 65504 * 2 / 3 = 43669.33 -> 43680
 std::uint32_t bits32(float x) { return std::bit_cast<std::uint32_t>(x); }
 float f32(std::uint32_t b) { return std::bit_cast<float>(b); }
 std::uint64_t bits64(double x) { return std::bit_cast<std::uint64_t>(x); }
@@ -97,30 +104,30 @@ TEST_CASE("float reducers: mean in double, NaN propagates through min and max") 
 TEST_CASE("float16 sums are accumulated in double and rounded once, to nearest even") {
   const FloatFormat half = FloatFormat::binary16();
   // The issue's example: HDF5 1.10.8's conversion gave [1, 1.8e-7, 0.5, 0.5, -0.5].
-  const std::vector<std::uint16_t> a{h(1.0), h(3 * std::ldexp(1.0, -24)), h(1.0), h(0.5), h(-1.0)};
-  const std::vector<std::uint16_t> b{h(-std::ldexp(1.0, -13)), h(0), h(-std::ldexp(1.0, -13)), h(0),
-                                     h(std::ldexp(1.0, -13))};
+  const std::vector<std::uint16_t> a{kOne, k3Tiny, kOne, kHalf, kMinusOne};
+  const std::vector<std::uint16_t> b{kMinus2m13, 0, kMinus2m13, 0,
+                                     k2m13};
   CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {a, b}) ==
-        std::vector<std::uint16_t>{h(1.0), h(3 * std::ldexp(1.0, -24)), h(1.0), h(0.5), h(-1.0)});
+        std::vector<std::uint16_t>{kOne, k3Tiny, kOne, kHalf, kMinusOne});
   // 1 + 2^-11 is a tie: to even, 1.0 (not 1.0009765625)
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{h(1.0)}, {h(std::ldexp(1.0, -11))}}) ==
-        std::vector<std::uint16_t>{h(1.0)});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{kOne}, {k2m11}}) ==
+        std::vector<std::uint16_t>{kOne});
   // three inputs, rounded once: 1 + 2^-11 + 2^-11 = 1 + 2^-10 exactly (float16 at each step would give 1.0)
   CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half,
-                                   {{h(1.0)}, {h(std::ldexp(1.0, -11))}, {h(std::ldexp(1.0, -11))}}) ==
-        std::vector<std::uint16_t>{h(1 + std::ldexp(1.0, -10))});
+                                   {{kOne}, {k2m11}, {k2m11}}) ==
+        std::vector<std::uint16_t>{kOnePlusUlp});
   // overflow to inf, signed zero of -0 + -0
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{h(60000), 0x8000}, {h(60000), 0x8000}}) ==
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{k60000, 0x8000}, {k60000, 0x8000}}) ==
         std::vector<std::uint16_t>{0x7c00, 0x8000});
   // mean: the double sum divided, then rounded once; 65504 + 65504 does not overflow on the way
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Mean, half, {{h(1.0), h(65504)}, {h(1.0), h(65504)}, {h(1.0), 0}}) ==
-        std::vector<std::uint16_t>{h(1.0), h(65504.0 * 2 / 3)});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Mean, half, {{kOne, kMax}, {kOne, kMax}, {kOne, 0}}) ==
+        std::vector<std::uint16_t>{kOne, kTwoThirdsMax});
 }
 
 TEST_CASE("float sums propagate NaN as numpy's float64 add: the first NaN, quieted") {
   const FloatFormat half = FloatFormat::binary16();
   // first-met NaN wins; a signalling float16 NaN (0x7c01) comes out quieted
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{0x7c01, h(1.0), 0xfe05}, {0xfe05, 0x7d00, 0x7c01}}) ==
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{0x7c01, kOne, 0xfe05}, {0xfe05, 0x7d00, 0x7c01}}) ==
         std::vector<std::uint16_t>{0x7e01, 0x7f00, 0xfe05});
   // inf - inf: the CPU's default NaN (negative, quiet)
   CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{0x7c00}, {0xfc00}}) == std::vector<std::uint16_t>{0xfe00});
@@ -136,10 +143,10 @@ TEST_CASE("float min/max fold numpy.minimum/maximum: first NaN kept bit for bit,
   CHECK(reduce_bits<std::uint16_t>(Reducer::Max, half, {{0x8000, 0x0000}, {0x0000, 0x8000}}) ==
         std::vector<std::uint16_t>{0x8000, 0x0000});
   // NaN: the first one met, payload, sign and signalling bit untouched
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Min, half, {{0x7c01, h(1), h(1)}, {0xfe05, 0xfe05, h(-1)}, {h(0), 0x7c01, 0x7d00}}) ==
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Min, half, {{0x7c01, kOne, kOne}, {0xfe05, 0xfe05, kMinusOne}, {0, 0x7c01, 0x7d00}}) ==
         std::vector<std::uint16_t>{0x7c01, 0xfe05, 0x7d00});
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Max, half, {{h(2), h(1)}, {h(3), h(-1)}, {h(1), h(0.5)}}) ==
-        std::vector<std::uint16_t>{h(3), h(1)});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Max, half, {{kTwo, kOne}, {kThree, kMinusOne}, {kOne, kHalf}}) ==
+        std::vector<std::uint16_t>{kThree, kOne});
   // float32 / float64 (numpy's float loops): a tie takes the value met last
   const std::vector<std::uint32_t> zeros32 = {bits32(-0.0f), bits32(0.0f)};
   const std::vector<std::uint32_t> swapped32 = {bits32(0.0f), bits32(-0.0f)};
@@ -159,8 +166,8 @@ TEST_CASE("big-endian floats are read and written in their own byte order") {
   FloatFormat be = FloatFormat::binary16();
   be.big_endian = true;
   const auto swap = [](std::uint16_t v) { return static_cast<std::uint16_t>((v >> 8) | (v << 8)); };
-  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, be, {{swap(h(1.0))}, {swap(h(std::ldexp(1.0, -11)))}}) ==
-        std::vector<std::uint16_t>{swap(h(1.0))});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, be, {{swap(kOne)}, {swap(k2m11)}}) ==
+        std::vector<std::uint16_t>{swap(kOne)});
   FloatFormat be32 = FloatFormat::binary32();
   be32.big_endian = true;
   const auto swap32 = [](std::uint32_t v) { return __builtin_bswap32(v); };
