@@ -116,7 +116,7 @@ Accumulator::Accumulator(Reducer reducer, const FloatFormat& format, std::size_t
   if (format.same_layout(FloatFormat::binary64())) path_ = FloatPath::Binary64;
   first_wins_ties_ = format.same_layout(FloatFormat::binary16());
   floats_.assign(count, 0.0);
-  if (reducer == Reducer::Min || reducer == Reducer::Max) bits_.assign(count, 0);
+  if (selects()) bits_.assign(count, 0);
 }
 
 std::size_t Accumulator::element_size() const { return kind_ == NumKind::Float ? format_.size : num_kind_size(kind_); }
@@ -141,12 +141,11 @@ std::uint64_t Accumulator::narrow(double value) const {
 
 void Accumulator::add_floats(const void* values, bool first) {
   const auto* bytes = static_cast<const unsigned char*>(values);
-  const bool min_max = !bits_.empty();
   for (std::size_t i = 0; i < count_; ++i) {
     const std::uint64_t bits = load_float_bits(format_, bytes + i * format_.size);
     const double v = widen(bits);
     double& acc = floats_[i];
-    if (!min_max) {
+    if (!selects()) {
       acc = first ? v : add_in_order(acc, v);
     } else if (first || takes_new(reducer_, acc, v, first_wins_ties_)) {
       acc = v;
@@ -178,7 +177,7 @@ void Accumulator::finish_floats(void* out) const {
   auto* bytes = static_cast<unsigned char*>(out);
   for (std::size_t i = 0; i < count_; ++i) {
     std::uint64_t bits;
-    if (!bits_.empty()) {
+    if (selects()) {
       bits = bits_[i];
     } else {
       const double v = reducer_ == Reducer::Mean ? floats_[i] / static_cast<double>(inputs_) : floats_[i];

@@ -56,6 +56,8 @@ class Accumulator {
   // layout goes through float_format's exact conversions.
   enum class FloatPath { Binary32, Binary64, Software };
 
+  // min and max pick one input's value; sum and mean compute a new one.
+  bool selects() const { return reducer_ == Reducer::Min || reducer_ == Reducer::Max; }
   double widen(std::uint64_t bits) const;
   std::uint64_t narrow(double value) const;
   void add_floats(const void* values, bool first);
