@@ -6,7 +6,7 @@ Generates its own workloads, runs every command several times on a warm page
 cache (outputs removed before each run) and keeps the fastest, and prints
 wall time, peak RSS and the ratios.
 
-    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R]
+    /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R] [--skip-h5py]
 
 When build/hdf5_floor exists (scripts/build.sh -DMB_BENCH=ON builds
 bench/hdf5_floor.cpp: the same split and merge
@@ -152,12 +152,13 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--jobs", type=int, default=1, help="microbatch split -j")
     ap.add_argument("--runs", type=int, default=5, help="runs per command, best kept (2 for commands over 5 s)")
+    ap.add_argument("--skip-h5py", action="store_true", help="time microbatch and cp only (before/after comparisons)")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     print(f"microbatch: {BINARY}; best of {args.runs} warm runs (2 for commands over 5 s); N = {N}; "
           f"split -j {args.jobs}")
     for name in args.only:
-        bench(name, args.dir, args.scale, skip_h5py=name == "memory", jobs=args.jobs, runs=args.runs)
+        bench(name, args.dir, args.scale, skip_h5py=args.skip_h5py or name == "memory", jobs=args.jobs, runs=args.runs)
 
 
 if __name__ == "__main__":
