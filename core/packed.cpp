@@ -26,9 +26,8 @@ std::uint64_t runs_needed(const std::vector<std::uint64_t>& tokens, std::uint64_
   return runs;
 }
 
-}  // namespace
-
-std::uint64_t check_offsets(const std::vector<std::int64_t>& offsets, const std::string& what) {
+template <typename T>
+Offsets checked(const std::vector<T>& offsets, const std::string& what) {
   if (offsets.empty()) throw Error(fmt::format("{}: offsets must start at 0 (the dataset is empty)", what));
   if (offsets.front() != 0)
     throw Error(fmt::format("{}: offsets must start at 0 (offsets[0] is {})", what, offsets.front()));
@@ -36,15 +35,45 @@ std::uint64_t check_offsets(const std::vector<std::int64_t>& offsets, const std:
     if (offsets[i] < offsets[i - 1])
       throw Error(fmt::format("{}: offsets must rise: offsets[{}] = {} is below offsets[{}] = {}", what, i, offsets[i],
                               i - 1, offsets[i - 1]));
-  return offsets.size() - 1;
+  // From 0 and rising: every value is non-negative, exact as unsigned.
+  return Offsets(offsets.begin(), offsets.end());
 }
 
-std::vector<std::uint64_t> sequence_tokens(const std::vector<std::vector<std::int64_t>>& offsets_sets) {
+}  // namespace
+
+Offsets check_offsets(const RawOffsets& offsets, const std::string& what) {
+  return std::visit([&](const auto& values) { return checked(values, what); }, offsets);
+}
+
+void check_packed_length(const SequenceLeaf& leaf, const Offsets& offsets) {
+  if (leaf.length != offsets.back())
+    throw Error(fmt::format("{} has {} tokens on axis {}, but its offsets {} end at {}", leaf.what, leaf.length,
+                            leaf.axis, leaf.offsets, offsets.back()));
+}
+
+void check_per_sequence_length(const SequenceLeaf& leaf, const Offsets& offsets) {
+  if (leaf.length != offsets.size() - 1)
+    throw Error(fmt::format("{} has {} rows on axis {}, but {} describes {} sequences", leaf.what, leaf.length,
+                            leaf.axis, leaf.offsets, offsets.size() - 1));
+}
+
+void check_same_sequences(const std::string& first, const Offsets& a, const std::string& other, const Offsets& b) {
+  if (a.size() != b.size())
+    throw Error(fmt::format("offsets datasets disagree: {} holds {} sequences, {} holds {}", first, a.size() - 1,
+                            other, b.size() - 1));
+}
+
+std::vector<std::uint64_t> sequence_tokens(const std::vector<Offsets>& offsets_sets) {
   if (offsets_sets.empty()) return {};
   std::vector<std::uint64_t> tokens(offsets_sets.front().size() - 1, 0);
+  std::uint64_t total = 0;
   for (const auto& offsets : offsets_sets)
-    for (std::size_t j = 0; j + 1 < offsets.size(); ++j)
-      tokens[j] += static_cast<std::uint64_t>(offsets[j + 1] - offsets[j]);
+    for (std::size_t j = 0; j + 1 < offsets.size(); ++j) {
+      const std::uint64_t t = offsets[j + 1] - offsets[j];
+      tokens[j] += t;  // no wrap: tokens[j] <= total
+      if (__builtin_add_overflow(total, t, &total))
+        throw Error(fmt::format("the offsets datasets describe more than {} tokens together", UINT64_MAX));
+    }
   return tokens;
 }
 
@@ -54,7 +83,9 @@ std::vector<Range> balance_tokens(const std::vector<std::uint64_t>& tokens, std:
   std::uint64_t lo = 0, hi = 0;
   for (auto t : tokens) {
     lo = std::max(lo, t);
-    hi += t;
+    // Every run's sum is at most the total: when it fits, so do they.
+    if (__builtin_add_overflow(hi, t, &hi))
+      throw Error(fmt::format("balance_tokens: more than {} tokens", UINT64_MAX));
   }
   // Smallest cap for which the sequences fit in `pieces` runs.
   while (lo < hi) {

@@ -5,19 +5,46 @@
 // sequence is cut in half.
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/partition.hpp"
 
 namespace mb {
 
+// An offsets dataset's values as read, exact whatever its integer type: a
+// signed dataset's as int64, an unsigned one's as uint64 (a uint64 offset
+// of 2^63 or more must not pass through int64).
+using RawOffsets = std::variant<std::vector<std::int64_t>, std::vector<std::uint64_t>>;
+
+// Offsets once checked: they start at 0 and never fall, so every value is
+// non-negative and exact as unsigned 64-bit, whatever the dataset's type.
+using Offsets = std::vector<std::uint64_t>;
+
 // Checks that `offsets` start at 0 and never fall; `what` names the dataset.
-// Returns the sequence count S (offsets.size() - 1).
-std::uint64_t check_offsets(const std::vector<std::int64_t>& offsets, const std::string& what);
+// Returns them as unsigned values (offsets.size() - 1 sequences).
+Offsets check_offsets(const RawOffsets& offsets, const std::string& what);
+
+// The rules that tie a file's packed datasets to its offsets, the same for
+// split's input and for every input of a merge. `what` names the dataset.
+struct SequenceLeaf {
+  const std::string& what;
+  int axis;
+  std::uint64_t length;         // along `axis`
+  const std::string& offsets;   // path of its offsets dataset
+};
+// Token-level data: its length is the last offset.
+void check_packed_length(const SequenceLeaf& leaf, const Offsets& offsets);
+// Per-sequence data: its length is the sequence count.
+void check_per_sequence_length(const SequenceLeaf& leaf, const Offsets& offsets);
+// Several offsets datasets of one file describe the same sequence count.
+void check_same_sequences(const std::string& first, const Offsets& a, const std::string& other, const Offsets& b);
 
 // Tokens per sequence summed over several offsets datasets of the same
 // sequence count (cu_seqlens_q and cu_seqlens_k are balanced together).
-std::vector<std::uint64_t> sequence_tokens(const std::vector<std::vector<std::int64_t>>& offsets_sets);
+// Refuses token counts whose total does not fit 64 bits, so that every sum
+// of tokens computed from them is exact.
+std::vector<std::uint64_t> sequence_tokens(const std::vector<Offsets>& offsets_sets);
 
 // Cuts S sequences into `pieces` contiguous runs so that the largest run
 // holds as few tokens as possible (the exact optimum: binary search on the

@@ -99,45 +99,46 @@ std::vector<RowMap> contiguous(const std::vector<Range>& ranges) {
   return maps;
 }
 
+// The packed sequences of the input, checked: the offsets by path, and the
+// tokens per sequence summed over them.
+struct Sequences {
+  SequencePlan plan;  // without runs
+  std::map<std::string, Offsets> offsets;
+  std::vector<std::uint64_t> tokens;
+};
+
 // Checks the offsets datasets and the packed / per-sequence lengths against
-// them; returns the sequence plan without runs, and the tokens per sequence.
-SequencePlan check_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values,
-                             std::vector<std::uint64_t>& tokens) {
-  SequencePlan seq;
-  std::vector<std::vector<std::int64_t>> sets;
+// them (merge checks each input by the same rules).
+Sequences check_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values) {
+  Sequences out;
+  SequencePlan& seq = out.plan;
+  std::vector<Offsets> sets;
   for (const NodeInfo* o : leaves.offsets) {
     auto it = values.find(o->path);
     if (it == values.end()) throw Error(fmt::format("internal: the values of {} were not read", o->path));
-    const std::uint64_t sequences = check_offsets(it->second, o->path);
-    if (!sets.empty() && sequences != seq.sequences)
-      throw Error(fmt::format("offsets datasets disagree: {} holds {} sequences, {} holds {}", seq.offsets.front(),
-                              seq.sequences, o->path, sequences));
-    seq.sequences = sequences;
+    Offsets checked = check_offsets(it->second, o->path);
+    if (!sets.empty()) check_same_sequences(seq.offsets.front(), sets.front(), o->path, checked);
+    seq.sequences = checked.size() - 1;
     seq.offsets.push_back(o->path);
-    sets.push_back(it->second);
+    sets.push_back(checked);
+    out.offsets.emplace(o->path, std::move(checked));
   }
   for (const NodeInfo* p : leaves.packed) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
-    const std::uint64_t length = axis_length(*p, rule);
-    const std::int64_t last = values.at(rule.offsets).back();
-    if (length != static_cast<std::uint64_t>(last))
-      throw Error(fmt::format("{} has {} tokens on axis {}, but its offsets {} end at {}", p->path, length, rule.axis,
-                              rule.offsets, last));
+    check_packed_length({p->path, rule.axis, axis_length(*p, rule), rule.offsets}, out.offsets.at(rule.offsets));
   }
   for (const NodeInfo* p : leaves.per_sequence) {
     const LeafRule& rule = resolution.dataset_rule(p->path);
-    const std::uint64_t length = axis_length(*p, rule);
-    if (length != seq.sequences)
-      throw Error(fmt::format("{} has {} rows on axis {}, but {} describes {} sequences", p->path, length, rule.axis,
-                              rule.offsets, seq.sequences));
+    check_per_sequence_length({p->path, rule.axis, axis_length(*p, rule), rule.offsets},
+                              out.offsets.at(rule.offsets));
   }
-  tokens = sequence_tokens(sets);
-  for (auto t : tokens) seq.tokens += t;
-  return seq;
+  out.tokens = sequence_tokens(sets);
+  for (auto t : out.tokens) seq.tokens += t;  // exact: sequence_tokens checked the total
+  return out;
 }
 
 // Rows of every packed-family dataset from the sequence runs.
-void cut_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values,
+void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
                    const SequencePlan& seq, SplitPlan& plan) {
   for (const NodeInfo* o : leaves.offsets) {
     // Sequences [a, b) need offsets rows a..b: b - a + 1 values, rebased to 0 when written.
@@ -146,10 +147,9 @@ void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Off
     plan.pieces[o->path] = maps;
   }
   for (const NodeInfo* p : leaves.packed) {
-    const auto& offsets = values.at(resolution.dataset_rule(p->path).offsets);
+    const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
     std::vector<Range> rows;
-    for (const auto& run : seq.runs)
-      rows.push_back({static_cast<std::uint64_t>(offsets[run.begin]), static_cast<std::uint64_t>(offsets[run.end])});
+    for (const auto& run : seq.runs) rows.push_back({offsets[run.begin], offsets[run.end]});
     plan.pieces[p->path] = contiguous(rows);
   }
   for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
@@ -180,10 +180,11 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   to_shard_lengths(cuts, options.dp.degree);
 
   const std::size_t split_cuts = cuts.size();  // the sequence count may follow
-  std::vector<std::uint64_t> tokens;
+  Sequences sequences;
   if (!leaves.offsets.empty()) {
     if (options.dp.degree != 1) throw usage_error("--dp-degree does not combine with packed sequences");
-    plan.sequences = check_sequences(leaves, resolution, offsets, tokens);
+    sequences = check_sequences(leaves, resolution, offsets);
+    plan.sequences = sequences.plan;
     cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
   }
 
@@ -221,10 +222,10 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     } else if (options.balance == Balance::Sequences) {
       seq.runs = array_split(seq.sequences, plan.count);
     } else {
-      seq.runs = balance_tokens(tokens, plan.count);
+      seq.runs = balance_tokens(sequences.tokens, plan.count);
     }
-    seq.run_tokens = run_tokens(tokens, seq.runs);
-    cut_sequences(leaves, resolution, offsets, seq, plan);
+    seq.run_tokens = run_tokens(sequences.tokens, seq.runs);
+    cut_sequences(leaves, resolution, sequences, seq, plan);
   }
   return plan;
 }

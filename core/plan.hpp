@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/packed.hpp"
 #include "core/partition.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
@@ -35,8 +36,9 @@ struct SplitOptions {
   Balance balance = Balance::Tokens;              // --balance
 };
 
-// Values of every "offsets" dataset, by path (io reads them before planning).
-using OffsetsValues = std::map<std::string, std::vector<std::int64_t>>;
+// Values of every "offsets" dataset, by path, exact as read (io reads them
+// before planning; the plan checks them).
+using OffsetsValues = std::map<std::string, RawOffsets>;
 
 // Packed sequences of a plan: which sequences and how many tokens (summed
 // over the offsets datasets) each microbatch holds.

@@ -26,8 +26,14 @@ std::vector<std::string> member_names(hid_t group, const Location& where);
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name);
 
-// Reads a 1-D integer dataset whole as int64 (offsets are S+1 values).
-std::vector<std::int64_t> read_int64_vector(hid_t dataset, const Location& where);
+// Reads an offsets dataset (1-D integers, S+1 values) whole and exactly:
+// signed integers as int64, unsigned as uint64, whatever their width and
+// byte order; integers of more than 64 bits are refused.
+RawOffsets read_offsets(hid_t dataset, const Location& where);
+
+// The native type offsets of `type`'s signedness are read and written in
+// (int64 or uint64: both hold every value of a type of at most 64 bits).
+hid_t offsets_memory_type(hid_t type, const Location& where);
 
 // Reads every dataset whose rule is "offsets".
 OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,

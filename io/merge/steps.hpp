@@ -3,10 +3,12 @@
 // structure and equality checks (checks.cpp), attributes (attributes.cpp),
 // concatenation (concat.cpp), reducers (reduce.cpp) and virtual datasets
 // (virtual.cpp). All inputs are open; the first input's tree is the model.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/packed.hpp"
 #include "core/reduce.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
@@ -17,10 +19,13 @@
 
 namespace mb::io::merging {
 
+struct InputOffsets;
+
 // What every step needs: the job, the rules, and how to name things.
 struct Context {
   const MergeJob& job;
   const Resolution& resolution;
+  const InputOffsets* offsets = nullptr;  // read and checked before the walk
 
   h5::Location where(std::size_t input, const std::string& path) const { return {job.inputs[input].path, path}; }
   h5::Location out_where(const std::string& path) const { return {job.output, path}; }
@@ -75,6 +80,16 @@ std::vector<RowMap> row_maps(const Context& ctx, const DatasetInputs& in, std::s
 void concatenate(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
                  const Shape& out_dims, hid_t dst);
 void concatenate_offsets(const Context& ctx, const DatasetInputs& in, hid_t dst);
+// Every input's offsets datasets, checked as split checks its input (from 0,
+// rising, the same sequence count in each of an input's offsets datasets),
+// and the merged offsets, checked to fit the dataset's type.
+struct InputOffsets {
+  std::map<std::string, std::vector<Offsets>> inputs;  // by path: per input
+  std::map<std::string, Offsets> merged;               // by path
+};
+InputOffsets read_input_offsets(const Context& ctx, const std::vector<h5::Id>& files);
+// Packed and per-sequence lengths of every input agree with its offsets.
+void check_sequence_lengths(const Context& ctx, const DatasetInputs& in, const LeafRule& rule);
 
 // reduce.cpp: element-wise reducers.
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type);

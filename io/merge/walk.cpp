@@ -65,6 +65,7 @@ void write_dataset(const Context& ctx, const NodeInfo& ds, const std::vector<h5:
   check_manifest_rows(ctx, in);
   const std::optional<int> axis = rule.cuts_rows() ? std::optional<int>(rule.axis) : std::nullopt;
   require_same_shape(ctx, in, axis ? std::optional<std::size_t>(*axis) : std::nullopt);
+  check_sequence_lengths(ctx, in, rule);
   DataStep step{rule, {}, merged_dims(in, rule)};
   if (rule.mode == LeafRule::Mode::Reduce) step.kind = reducible_kind(ctx, ds.path, in.types[0].get());
   if (rule.mode == LeafRule::Mode::Replicate) compare_replicated(ctx, in);
@@ -101,9 +102,14 @@ void write_tree(const Context& ctx, const NodeInfo& root, const std::vector<h5::
   std::vector<h5::Id> roots;
   for (std::size_t i = 0; i < files.size(); ++i)
     roots.emplace_back(H5Gopen2(files[i].get(), "/", H5P_DEFAULT), ctx.where(i, "/"), "cannot open the root group");
+  // Every input's offsets are read and checked (and their merge checked to
+  // fit) before anything is written; packed lengths are checked against them
+  // on the walk, as split checks its input.
+  const InputOffsets offsets = read_input_offsets(ctx, files);
+  const Context with_offsets{ctx.job, ctx.resolution, &offsets};
   h5::Id out_root(H5Gopen2(output, "/", H5P_DEFAULT), ctx.out_where("/"), "cannot open the root group");
-  merge_attributes(ctx, root, roots, out_root.get());
-  write_children(ctx, root, roots, out_root.get());
+  merge_attributes(with_offsets, root, roots, out_root.get());
+  write_children(with_offsets, root, roots, out_root.get());
 }
 
 }  // namespace mb::io::merging

@@ -8,6 +8,7 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/tree_reader.hpp"
 
 namespace mb::io {
 namespace {
@@ -103,15 +104,22 @@ class SplitWriter {
   }
 
   // A microbatch's offsets are its rows of the input's offsets, shifted to
-  // start at 0 (offsets are S+1 integers: small enough to hold whole).
+  // start at 0 (offsets are S+1 integers: small enough to hold whole). They
+  // are read as 64-bit integers of their own signedness, which hold every
+  // value exactly; the plan checked that they start at 0 and rise, so the
+  // rebased values are non-negative, no larger than the input's, and fit
+  // the dataset's type when written back in it.
   static void write_rebased_offsets(hid_t src, const h5::Location& src_where, const Segment& rows, hid_t dst,
                                     const h5::Location& where) {
-    h5::Buffer values(H5T_NATIVE_INT64);
+    h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+    const hid_t memory = h5::offsets_memory_type(type.get(), src_where);
+    h5::Buffer values(memory);
     h5::read(src, Selection::rows({rows.stop()}, 0, rows), values, src_where);
-    auto* v = static_cast<std::int64_t*>(values.data());
-    const std::int64_t base = v[0];
+    // Two's complement: unsigned subtraction gives the signed difference too.
+    auto* v = static_cast<std::uint64_t*>(values.data());
+    const std::uint64_t base = v[0];
     for (std::uint64_t k = 0; k < rows.count; ++k) v[k] -= base;
-    h5::write(dst, Selection::all({rows.count}), H5T_NATIVE_INT64, v, where);
+    h5::write(dst, Selection::all({rows.count}), memory, v, where);
   }
 
   const SplitSource& source_;

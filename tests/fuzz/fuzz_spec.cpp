@@ -28,7 +28,7 @@ const mb::NodeInfo& tree() {
 }
 
 const mb::OffsetsValues& offsets() {
-  static const mb::OffsetsValues v{{"/packed/cu", {0, 1, 7, 8, 10}}};
+  static const mb::OffsetsValues v{{"/packed/cu", std::vector<std::int64_t>{0, 1, 7, 8, 10}}};
   return v;
 }
 

@@ -7,6 +7,8 @@
 #include "core/packed.hpp"
 
 using mb::Range;
+using I64 = std::vector<std::int64_t>;
+using U64 = std::vector<std::uint64_t>;
 
 namespace {
 
@@ -73,11 +75,42 @@ TEST_CASE("balancing examples") {
 }
 
 TEST_CASE("offsets must start at 0 and rise") {
-  CHECK(mb::check_offsets({0, 3, 3, 7}, "/cu") == 3);
-  CHECK_THROWS_WITH_AS(mb::check_offsets({1, 3}, "/cu"), "/cu: offsets must start at 0 (offsets[0] is 1)", mb::Error);
-  CHECK_THROWS_WITH_AS(mb::check_offsets({0, 5, 4}, "/cu"),
+  CHECK(mb::check_offsets(I64{0, 3, 3, 7}, "/cu") == mb::Offsets{0, 3, 3, 7});
+  CHECK_THROWS_WITH_AS(mb::check_offsets(I64{1, 3}, "/cu"), "/cu: offsets must start at 0 (offsets[0] is 1)",
+                       mb::Error);
+  CHECK_THROWS_WITH_AS(mb::check_offsets(I64{0, 5, 4}, "/cu"),
                        "/cu: offsets must rise: offsets[2] = 4 is below offsets[1] = 5", mb::Error);
-  CHECK_THROWS_AS(mb::check_offsets({}, "/cu"), mb::Error);
+  CHECK_THROWS_AS(mb::check_offsets(I64{}, "/cu"), mb::Error);
+  CHECK_THROWS_WITH_AS(mb::check_offsets(I64{0, -1}, "/cu"),
+                       "/cu: offsets must rise: offsets[1] = -1 is below offsets[0] = 0", mb::Error);
+}
+
+TEST_CASE("unsigned offsets are exact up to 2^64 - 1") {
+  const U64 big{0, (1ull << 63) + 5, UINT64_MAX - 1, UINT64_MAX};
+  CHECK(mb::check_offsets(big, "/cu") == big);
+  CHECK_THROWS_WITH_AS(mb::check_offsets(U64{0, UINT64_MAX, 1ull << 63}, "/cu"),
+                       "/cu: offsets must rise: offsets[2] = 9223372036854775808 is below offsets[1] = "
+                       "18446744073709551615",
+                       mb::Error);
+  CHECK(mb::sequence_tokens({big}) == std::vector<std::uint64_t>{(1ull << 63) + 5, (1ull << 63) - 7, 1});
+  // the tokens of two offsets datasets can add up past 64 bits: refused, never wrapped
+  CHECK_THROWS_AS(mb::sequence_tokens({big, big}), mb::Error);
+  const auto tokens = mb::sequence_tokens({big});
+  CHECK(mb::balance_tokens(tokens, 2) == std::vector<Range>{{0, 1}, {1, 3}});
+  CHECK_THROWS_AS(mb::balance_tokens({UINT64_MAX, 1}, 2), mb::Error);
+}
+
+TEST_CASE("packed and per-sequence lengths must agree with their offsets") {
+  const mb::Offsets cu{0, 2, 5};
+  const std::string tokens = "/tokens", ids = "/ids", path = "/cu";
+  CHECK_NOTHROW(mb::check_packed_length({tokens, 0, 5, path}, cu));
+  CHECK_THROWS_WITH_AS(mb::check_packed_length({tokens, 1, 4, path}, cu),
+                       "/tokens has 4 tokens on axis 1, but its offsets /cu end at 5", mb::Error);
+  CHECK_NOTHROW(mb::check_per_sequence_length({ids, 0, 2, path}, cu));
+  CHECK_THROWS_WITH_AS(mb::check_per_sequence_length({ids, 0, 3, path}, cu),
+                       "/ids has 3 rows on axis 0, but /cu describes 2 sequences", mb::Error);
+  CHECK_THROWS_WITH_AS(mb::check_same_sequences("/cu", cu, "/cu_k", {0, 1}),
+                       "offsets datasets disagree: /cu holds 2 sequences, /cu_k holds 1", mb::Error);
 }
 
 TEST_CASE("tokens of q and k offsets add up per sequence") {

@@ -116,7 +116,8 @@ std::string packed_error(mb::SplitOptions o, mb::OffsetsValues values) {
   return "(no error)";
 }
 
-const mb::OffsetsValues kValues{{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}};
+using I64 = std::vector<std::int64_t>;
+const mb::OffsetsValues kValues{{"/cu_q", I64{0, 1, 7, 8, 10}}, {"/cu_k", I64{0, 1, 7, 8, 10}}};
 }  // namespace
 
 TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
@@ -140,11 +141,11 @@ TEST_CASE("packed sequences: whole sequences, balanced on tokens") {
 }
 
 TEST_CASE("packed sequences: errors name the dataset") {
-  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 8, 9}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+  CHECK(packed_error(cut_into(2), {{"/cu_q", I64{0, 1, 7, 8, 9}}, {"/cu_k", I64{0, 1, 7, 8, 10}}}) ==
         "/pos has 10 tokens on axis 1, but its offsets /cu_q end at 9");
-  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 8, 10}}, {"/cu_k", {0, 1, 7, 10}}}).find("disagree") !=
+  CHECK(packed_error(cut_into(2), {{"/cu_q", I64{0, 1, 7, 8, 10}}, {"/cu_k", I64{0, 1, 7, 10}}}).find("disagree") !=
         std::string::npos);
-  CHECK(packed_error(cut_into(2), {{"/cu_q", {0, 1, 7, 6, 10}}, {"/cu_k", {0, 1, 7, 8, 10}}}) ==
+  CHECK(packed_error(cut_into(2), {{"/cu_q", I64{0, 1, 7, 6, 10}}, {"/cu_k", I64{0, 1, 7, 8, 10}}}) ==
         "/cu_q: offsets must rise: offsets[3] = 6 is below offsets[2] = 7");
   CHECK(packed_error(cut_into(5), kValues) ==
         "cannot cut into 5 microbatches: /cu_k has 4 sequences (--on-short downsize or empty allows it)");
