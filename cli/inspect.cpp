@@ -138,16 +138,18 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
 
 void print_json(const InspectCommand& cmd, const Inspection& in) {
   using json = nlohmann::ordered_json;
+  // Names and paths are escaped (specs::escape_name) so that they read back
+  // exactly; values and dtypes are shown with other bytes than UTF-8 as \xNN.
   json out;
-  out["file"] = cmd.input;
+  out["file"] = specs::escape_name(cmd.input);
   auto& nodes = out["tree"] = json::array();
   for_each_node(in.tree, [&](const NodeInfo& n) {
     json j;
-    j["path"] = n.path;
+    j["path"] = specs::escape_name(n.path);
     j["kind"] = n.is_group() ? "group" : "dataset";
     if (!n.is_group()) {
       j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
-      j["dtype"] = n.dtype;
+      j["dtype"] = specs::printable_text(n.dtype);
       j["layout"] = n.storage.layout;
       if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
       j["filters"] = n.storage.filters;
@@ -161,8 +163,10 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
     }
     auto attrs = json::array();
     for (const auto& a : n.attributes) {
-      json ja{{"name", a.name}, {"shape", a.null_space ? json(nullptr) : json(a.shape)}, {"dtype", a.dtype},
-              {"value", in.previews.at(n.path + "@" + a.name)}};
+      json ja{{"name", specs::escape_name(a.name)},
+              {"shape", a.null_space ? json(nullptr) : json(a.shape)},
+              {"dtype", specs::printable_text(a.dtype)},
+              {"value", specs::printable_text(in.previews.at(n.path + "@" + a.name))}};
       if (in.resolution) ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name));
       attrs.push_back(ja);
     }
@@ -171,7 +175,8 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   });
   if (in.plan) {
     out["chunks"] = in.plan->count;
-    out["warnings"] = in.plan->warnings;
+    auto& warnings = out["warnings"] = json::array();
+    for (const auto& w : in.plan->warnings) warnings.push_back(specs::printable_text(w));
     if (in.plan->sequences) out["sequences"] = specs::sequences_json(*in.plan->sequences);
   }
   std::printf("%s\n", out.dump(2).c_str());

@@ -106,9 +106,9 @@ class Resolver {
 
   void visit_object(const NodeInfo& group, const SpecNode& spec) {
     std::set<std::string> named;
-    for (const auto& [key, sub] : spec.members) {
-      if (!key.empty() && key[0] == '@') {
-        visit_attribute_key(group, key.substr(1), sub);
+    for (const auto& [key, sub, attribute] : spec.members) {
+      if (attribute) {
+        visit_attribute_key(group, key, sub);
         continue;
       }
       const NodeInfo* member = group.child(key);

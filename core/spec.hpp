@@ -65,10 +65,11 @@ struct SpecNode {
   static SpecNode make_leaf(LeafRule rule);
 };
 
-// One key of an object spec: a member name, or "@name" for an attribute.
+// One key of an object spec: a member, or (written "@name") an attribute.
 struct SpecMember {
-  std::string key;
+  std::string key;  // the member's or attribute's name, as HDF5 spells it
   SpecNode spec;
+  bool attribute = false;
 };
 
 inline SpecNode SpecNode::make_default() { return {}; }

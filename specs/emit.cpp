@@ -1,6 +1,82 @@
 #include "specs/emit.hpp"
 
+#include <fmt/format.h>
+
 namespace mb::specs {
+namespace {
+
+// Length of the valid UTF-8 sequence at `p` (at most `n` bytes), or 0 when
+// the bytes there are not one (RFC 3629: no overlong forms, no surrogates,
+// nothing above U+10FFFF; what nlohmann's dump accepts).
+std::size_t utf8_length(const unsigned char* p, std::size_t n) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  std::size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (n < len || p[1] < lo || p[1] > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k)
+    if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+  return len;
+}
+
+void append_hex_escape(std::string& out, unsigned char c) { out += fmt::format("\\x{:02x}", c); }
+
+// Copies valid UTF-8 as is and writes every other byte as \xNN; with
+// `double_backslash`, a backslash is written \\ so that the text reads back.
+std::string escaped(std::string_view raw, bool double_backslash) {
+  std::string out;
+  out.reserve(raw.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(raw.data());
+  for (std::size_t i = 0; i < raw.size();) {
+    const std::size_t len = utf8_length(p + i, raw.size() - i);
+    if (len == 0) {
+      append_hex_escape(out, p[i++]);
+      continue;
+    }
+    if (double_backslash && p[i] == '\\') out += '\\';
+    out.append(raw.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+// Keys that would read as something else than a member name.
+bool reads_as_keyword(const std::string& key) {
+  return key == "*" || key[0] == '@' || key == "split_axis" || key == "reduce" || key == "packed" ||
+         key == "per_sequence";
+}
+
+}  // namespace
+
+std::string escape_name(std::string_view raw) { return escaped(raw, true); }
+
+std::string printable_text(std::string_view raw) { return escaped(raw, false); }
+
+std::string member_key(const std::string& name) {
+  std::string key = escape_name(name);
+  if (!key.empty() && reads_as_keyword(key)) {
+    std::string first;
+    append_hex_escape(first, static_cast<unsigned char>(key[0]));
+    key.replace(0, 1, first);
+  }
+  return key;
+}
+
+std::string attribute_key(const std::string& name) { return "@" + escape_name(name); }
+
 
 nlohmann::ordered_json rule_json(const LeafRule& rule) {
   switch (rule.mode) {
@@ -8,8 +84,8 @@ nlohmann::ordered_json rule_json(const LeafRule& rule) {
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce: return {{"reduce", reducer_name(rule.reducer)}};
     case LeafRule::Mode::Offsets: return "offsets";
-    case LeafRule::Mode::Packed: return {{"packed", rule.offsets}, {"axis", rule.axis}};
-    case LeafRule::Mode::PerSequence: return {{"per_sequence", rule.offsets}, {"axis", rule.axis}};
+    case LeafRule::Mode::Packed: return {{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::PerSequence: return {{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}};
   }
   return nullptr;
 }
@@ -19,9 +95,9 @@ nlohmann::ordered_json resolved_spec_json(const NodeInfo& node, const Resolution
   auto out = nlohmann::ordered_json::object();
   for (const auto& a : node.attributes) {
     const LeafRule rule = resolution.attribute_rule(node.path, a.name);
-    if (rule.mode == LeafRule::Mode::Reduce) out["@" + a.name] = rule_json(rule);
+    if (rule.mode == LeafRule::Mode::Reduce) out[attribute_key(a.name)] = rule_json(rule);
   }
-  for (const auto& child : node.children) out[child.name] = resolved_spec_json(child, resolution);
+  for (const auto& child : node.children) out[member_key(child.name)] = resolved_spec_json(child, resolution);
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "specs/emit.hpp"
+#include "specs/parse.hpp"
 
 namespace mb::specs {
 namespace {
@@ -37,7 +39,7 @@ json manifest_head(const Manifest& m) {
   j["format"] = kManifestFormat;
   j["version"] = kManifestVersion;
   j["tool_version"] = m.tool_version;
-  j["source"] = m.source;
+  j["source"] = escape_name(m.source);  // a file name is bytes too
   j["chunks"] = m.microbatches;
   j["options"] = options_json(m.options);
   auto files = json::array();
@@ -85,7 +87,7 @@ std::map<std::string, SplitDatasetRecord> datasets_from_json(const json& j) {
       }
       r.rows.push_back(std::move(map));
     }
-    out.emplace(path, std::move(r));
+    out.emplace(unescape_name(path), std::move(r));  // paths are written escaped
   }
   return out;
 }
@@ -130,7 +132,7 @@ std::string manifest_text(const Manifest& m) {
   for (const auto& [path, record] : m.datasets) {
     datasets += first ? "\n    " : ",\n    ";
     first = false;
-    datasets += json(path).dump() + ": ";
+    datasets += json(escape_name(path)).dump() + ": ";
     datasets += json{{"axis", record.axis}, {"length", record.length}, {"rows", row_maps_json(record.rows)}}.dump();
   }
   datasets += m.datasets.empty() ? "}" : "\n  }";
@@ -141,7 +143,9 @@ std::string manifest_text(const Manifest& m) {
 json sequences_json(const SequencePlan& seq) {
   auto runs = json::array();
   for (const auto& r : seq.runs) runs.push_back({r.begin, r.end});
-  return {{"offsets", seq.offsets}, {"count", seq.sequences}, {"tokens", seq.tokens},
+  auto offsets = json::array();
+  for (const auto& path : seq.offsets) offsets.push_back(escape_name(path));
+  return {{"offsets", offsets}, {"count", seq.sequences}, {"tokens", seq.tokens},
           {"runs", runs},           {"run_tokens", seq.run_tokens}};
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -298,7 +299,8 @@ class Converter {
   SpecNode sequence_leaf(const JNode& j, std::size_t at) const {
     const std::string& key = j.keys[at];
     const JNode& value = j.values[at];
-    if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/')
+    const std::string path = value.type == JNode::Type::String ? name_at(value.text, value.pos) : std::string();
+    if (path.empty() || path[0] != '/')
       b_.fail(value.pos,
               fmt::format("\"{}\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"", key));
     int axis = 0;
@@ -309,13 +311,26 @@ class Converter {
                 fmt::format("a \"{}\" leaf takes only \"axis\" besides the offsets path, not \"{}\"", key, j.keys[i]));
       axis = axis_of(j.values[i]);
     }
-    return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(value.text, axis)
-                                               : LeafRule::per_sequence(value.text, axis));
+    return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(path, axis) : LeafRule::per_sequence(path, axis));
   }
 
+  // A key's or a path's name as written (see unescape_name), or an error
+  // at `pos`.
+  std::string name_at(const std::string& text, SourcePos pos) const {
+    try {
+      return unescape_name(text);
+    } catch (const Error& e) {
+      b_.fail(pos, e.what());
+    }
+  }
+
+  // Keys are read as written: "*" is the wildcard, "@name" an attribute,
+  // anything else a member; the name is then unescaped, so that "\\x2a"
+  // names a member "*" and "\\x40x" a member "@x".
   SpecNode group_object(const JNode& j) const {
     SpecNode n;
     n.kind = SpecNode::Kind::Object;
+    std::unordered_set<std::string> names;  // "/member", "@attribute"
     for (std::size_t i = 0; i < j.keys.size(); ++i) {
       const std::string& key = j.keys[i];
       const JNode& value = j.values[i];
@@ -323,9 +338,14 @@ class Converter {
       SpecNode sub = convert(value);
       if (key == "*") {
         n.star = std::make_shared<SpecNode>(std::move(sub));
-      } else {
-        n.members.push_back({key, std::move(sub)});
+        continue;
       }
+      const bool attribute = key[0] == '@';
+      std::string name = name_at(attribute ? key.substr(1) : key, j.key_pos[i]);
+      if (!names.insert((attribute ? "@" : "/") + name).second)  // '/' is in no name
+        b_.fail(j.key_pos[i], fmt::format("key \"{}\" names the same {} as an earlier key", printable(key),
+                                          attribute ? "attribute" : "member"));
+      n.members.push_back({std::move(name), std::move(sub), attribute});
     }
     return n;
   }
@@ -334,6 +354,40 @@ class Converter {
 };
 
 }  // namespace
+
+std::string unescape_name(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\0') throw Error("a name cannot hold a NUL byte");
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '\\') {
+      out += '\\';
+      ++i;
+      continue;
+    }
+    if (i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 && hex(text[i + 3]) >= 0) {
+      const char byte = static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
+      if (byte == '\0') throw Error("a name cannot hold a NUL byte (\\x00)");
+      out += byte;
+      i += 3;
+      continue;
+    }
+    throw Error(fmt::format("unknown escape \"{}\" in a name (a name writes a backslash as \\\\ and a byte as \\xNN)",
+                            printable(std::string(text.substr(i, 2)))));
+  }
+  return out;
+}
 
 SpecNode parse_spec(std::string_view text, const std::string& name) {
   const char* cursor = text.data();

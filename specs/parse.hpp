@@ -14,6 +14,12 @@ inline constexpr int kMaxDepth = 256;
 // Parses spec text. `name` is used in error messages ("spec.json").
 SpecNode parse_spec(std::string_view text, const std::string& name);
 
+// An HDF5 name or path as JSON writes it (specs::escape_name): "\\" is a
+// backslash, "\xNN" (two hex digits) the byte NN; any other backslash is an
+// error, and so is a NUL byte (HDF5 names cannot hold one). Throws
+// mb::Error saying what is wrong (the caller adds where).
+std::string unescape_name(std::string_view text);
+
 // Reads and parses a spec file.
 SpecNode load_spec_file(const std::string& path);
 

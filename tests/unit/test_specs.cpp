@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
+#include "helpers.hpp"
 
 using mb::LeafRule;
 using mb::SpecNode;
@@ -97,4 +100,106 @@ TEST_CASE("a resolved spec emits JSON that parses back to the same rules") {
   CHECK(mb::specs::rule_json(LeafRule::reduce(mb::Reducer::Sum)).dump() == "{\"reduce\":\"sum\"}");
   for (auto rule : {LeafRule::split(2), LeafRule::replicate(), LeafRule::reduce(mb::Reducer::Min)})
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
+
+// HDF5 names in JSON: any bytes but NUL, written back exactly.
+namespace {
+
+using mb::specs::escape_name;
+using mb::specs::unescape_name;
+
+// Every name the spec language must be able to name: keywords of the spec
+// language, backslashes, and bytes that are not UTF-8.
+const std::vector<std::string> kOddNames = {
+    "*", "@foo", "@", "split_axis", "reduce", "packed", "per_sequence", "axis", "a\\b", "\\x41", "\xff\xfe",
+    "caf\xc3\xa9", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "nl\nx", "\\", "x@y", ".", "\x7f"};
+
+mb::NodeInfo odd_tree() {
+  using namespace mb::test;
+  std::vector<mb::NodeInfo> members;
+  for (const auto& name : kOddNames)
+    if (name != "packed") members.push_back(dataset(name, {6, 2}));
+  // a packed batch below a group whose name is not UTF-8, and a group called "packed"
+  members.push_back(group("\xfe", {dataset("cu", {3}), dataset("tokens", {7}), dataset("@ids", {2})}));
+  members.push_back(group("packed", {dataset("split_axis", {4}), dataset("*", {})}, {"*", "@x"}));
+  return root(std::move(members), kOddNames);
+}
+
+mb::Resolution round_trip(const mb::NodeInfo& tree, const mb::Resolution& first) {
+  const std::string emitted = mb::specs::resolved_spec_json(tree, first).dump();  // throws on invalid UTF-8
+  return mb::resolve(tree, parse_spec(emitted, "emitted"), "emitted");
+}
+
+}  // namespace
+
+TEST_CASE("names are escaped into valid UTF-8 and read back exactly") {
+  CHECK(escape_name("plain/caf\xc3\xa9") == "plain/caf\xc3\xa9");
+  CHECK(escape_name("\xff\xfe") == "\\xff\\xfe");
+  CHECK(escape_name("a\\b") == "a\\\\b");
+  CHECK(escape_name("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // an encoded surrogate is not UTF-8
+  CHECK(escape_name("\xc3(") == "\\xc3(");
+  CHECK(unescape_name("\\xFF\\x41\\\\") == "\xff" "A\\");
+  for (const auto& name : kOddNames) {
+    CHECK(unescape_name(escape_name(name)) == name);
+    CHECK_NOTHROW(nlohmann::json(escape_name(name)).dump());
+  }
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string raw(rng() % 12, ' ');
+    for (auto& c : raw) c = static_cast<char>(1 + rng() % 255);
+    const std::string text = escape_name(raw);
+    CHECK_NOTHROW(nlohmann::json(text).dump());
+    CHECK(unescape_name(text) == raw);
+  }
+  CHECK_THROWS_WITH_AS(unescape_name("a\\b"), doctest::Contains("unknown escape \"\\b\""), mb::Error);
+  CHECK_THROWS_AS(unescape_name("a\\"), mb::Error);
+  CHECK_THROWS_AS(unescape_name("\\x4"), mb::Error);
+  CHECK_THROWS_AS(unescape_name("\\x00"), mb::Error);
+}
+
+TEST_CASE("spec keys: keywords are read as written, names unescaped") {
+  const SpecNode n = parse_spec(
+      R"({"\\x2a": 1, "*": 0, "\\x40foo": 2, "@\\xfe": {"reduce": "sum"}, "@@a": {"reduce": "max"},
+          "\\x73plit_axis": 3, "a\\\\b": 4, "\\xff\\xfe": 5})",
+      "s");
+  REQUIRE(n.kind == SpecNode::Kind::Object);
+  REQUIRE(n.star);
+  REQUIRE(n.members.size() == 7);
+  const std::vector<std::pair<std::string, bool>> expected = {
+      {"*", false},          {"@foo", false}, {"\xfe", true},      {"@a", true},
+      {"split_axis", false}, {"a\\b", false}, {"\xff\xfe", false}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK(n.members[i].key == expected[i].first);
+    CHECK(n.members[i].attribute == expected[i].second);
+  }
+  CHECK(parse_spec(R"({"packed": "/\\xfe/cu"})", "s").leaf == LeafRule::packed("/\xfe/cu", 0));
+  CHECK(mb::specs::member_key("*") == "\\x2a");
+  CHECK(mb::specs::member_key("@x") == "\\x40x");
+  CHECK(mb::specs::member_key("reduce") == "\\x72educe");
+  CHECK(mb::specs::member_key("axis") == "axis");
+  CHECK(mb::specs::attribute_key("*") == "@*");
+  CHECK(error_of(R"({"a\\q": 0})").rfind("s.json:1:2: unknown escape \"\\q\"", 0) == 0);
+  CHECK(error_of(R"({"a": 0, "\\x61": 1})").rfind("s.json:1:10: key \"\\x61\" names the same member", 0) == 0);
+  CHECK(error_of(R"({"x": {"packed": "/a\\b"}})").find("unknown escape") != std::string::npos);
+}
+
+TEST_CASE("every name resolves through the emitted spec to the same rules") {
+  const mb::NodeInfo tree = odd_tree();
+  const std::string spec = R"({"\\xfe": {"cu": "offsets", "tokens": {"packed": "/\\xfe/cu"},
+      "\\x40ids": {"per_sequence": "/\\xfe/cu"}}, "@\\xff\\xfe": {"reduce": "sum"}, "@@foo": {"reduce": "min"},
+      "@*": {"reduce": "max"}, "packed": {"@*": {"reduce": "mean"}, "*": "replicate"}, "\\x2a": 1, "*": 0})";
+  const mb::Resolution first = mb::resolve(tree, parse_spec(spec, "s"), "s");
+  CHECK(first.dataset_rule("/\xfe/tokens") == LeafRule::packed("/\xfe/cu", 0));
+  CHECK(first.dataset_rule("/\xfe/@ids") == LeafRule::per_sequence("/\xfe/cu", 0));
+  CHECK(first.dataset_rule("/*") == LeafRule::split(1));
+  CHECK(first.dataset_rule("/@foo") == LeafRule::split(0));
+  CHECK(first.dataset_rule("/packed/split_axis") == LeafRule::replicate());
+  CHECK(first.attribute_rule("/", "\xff\xfe") == LeafRule::reduce(mb::Reducer::Sum));
+  CHECK(first.attribute_rule("/", "@foo") == LeafRule::reduce(mb::Reducer::Min));
+  CHECK(first.attribute_rule("/packed", "*") == LeafRule::reduce(mb::Reducer::Mean));
+  const mb::Resolution again = round_trip(tree, first);
+  CHECK(again.datasets == first.datasets);
+  CHECK(again.attributes == first.attributes);
+  const mb::Resolution defaults = mb::resolve(tree, parse_spec("null", "s"), "s");
+  CHECK(round_trip(tree, defaults).datasets == defaults.datasets);
 }
