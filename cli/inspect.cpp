@@ -102,7 +102,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     }
     rows.push_back(r);
     for (const auto& a : n.attributes) {
-      Row ar{"  @" + a.name, "= " + in.previews.at(n.path + "@" + a.name), a.dtype, "", ""};
+      Row ar{"  @" + a.name, "= " + in.previews.at({n.path, a.name}), a.dtype, "", ""};
       if (in.resolution) ar.plan = rule_text(in.resolution->attribute_rule(n.path, a.name));
       rows.push_back(ar);
     }
@@ -166,7 +166,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       json ja{{"name", specs::escape_name(a.name)},
               {"shape", a.null_space ? json(nullptr) : json(a.shape)},
               {"dtype", specs::printable_text(a.dtype)},
-              {"value", specs::printable_text(in.previews.at(n.path + "@" + a.name))}};
+              {"value", specs::printable_text(in.previews.at({n.path, a.name}))}};
       if (in.resolution) ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name));
       attrs.push_back(ja);
     }

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
@@ -25,7 +26,8 @@ struct Prepared {
   NodeInfo tree;
   std::optional<Resolution> resolution;
   std::optional<SplitPlan> plan;
-  std::map<std::string, std::string> previews;  // "path@name" -> short text of the value
+  // (object path, attribute name) -> short text of the value (a pair: both may hold "@")
+  std::map<std::pair<std::string, std::string>, std::string> previews;
 };
 
 Prepared prepare(const PrepareRequest& request);

@@ -209,3 +209,18 @@ def test_a_source_file_name_that_is_not_utf8(tmp_path):
     assert unescape(manifest["source"]) == src
     out = json.loads(run("inspect", src.decode(errors="surrogateescape"), "--json", check=0).out)
     assert unescape(out["file"]) == src
+
+
+def test_inspect_keeps_attributes_apart_when_paths_and_names_hold_at_signs(tmp_path):
+    # "/x@" with attribute "y" and "/x" with attribute "@y" both read "/x@@y"
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x@"] = 1
+        f["x@"].attrs["y"] = 1
+        f["x"] = 2
+        f["x"].attrs["@y"] = 2
+    tree = json.loads(run("inspect", src, "--json", check=0).out)["tree"]
+    values = {(n["path"], a["name"]): a["value"] for n in tree for a in n["attributes"]}
+    assert values == {("/x@", "y"): "1", ("/x", "@y"): "2"}
+    text = run("inspect", src, check=0).out
+    assert "@@y = 2" in text and "@y = 1" in text
