@@ -158,3 +158,21 @@ TEST_CASE("packed sequences: errors name the dataset") {
   CHECK_THROWS_WITH_AS(mb::resolve(t, mb::specs::parse_spec(R"({"pos": "offsets", "*": null})", "s"), "s"),
                        "s:1:9: \"offsets\" needs a 1-D dataset of S+1 integers; /pos has rank 2", mb::Error);
 }
+
+TEST_CASE("packed sequences: uint64 offsets past 2^63 are planned exactly") {
+  using U64 = std::vector<std::uint64_t>;
+  const auto t = root({dataset("cu", {4}), dataset("ids", {3})});
+  const auto r = mb::resolve(t, mb::specs::parse_spec(R"({"cu": "offsets", "ids": {"per_sequence": "/cu"}})", "s"),
+                             "s");
+  const U64 cu{0, (1ull << 63) + 5, (1ull << 63) + 10, UINT64_MAX};
+  const auto p = mb::plan_split(t, r, cut_into(2), {{"/cu", cu}});
+  REQUIRE(p.sequences);
+  CHECK(p.sequences->tokens == UINT64_MAX);
+  CHECK(p.sequences->runs == std::vector<mb::Range>{{0, 1}, {1, 3}});
+  CHECK(p.sequences->run_tokens == U64{(1ull << 63) + 5, (1ull << 63) - 6});
+  // two offsets datasets whose tokens add up past 64 bits: refused, not wrapped
+  const auto t2 = root({dataset("cu", {4}), dataset("cu_k", {4}), dataset("ids", {3})});
+  const auto r2 = mb::resolve(
+      t2, mb::specs::parse_spec(R"({"cu": "offsets", "cu_k": "offsets", "ids": {"per_sequence": "/cu"}})", "s"), "s");
+  CHECK_THROWS_AS(mb::plan_split(t2, r2, cut_into(2), {{"/cu", cu}, {"/cu_k", cu}}), mb::Error);
+}
