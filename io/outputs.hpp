@@ -4,14 +4,25 @@
 // complete. Until then nothing under a final name can pass for finished
 // output; on an error what was written is removed (and io/guard removes the
 // temporaries on signals, crashes and stalls).
+//
+// Concurrent runs: a job holds an exclusive lock on what it writes for the
+// whole run (split: DIR/.microbatch.lock; merge: .NAME.lock next to the
+// output), and publishing never replaces a name that appeared meanwhile, so
+// of two runs onto one output one wins and the other fails; nothing mixes.
 #include <string>
 #include <vector>
 
 namespace mb::io {
 
+// What may stand under a final name when an output is published there.
+enum class Publish {
+  Exclusive,  // nothing: a file that appeared while the job ran is an error, never replaced
+  Replace,    // a regular file (merge --force); anything else is refused
+};
+
 class AtomicOutputs {
  public:
-  AtomicOutputs() = default;
+  explicit AtomicOutputs(Publish mode = Publish::Exclusive) : mode_(mode) {}
   AtomicOutputs(const AtomicOutputs&) = delete;
   AtomicOutputs& operator=(const AtomicOutputs&) = delete;
   ~AtomicOutputs();
@@ -32,24 +43,56 @@ class AtomicOutputs {
     std::string final_path;
     bool published = false;
   };
+  Publish mode_;
   std::vector<Entry> entries_;
   bool kept_ = false;
 };
 
+// An exclusive lock held for a whole run: flock(2) on a lock file, which is
+// removed when the lock is released (and by io/guard on a forced exit). A
+// second run that finds it held fails at once, naming the output.
+class OutputLock {
+ public:
+  OutputLock() = default;
+  // Locks `lock_path` (created if missing); `output` is what messages name.
+  OutputLock(const std::string& lock_path, const std::string& output);
+  OutputLock(OutputLock&& other) noexcept;
+  OutputLock& operator=(OutputLock&&) = delete;
+  OutputLock(const OutputLock&) = delete;
+  ~OutputLock();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// The lock file of split's output directory; not a split output.
+inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
+
 // Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
 std::string temporary_name(const std::string& final_path);
 
-// Writes `text` to `path` atomically (temporary file, fsync, rename).
+// Writes `text` to `path` atomically (temporary file, fsync, publish); a
+// file that appeared at `path` meanwhile is an error, never replaced.
 void write_text_atomically(const std::string& path, const std::string& text);
 
-// Split's output directory: created if missing. An earlier split in it is
-// refused unless `force`; when forced, it is removed, manifest first, so
-// that no mix of old and new can pass for finished. The input itself is
-// never among what is removed.
-void prepare_output_dir(const std::string& dir, bool force, const std::string& input);
+// Split's output directory: created if missing, and locked for the run. An
+// earlier split in it is refused unless `force`; when forced, it is removed,
+// manifest first, so that no mix of old and new can pass for finished. The
+// input itself is never among what is removed, nor is anything under a
+// split output's name that is not a regular file (a FIFO, a device, a
+// symbolic link, a directory): that is refused.
+[[nodiscard]] OutputLock prepare_output_dir(const std::string& dir, bool force, const std::string& input);
 
-// Merge's output file: not a directory, not one of the inputs, and not an
-// existing file unless `force`.
-void check_output_file(const std::string& output, const std::vector<std::string>& inputs, bool force);
+// Just before publishing: the directory holds no split output but `ours`
+// (the run's temporaries). Anything else appeared while the run wrote.
+void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
+
+// Merge's output file: locked for the run; not a directory, not one of the
+// inputs, not an existing file unless `force`, and never anything but a
+// regular file (a FIFO, a device node, a symbolic link are refused even
+// with `force`).
+[[nodiscard]] OutputLock prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+                                             bool force);
 
 }  // namespace mb::io

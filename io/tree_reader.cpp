@@ -10,6 +10,7 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
+#include "io/h5/virtual.hpp"
 
 namespace mb::h5 {
 namespace {
@@ -114,6 +115,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
   node.storage = read_storage(dataset, s, where);
+  if (node.storage.layout == "virtual") check_virtual_sources(dataset, where);  // before anything is written
   node.attributes = describe_attributes(dataset, where);
 }
 

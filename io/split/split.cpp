@@ -66,7 +66,8 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 
 void write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
-  prepare_output_dir(job.output_dir, job.force, job.input);
+  // Held until the manifest is written: a second split into the directory fails at once.
+  const OutputLock lock = prepare_output_dir(job.output_dir, job.force, job.input);
   // Every output is registered (and so removed on failure) before any worker starts.
   AtomicOutputs outputs;
   OutputFiles files;
@@ -84,6 +85,7 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
       },
       job.stall_seconds);
 
+  check_directory_unchanged(job.output_dir, files.temps);
   outputs.publish();
   const specs::Manifest manifest = make_manifest(job, prepared, files.names);
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
