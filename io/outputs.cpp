@@ -82,9 +82,20 @@ void rename_exclusive(const std::string& from, const std::string& to) {
     throw Error(to + ": cannot rename the finished output into place: " + errno_text());
 }
 
-void publish_one(const std::string& from, const std::string& to, Publish mode) {
-  if (mode == Publish::Exclusive) return rename_exclusive(from, to);
+std::optional<ReplacedFile> identity_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return ReplacedFile{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size),
+                      st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
+                      st.st_ctim.tv_sec * 1'000'000'000LL + st.st_ctim.tv_nsec};
+}
+
+void publish_one(const std::string& from, const std::string& to, const std::optional<ReplacedFile>& replaces) {
+  if (!replaces || what_is_at(to).empty()) return rename_exclusive(from, to);
   refuse_unless_regular(to);  // again: it may have changed since the job started
+  if (identity_of(to) != replaces)
+    throw Error(to + ": was replaced while this run was writing it (another run writing the same output?); it was "
+                "not replaced again");
   if (std::rename(from.c_str(), to.c_str()) != 0)
     throw Error(to + ": cannot rename the finished output into place: " + errno_text());
 }
@@ -103,15 +114,15 @@ std::string temporary_name(const std::string& final_path) {
   return (p.parent_path() / name).string();
 }
 
-std::string AtomicOutputs::add(const std::string& final_path) {
-  entries_.push_back({temporary_name(final_path), final_path, false});
+std::string AtomicOutputs::add(const std::string& final_path, std::optional<ReplacedFile> replaces) {
+  entries_.push_back({temporary_name(final_path), final_path, replaces, false});
   register_temporary(entries_.back().temp);
   return entries_.back().temp;
 }
 
 void AtomicOutputs::publish() {
   for (auto& e : entries_) {
-    publish_one(e.temp, e.final_path, mode_);
+    publish_one(e.temp, e.final_path, e.replaces);
     e.published = true;
   }
 }
@@ -232,16 +243,16 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
 }
 
-OutputLock prepare_output_file(const std::string& output, const std::vector<std::string>& inputs, bool force) {
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+                                                bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");
-  const std::string what = what_is_at(output);
+  if (what_is_at(output).empty()) return std::nullopt;
   for (const auto& in : inputs)
-    if (!what.empty() && fs::equivalent(in, output, ec)) throw Error(output + ": the output would replace input " + in);
+    if (fs::equivalent(in, output, ec)) throw Error(output + ": the output would replace input " + in);
   refuse_unless_regular(output);
-  if (!what.empty() && !force) throw Error(output + ": the output exists; use --force to replace it");
-  const fs::path p(output);
-  return OutputLock((p.parent_path() / fmt::format(".{}.lock", p.filename().string())).string(), output);
+  if (!force) throw Error(output + ": the output exists; use --force to replace it");
+  return identity_of(output);
 }
 
 }  // namespace mb::io

@@ -5,30 +5,37 @@
 // output; on an error what was written is removed (and io/guard removes the
 // temporaries on signals, crashes and stalls).
 //
-// Concurrent runs: a job holds an exclusive lock on what it writes for the
-// whole run (split: DIR/.microbatch.lock; merge: .NAME.lock next to the
-// output), and publishing never replaces a name that appeared meanwhile, so
-// of two runs onto one output one wins and the other fails; nothing mixes.
+// Concurrent runs: publishing never replaces a name that appeared while the
+// job ran (nor, for merge --force, a file other than the one it was asked
+// to replace), and split holds an exclusive lock on its output directory
+// for the whole run; of two runs onto one output, one wins and the other
+// fails, and nothing mixes.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mb::io {
 
-// What may stand under a final name when an output is published there.
-enum class Publish {
-  Exclusive,  // nothing: a file that appeared while the job ran is an error, never replaced
-  Replace,    // a regular file (merge --force); anything else is refused
+// The regular file an output replaces (merge --force), as found when the
+// job started: publishing replaces it only if it is still that file.
+struct ReplacedFile {
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const ReplacedFile&) const = default;
 };
 
 class AtomicOutputs {
  public:
-  explicit AtomicOutputs(Publish mode = Publish::Exclusive) : mode_(mode) {}
+  AtomicOutputs() = default;
   AtomicOutputs(const AtomicOutputs&) = delete;
   AtomicOutputs& operator=(const AtomicOutputs&) = delete;
   ~AtomicOutputs();
 
   // Registers an output; returns the temporary path to write it under.
-  std::string add(const std::string& final_path);
+  // Without `replaces`, nothing may stand under the final name when it is
+  // published (a file that appeared meanwhile is an error, never replaced).
+  std::string add(const std::string& final_path, std::optional<ReplacedFile> replaces = std::nullopt);
 
   // Renames every temporary into place, in the order added. After this the
   // outputs still disappear on destruction unless keep() is called.
@@ -41,15 +48,16 @@ class AtomicOutputs {
   struct Entry {
     std::string temp;
     std::string final_path;
+    std::optional<ReplacedFile> replaces;
     bool published = false;
   };
-  Publish mode_;
   std::vector<Entry> entries_;
   bool kept_ = false;
 };
 
 // An exclusive lock held for a whole run: flock(2) on a lock file, which is
-// removed when the lock is released (and by io/guard on a forced exit). A
+// removed when the lock is released (and by io/guard on a forced exit; a
+// SIGKILL leaves it, harmless: a lock file nobody holds locks again). A
 // second run that finds it held fails at once, naming the output.
 class OutputLock {
  public:
@@ -88,11 +96,11 @@ void write_text_atomically(const std::string& path, const std::string& text);
 // (the run's temporaries). Anything else appeared while the run wrote.
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
 
-// Merge's output file: locked for the run; not a directory, not one of the
-// inputs, not an existing file unless `force`, and never anything but a
-// regular file (a FIFO, a device node, a symbolic link are refused even
-// with `force`).
-[[nodiscard]] OutputLock prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
-                                             bool force);
+// Merge's output file: not a directory, not one of the inputs, not an
+// existing file unless `force`, and never anything but a regular file (a
+// FIFO, a device node, a symbolic link are refused even with `force`).
+// Returns the file that `force` replaces, if there is one.
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+                                                bool force);
 
 }  // namespace mb::io

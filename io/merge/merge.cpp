@@ -32,10 +32,9 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   const NodeInfo tree = h5::read_tree(files.front().get(), paths.front());
   const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
   check_options(job, resolution);
-  // Held until the output is published: a second merge onto it fails at once.
-  const OutputLock lock = prepare_output_file(job.output, paths, job.force);
-  AtomicOutputs outputs(job.force ? Publish::Replace : Publish::Exclusive);
-  const std::string temp = outputs.add(job.output);
+  const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
+  AtomicOutputs outputs;
+  const std::string temp = outputs.add(job.output, replaces);
   h5::Id out = h5::create_file(temp, job.output);
   merging::write_tree({job, resolution}, tree, files, out.get());
   out.close({job.output, ""});
