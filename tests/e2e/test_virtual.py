@@ -1,5 +1,6 @@
 """merge --virtual: split leaves become virtual datasets over the microbatch
 files, nothing is copied, replicated leaves are still checked."""
+import json
 import os
 import shutil
 
@@ -129,6 +130,12 @@ def test_split_refuses_a_virtual_dataset_onto_a_missing_file(tmp_path):
     with h5py.File(tmp_path / "v.h5") as f:  # what HDF5 gives: fill values, no error
         assert (f["v"][()] == -7).all()
     split_refused(tmp_path, tmp_path / "v.h5", "gone.h5", "missing")
+    # inspect shows the file, marked; planning a split of it is refused
+    res = run("inspect", tmp_path / "v.h5", check=0)
+    assert "virtual UNREADABLE" in res.out and "gone.h5" in res.out and "missing" in res.out
+    tree = json.loads(run("inspect", tmp_path / "v.h5", "--json", check=0).out)["tree"]
+    assert [n["path"] for n in tree if "unreadable" in n] == ["/v"]
+    assert_one_line_error(run("inspect", tmp_path / "v.h5", "-n", 2), 1, "/v", "gone.h5", "missing")
     # a relative name, found nowhere HDF5 looks
     virtual_file(tmp_path / "r.h5", [(slice(0, 10), "gone.h5", "d", (10,), slice(0, 10))], (10,))
     split_refused(tmp_path, tmp_path / "r.h5", "gone.h5", "missing")
