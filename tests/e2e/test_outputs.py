@@ -134,6 +134,35 @@ def test_two_merges_onto_one_output_at_once_one_wins(tmp_path, inputs):
         assert [f for f in listing(tmp_path) if f.startswith(".")] == []
 
 
+def test_a_split_output_that_appears_during_the_run_is_never_replaced(tmp_path, inputs):
+    """A file put under a microbatch name while split writes (by something
+    that ignores the lock): split fails instead of publishing over it, and
+    removes only its own files."""
+    planted = appeared = 0
+    for k in range(5):
+        out = tmp_path / f"mb{k}"
+        p = Proc("split", inputs["a"], "-n", 3, "-o", out, "-q")
+        deadline = time.monotonic() + 60
+        while not out.is_dir() and p.popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)  # past the directory's first look (that would call it an earlier split's file)
+        try:
+            fd = os.open(out / "microbatch-00001.h5", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except (FileExistsError, FileNotFoundError):  # the split finished first
+            p.finish()
+            continue
+        os.write(fd, b"someone else's")
+        os.close(fd)
+        p.finish()
+        assert_lost_cleanly(p)
+        assert "microbatch-00001.h5" in p.err and ("appeared" in p.err or "earlier split" in p.err)
+        appeared += "appeared" in p.err
+        assert (out / "microbatch-00001.h5").read_bytes() == b"someone else's"
+        assert listing(out) == ["microbatch-00001.h5"]
+        planted += 1
+    assert planted >= 1 and appeared >= 1
+
+
 def test_a_held_lock_refuses_and_a_stale_one_is_harmless(tmp_path, inputs):
     out = tmp_path / "mb"
     out.mkdir()
