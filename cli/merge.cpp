@@ -2,19 +2,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/error.hpp"
+#include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
 #include "specs/manifest.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
 namespace {
-namespace fs = std::filesystem;
 
 struct MergeCommand {
   std::vector<std::string> inputs;
@@ -22,6 +21,7 @@ struct MergeCommand {
   std::string output;
   bool force = false;
   bool virtual_datasets = false;
+  bool no_verify = false;
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
   bool dp_given = false;  // --dp-degree, --align or --layout on the command line
@@ -36,43 +36,34 @@ std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
 }
 
 void run_merge(const MergeCommand& cmd) {
-  std::error_code ec;
-  const bool from_directory = cmd.inputs.size() == 1 && fs::is_directory(cmd.inputs[0], ec);
-  for (const auto& in : cmd.inputs)
-    if (!from_directory && fs::is_directory(in, ec))
-      throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " + in);
-
-  std::vector<std::string> paths = cmd.inputs;
+  const io::MergeSources sources = io::find_sources(cmd.inputs);
   std::string spec_name;
   SpecNode spec;
-  DataParallel dp = cmd.dp;
-  FileLayout layout = cmd.layout;
-  if (from_directory) {
-    const specs::Manifest manifest = specs::read_manifest(cmd.inputs[0]);
+  io::MergeJob job;
+  job.dp = cmd.dp;
+  job.layout = cmd.layout;
+  if (sources.manifest) {
+    job.manifest = &*sources.manifest;
     if (!cmd.dp_given) {
-      dp = manifest.options.dp;
-      layout = manifest.options.layout;
-    }
-    paths.clear();
-    for (const auto& f : manifest.files) paths.push_back((fs::path(cmd.inputs[0]) / f).string());
-    if (cmd.spec.empty()) {
-      spec_name = (fs::path(cmd.inputs[0]) / specs::kManifestName).string() + " (spec)";
-      spec = specs::parse_spec(manifest.spec.dump(), spec_name);
+      job.dp = sources.manifest->options.dp;
+      job.layout = sources.manifest->options.layout;
     }
   }
-  if (!from_directory || !cmd.spec.empty()) spec = load_spec_or_default(cmd.spec, spec_name);
-
-  io::MergeJob job;
-  job.inputs = labelled(paths);
+  if (sources.manifest && cmd.spec.empty()) {
+    spec_name = sources.manifest_path + " (spec)";
+    spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
+  } else {
+    spec = load_spec_or_default(cmd.spec, spec_name);
+  }
+  job.inputs = labelled(sources.paths);
   job.output = cmd.output;
   job.force = cmd.force;
   job.virtual_datasets = cmd.virtual_datasets;
-  job.dp = dp;
-  job.layout = layout;
+  job.verify = !cmd.no_verify;
   job.policy = cmd.policy;
   job.progress = terminal_progress("merge");
   io::merge(job, spec, spec_name);
-  spdlog::info("merged {} files into {}", paths.size(), cmd.output);
+  spdlog::info("merged {} files into {}", sources.paths.size(), cmd.output);
 }
 
 }  // namespace
@@ -92,6 +83,9 @@ void setup_merge(CLI::App& app) {
   sub->add_flag("--virtual", cmd->virtual_datasets,
                 "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "
                 "they must stay there); nothing is copied; replicated leaves are still checked");
+  sub->add_flag("--no-verify", cmd->no_verify,
+                "do not check each file's content digest against its split's manifest (sizes, order and rows are "
+                "still checked)");
   add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
   add_copy_policy_options(*sub, cmd->policy);
   add_common_options(*sub);

@@ -1,14 +1,17 @@
 #include "io/guard.hpp"
 
+#include <fmt/core.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -20,13 +23,90 @@ namespace {
 // How long a stop request waits for the copy loop to unwind cleanly.
 constexpr unsigned kGraceSeconds = 3;
 
-volatile std::sig_atomic_t g_signal = 0;
-std::atomic<std::uint64_t> g_progress{0};
-char g_activity[1024] = "";
+// Set by the stop-signal handler, read by the copy loops. A lock-free atomic
+// is async-signal-safe and, unlike a volatile sig_atomic_t, stays correct
+// whichever thread the handler runs on.
+constinit std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+constinit std::atomic<std::uint64_t> g_progress{0};
+
+// What is being read ("file: /path"), for the one-line message of a forced
+// exit. The main thread writes it per block; the watchdog thread and the
+// signal handlers read it, so it has to be safe against both a concurrent
+// writer and a writer interrupted halfway by the handler that reads it: no
+// locks, no allocation, and never a torn mix of two names.
+//
+// It is a latch (two copies and a sequence counter, as Linux's
+// seqcount_latch): the writer bumps the counter to odd and rewrites copy 0,
+// then to even and rewrites copy 1. A reader takes the copy the writer is not
+// in (copy 1 while the counter is odd, copy 0 while it is even) and retries
+// if the counter moved meanwhile. A handler that interrupted the writer sees
+// the counter stand still and the other copy complete, so it never waits on
+// the writer; a reader on another thread retries at most while notes keep
+// arriving during its read of a few hundred bytes.
+//
+// Why a reader never accepts a torn copy: every character is stored with
+// release and loaded with acquire, and every counter store is a release.
+// Loading a character written by a later rewrite of the copy therefore makes
+// the counter store that began that rewrite visible to the reader's second
+// counter load, which then differs from the first: retry. And the first
+// counter load (acquire) makes the last complete rewrite of its copy visible.
+// On x86 these orderings are plain moves, so the per-block cost stays that of
+// copying the text twice (what snprintf did once).
+class Activity {
+ public:
+  static constexpr std::size_t kSize = 1024;  // longer texts are cut, as snprintf did
+
+  // One writer only: the main thread of this process (workers are processes).
+  void store(std::string_view file, std::string_view path) {
+    const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+    seq_.store(s + 1, std::memory_order_release);  // odd: readers take copy 1
+    write_copy(copies_[0], file, path);
+    seq_.store(s + 2, std::memory_order_release);  // even: readers take copy 0, now complete
+    write_copy(copies_[1], file, path);
+  }
+
+  // Copies the text into out (NUL-terminated); async-signal-safe.
+  void load(char (&out)[kSize]) const {
+    // Far more attempts than a reader on another thread can lose in practice;
+    // the bound only keeps an exit path from ever spinning (it would then
+    // print "(busy)" instead of a name).
+    for (int attempt = 0; attempt < 100000; ++attempt) {
+      const std::uint64_t s = seq_.load(std::memory_order_acquire);
+      const auto& copy = copies_[s & 1];
+      std::size_t i = 0;
+      for (; i + 1 < kSize; ++i)
+        if ((out[i] = copy[i].load(std::memory_order_acquire)) == '\0') break;
+      out[i] = '\0';
+      if (seq_.load(std::memory_order_relaxed) == s) return;
+    }
+    std::strcpy(out, "(busy)");
+  }
+
+ private:
+  using Copy = std::array<std::atomic<char>, kSize>;
+  static_assert(std::atomic<char>::is_always_lock_free);
+
+  // Writes "file: path" and the terminating NUL, cut to kSize - 1 characters.
+  static void write_copy(Copy& copy, std::string_view file, std::string_view path) {
+    std::size_t at = 0;
+    for (std::string_view part : {file, std::string_view(": "), path}) {
+      const std::size_t n = std::min(part.size(), kSize - 1 - at);
+      for (std::size_t i = 0; i < n; ++i) copy[at + i].store(part[i], std::memory_order_release);
+      at += n;
+    }
+    copy[at].store('\0', std::memory_order_release);
+  }
+
+  std::atomic<std::uint64_t> seq_{0};
+  Copy copies_[2]{};
+};
+constinit Activity g_activity;
 
 // The registry is changed by the main thread under the mutex and read by the
 // watchdog under it; the signal handlers read it without locking, which is
-// safe because they run while the main thread is stopped in a library call.
+// safe because they run on the main thread (see BlockedInWatchdog) while it is
+// stopped in a library call.
 std::mutex g_temps_mutex;
 std::vector<std::string>& temps() {
   static std::vector<std::string> list;
@@ -43,11 +123,13 @@ void write_all(const char* text) {
   }
 }
 
-// Async-signal-safe: unlink, write, _exit.
+// Async-signal-safe: unlink, write, _exit (and atomic loads).
 [[noreturn]] void remove_temporaries_and_exit(const char* what, int status) {
   for (const auto& t : temps()) ::unlink(t.c_str());
+  char activity[Activity::kSize];
+  g_activity.load(activity);
   write_all("microbatch: error: ");
-  write_all(g_activity[0] ? g_activity : "(starting)");
+  write_all(activity[0] ? activity : "(starting)");
   write_all(": ");
   write_all(what);
   write_all("; partial outputs removed\n");
@@ -55,7 +137,7 @@ void write_all(const char* text) {
 }
 
 extern "C" void on_stop_signal(int sig) {
-  g_signal = sig;
+  g_signal.store(sig, std::memory_order_relaxed);
   alarm(kGraceSeconds);
 }
 
@@ -71,6 +153,27 @@ extern "C" void on_crash(int sig) {
   if (sig == SIGILL) what = "the HDF5 library crashed reading this (SIGILL); the file is probably corrupt";
   remove_temporaries_and_exit(what, 1);
 }
+
+// The watchdog thread blocks the stop signals and SIGALRM, so that their
+// handlers always run on the main thread: they read the temporaries' registry
+// without the lock, which is only safe on the thread that changes it. A new
+// thread inherits the mask of its creator, so the creator blocks them while it
+// starts the watchdog.
+class BlockedInWatchdog {
+ public:
+  BlockedInWatchdog() {
+    sigset_t block;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGALRM}) sigaddset(&block, sig);
+    pthread_sigmask(SIG_BLOCK, &block, &previous_);
+  }
+  ~BlockedInWatchdog() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  BlockedInWatchdog(const BlockedInWatchdog&) = delete;
+  BlockedInWatchdog& operator=(const BlockedInWatchdog&) = delete;
+
+ private:
+  sigset_t previous_;
+};
 
 void set_handler(int sig, void (*handler)(int), int flags = 0) {
   struct sigaction sa {};
@@ -88,13 +191,13 @@ void install_interrupt_handlers() {
 }
 
 void throw_if_interrupted() {
-  if (g_signal != 0)
-    throw Error(std::string("interrupted by signal ") + std::to_string(g_signal) + " (" + strsignal(g_signal) +
-                    "); partial outputs removed",
+  const int sig = g_signal.load(std::memory_order_relaxed);
+  if (sig != 0)
+    throw Error(fmt::format("interrupted by signal {} ({}); partial outputs removed", sig, strsignal(sig)),
                 ErrorKind::Interrupted);
 }
 
-bool interrupted() { return g_signal != 0; }
+bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
 
 void install_crash_guard() {
   // SA_RESETHAND: a fault inside the handler itself ends the process.
@@ -104,6 +207,7 @@ void install_crash_guard() {
 
 void start_stall_watchdog(unsigned seconds) {
   if (seconds == 0) return;
+  const BlockedInWatchdog blocked;
   std::thread([seconds] {
     std::uint64_t last = g_progress.load();
     auto since = std::chrono::steady_clock::now();
@@ -124,7 +228,7 @@ void start_stall_watchdog(unsigned seconds) {
 }
 
 void note_activity(const std::string& file, const std::string& path) {
-  std::snprintf(g_activity, sizeof g_activity, "%s: %s", file.c_str(), path.c_str());
+  g_activity.store(file, path);
   g_progress.fetch_add(1, std::memory_order_relaxed);
 }
 

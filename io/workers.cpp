@@ -1,5 +1,6 @@
 #include "io/workers.hpp"
 
+#include <fmt/core.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,12 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
   const pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("cannot start a worker process: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int error = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(fmt::format("cannot start a worker process: {}", std::strerror(error)));
+  }
   if (pid == 0) {
     ::close(fds[0]);
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
@@ -40,7 +47,12 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
       message = e.what();
       status = e.exit_code();
     } catch (const std::exception& e) {
-      message = std::string("internal error: ") + e.what();
+      message = fmt::format("internal error: {}", e.what());
+      status = 1;
+    } catch (...) {
+      // Escaping would end in std::terminate, and the crash guard would then
+      // blame the HDF5 library (SIGABRT) on a second line.
+      message = "internal error: an exception of unknown type";
       status = 1;
     }
     if (!message.empty()) (void)!::write(fds[1], message.data(), message.size());
@@ -71,28 +83,39 @@ std::string finish_worker(const Worker& w) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   if (message.empty())
-    message = WIFSIGNALED(status) ? "a worker process died of signal " + std::to_string(WTERMSIG(status))
+    message = WIFSIGNALED(status) ? fmt::format("a worker process died of signal {}", WTERMSIG(status))
                                   : "a worker process failed";
   return message;
+}
+
+void stop_workers(const std::vector<Worker>& started) {
+  for (const auto& w : started) ::kill(w.pid, SIGTERM);
 }
 
 }  // namespace
 
 void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds) {
   std::vector<Worker> started;
-  for (std::uint64_t w = 1; w < workers; ++w) started.push_back(start_worker([&, w] { work(w); }, stall_seconds));
-  std::string failure;
+  if (workers > 1) started.reserve(workers - 1);  // push_back cannot then throw after a fork
+  // Whatever this process throws (worker 0, or starting the others): any
+  // type, std::bad_alloc as well as mb::Error. The workers already started
+  // are stopped and reaped before it is rethrown unchanged, so that its
+  // exit status is kept and no worker outlives the run.
+  std::exception_ptr own_failure;
   try {
+    for (std::uint64_t w = 1; w < workers; ++w) started.push_back(start_worker([&, w] { work(w); }, stall_seconds));
     work(0);
-  } catch (const Error& e) {
-    failure = e.what();
-    for (const auto& w : started) ::kill(w.pid, SIGTERM);
+  } catch (...) {
+    own_failure = std::current_exception();
+    stop_workers(started);
   }
+  std::string failure;
   for (const auto& w : started) {
     const std::string message = finish_worker(w);
     if (failure.empty() && !message.empty()) failure = message;
   }
   throw_if_interrupted();
+  if (own_failure) std::rethrow_exception(own_failure);
   if (!failure.empty()) throw Error(failure);
 }
 

@@ -7,8 +7,10 @@
 namespace mb::io {
 
 // Runs work(w) for w in [0, workers): w = 0 in this process, the others in
-// forked worker processes. Waits for all, passes a stop signal on to them,
-// and rethrows the first failure as mb::Error (one line). Workers exit
+// forked worker processes. Waits for all and passes a stop signal on to them.
+// If this process's own share throws (whatever the type), the workers are
+// stopped and reaped and that exception is rethrown unchanged; otherwise the
+// first worker failure is rethrown as mb::Error (one line). Workers exit
 // without unwinding this process's stack, so outputs registered before the
 // call are removed once, by their owner, if anything failed.
 void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds);

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ make                                    # build
   libhdf5-dev libcli11-dev nlohmann-json3-dev       # libraries
-  libspdlog-dev libfmt-dev doctest-dev
+  libspdlog-dev libfmt-dev doctest-dev libxxhash-dev pkg-config
   hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets

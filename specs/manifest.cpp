@@ -40,7 +40,10 @@ json manifest_head(const Manifest& m) {
   j["source"] = m.source;
   j["chunks"] = m.microbatches;
   j["options"] = options_json(m.options);
-  j["files"] = m.files;
+  auto files = json::array();
+  for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
+  j["split_id"] = m.split_id;
+  j["files"] = files;
   if (m.options.layout == FileLayout::PerRank) {
     auto placement = json::array();
     const std::uint64_t per_rank = m.files.size() / std::max<std::uint64_t>(m.ranks(), 1);
@@ -58,8 +61,8 @@ void check_files(const Manifest& m, const std::string& path) {
     throw Error(fmt::format("{}: manifest lists {} files for {} microbatches of {} ranks", path, m.files.size(),
                             m.microbatches, m.ranks()));
   for (const auto& f : m.files)
-    if (f.empty() || f.find('/') != std::string::npos)
-      throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f));
+    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "." || f.name == "..")
+      throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f.name));
 }
 
 std::string padded(std::uint64_t index, std::uint64_t count) {
@@ -67,7 +70,33 @@ std::string padded(std::uint64_t index, std::uint64_t count) {
   return fmt::format("{:0{}}", index, width);
 }
 
+// Each split dataset's axis, length and rows per file.
+std::map<std::string, SplitDatasetRecord> datasets_from_json(const json& j) {
+  std::map<std::string, SplitDatasetRecord> out;
+  for (const auto& [path, record] : j.items()) {
+    SplitDatasetRecord r{record.at("axis").get<int>(), record.at("length").get<std::uint64_t>(), {}};
+    for (const auto& file : record.at("rows")) {
+      RowMap map;
+      for (const auto& slice : file) {
+        const auto start = slice.at(0).get<std::uint64_t>(), stop = slice.at(1).get<std::uint64_t>();
+        const auto step = slice.at(2).get<std::uint64_t>();
+        if (step == 0 || stop < start) throw Error(fmt::format("malformed manifest: a slice of {} is empty or falls", path));
+        map.push_back({start, (stop - start + step - 1) / step, step});
+      }
+      r.rows.push_back(std::move(map));
+    }
+    out.emplace(path, std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string split_identity(const Manifest& m) {
+  auto files = json::array();
+  for (const auto& f : m.files) files.push_back({f.name, f.size, f.digest});
+  return json{{"spec", m.spec}, {"options", options_json(m.options)}, {"files", files}}.dump();
+}
 
 std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::PerRank ? options.dp.degree : 1; }
 
@@ -134,19 +163,19 @@ Manifest read_manifest(const std::string& dir) {
                             path, dir));
   Manifest m;
   try {
-    // The per-dataset records are most of a large manifest, and merge does not need them.
-    const auto skip_datasets = [](int depth, json::parse_event_t event, const json& parsed) {
-      return !(depth == 1 && event == json::parse_event_t::key && parsed == "datasets");
-    };
-    const auto j = json::parse(in, skip_datasets);
+    const auto j = json::parse(in);
     if (j.at("format") != kManifestFormat) throw Error("not a microbatch manifest");
     if (j.at("version") != kManifestVersion)
       throw Error(fmt::format("manifest version {} is not supported (expected {})", j.at("version").dump(),
                               kManifestVersion));
     m.microbatches = j.at("chunks").get<std::uint64_t>();
     m.options = options_from_json(j.at("options"));
-    m.files = j.at("files").get<std::vector<std::string>>();
+    for (const auto& f : j.at("files"))
+      m.files.push_back({f.at("name").get<std::string>(), f.at("size").get<std::uint64_t>(),
+                         f.at("xxh3_128").get<std::string>()});
+    m.split_id = j.at("split_id").get<std::string>();
     m.spec = j.at("spec");
+    m.datasets = datasets_from_json(j.at("datasets"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: malformed manifest: {}", path, e.what()));
   } catch (const Error& e) {

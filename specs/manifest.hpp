@@ -16,12 +16,21 @@ namespace mb::specs {
 
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kManifestFormat = "microbatch-manifest";
-inline constexpr int kManifestVersion = 1;
+inline constexpr int kManifestVersion = 2;
 
 struct SplitDatasetRecord {
   int axis = 0;
   std::uint64_t length = 0;
   std::vector<RowMap> rows;  // per output file; written as [start, stop, step] slices
+};
+
+// One output file: its name (relative to the manifest's directory), size
+// and content digest (XXH3-128, hex), as published.
+struct FileRecord {
+  std::string name;
+  std::uint64_t size = 0;
+  std::string digest;
+  friend bool operator==(const FileRecord&, const FileRecord&) = default;
 };
 
 struct Manifest {
@@ -30,7 +39,10 @@ struct Manifest {
   nlohmann::ordered_json spec;  // the resolved spec
   SplitOptions options;         // the options that shaped the plan
   std::uint64_t microbatches = 0;
-  std::vector<std::string> files;  // names relative to the manifest's directory
+  std::vector<FileRecord> files;  // in order
+  // What identifies this split among others: the digest of its spec,
+  // options and files (so two runs with the same result share it).
+  std::string split_id;
   std::map<std::string, SplitDatasetRecord> datasets;
   std::optional<SequencePlan> sequences;  // packed sequences: runs and tokens per microbatch
 
@@ -44,10 +56,12 @@ struct Manifest {
 std::string manifest_text(const Manifest& manifest);
 
 // Reads DIR/manifest.json, checking its format, version, options and that
-// it lists one plain file name per output. The per-dataset records are
-// skipped (merge recomputes the rows from the microbatches' lengths).
-// Throws mb::Error naming the manifest.
+// it lists one plain file name per output. Throws mb::Error naming the
+// manifest.
 Manifest read_manifest(const std::string& dir);
+
+// The text the split id is the digest of: spec, options and file records.
+std::string split_identity(const Manifest& manifest);
 
 // The split options as the manifest records them, and back.
 nlohmann::ordered_json options_json(const SplitOptions& options);

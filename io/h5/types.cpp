@@ -174,6 +174,43 @@ bool has_variable_length(hid_t type) {
   }
 }
 
+std::optional<FloatFormat> float_format(hid_t type) {
+  if (H5Tget_class(type) != H5T_FLOAT || H5Tget_norm(type) != H5T_NORM_IMPLIED) return std::nullopt;
+  const H5T_order_t order = H5Tget_order(type);
+  if (order != H5T_ORDER_LE && order != H5T_ORDER_BE) return std::nullopt;
+  std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return std::nullopt;
+  const std::size_t size = H5Tget_size(type);
+  const int offset = H5Tget_offset(type);
+  const std::size_t precision = H5Tget_precision(type);
+  H5T_pad_t lsb = H5T_PAD_ERROR, msb = H5T_PAD_ERROR;
+  if (size == 0 || size > 8 || offset < 0 || precision == 0 || H5Tget_pad(type, &lsb, &msb) < 0) return std::nullopt;
+  FloatFormat f;
+  f.size = size;
+  f.big_endian = order == H5T_ORDER_BE;
+  f.sign_pos = static_cast<unsigned>(spos);
+  f.exp_pos = static_cast<unsigned>(epos);
+  f.exp_bits = static_cast<unsigned>(esize);
+  f.mant_pos = static_cast<unsigned>(mpos);
+  f.mant_bits = static_cast<unsigned>(msize);
+  f.bias = H5Tget_ebias(type);
+  // Padding HDF5 fills with ones: below the offset, above the precision, and
+  // unused bits between the fields.
+  const auto ones = [](std::size_t from, std::size_t to) {
+    std::uint64_t m = 0;
+    for (std::size_t b = from; b < to && b < 64; ++b) m |= std::uint64_t{1} << b;
+    return m;
+  };
+  const auto low = static_cast<std::size_t>(offset), high = low + precision;
+  if (lsb == H5T_PAD_ONE) f.pad_ones |= ones(0, low);
+  if (msb == H5T_PAD_ONE) f.pad_ones |= ones(high, size * 8);
+  if (H5Tget_inpad(type) == H5T_PAD_ONE) {
+    const std::uint64_t fields = ones(spos, spos + 1) | ones(epos, epos + esize) | ones(mpos, mpos + msize);
+    f.pad_ones |= ones(low, high) & ~fields;
+  }
+  return f;
+}
+
 std::optional<NumKind> numeric_kind(hid_t type) {
   const std::size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
@@ -187,11 +224,12 @@ std::optional<NumKind> numeric_kind(hid_t type) {
         default: return std::nullopt;
       }
     }
-    case H5T_FLOAT:
-      // float16 is reduced in float32 and rounded back by HDF5 on write.
-      if (size <= 4) return NumKind::F32;
-      if (size == 8) return NumKind::F64;
+    case H5T_FLOAT: {
+      // Widened to double and rounded back by core/float_format, never by HDF5.
+      const auto format = float_format(type);
+      if (format && widens_to_double(*format)) return NumKind::Float;
       return std::nullopt;
+    }
     default: return std::nullopt;
   }
 }
@@ -206,10 +244,9 @@ hid_t native_type(NumKind kind) {
     case NumKind::U16: return H5T_NATIVE_UINT16;
     case NumKind::U32: return H5T_NATIVE_UINT32;
     case NumKind::U64: return H5T_NATIVE_UINT64;
-    case NumKind::F32: return H5T_NATIVE_FLOAT;
-    case NumKind::F64: return H5T_NATIVE_DOUBLE;
+    case NumKind::Float: break;
   }
-  return H5T_NATIVE_INT8;
+  throw Error("internal: floats are reduced in their own type, not a native one");
 }
 
 }  // namespace mb::h5

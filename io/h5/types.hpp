@@ -1,11 +1,12 @@
 #pragma once
 // HDF5 datatypes: their description for core/values, their numpy-style name,
-// and the native numeric type used by reducers.
+// and what reducers need (native integers; floats in their own format).
 #include <hdf5.h>
 
 #include <optional>
 #include <string>
 
+#include "core/float_format.hpp"
 #include "core/reduce.hpp"
 #include "core/values.hpp"
 #include "io/h5/handle.hpp"
@@ -31,10 +32,19 @@ bool has_variable_length(hid_t type);
 // data and references hold addresses in their own file.
 bool copyable_as_bytes(hid_t type);
 
-// The reducer kind for a numeric type; nullopt for anything else.
+// The layout of a float type (fields, bias, byte order, padding set to one);
+// nullopt for other classes and for floats that are not IEEE-like (VAX byte
+// order, a mantissa without an implied leading bit).
+std::optional<FloatFormat> float_format(hid_t type);
+
+// The reducer kind for a numeric type: integers of 1, 2, 4 or 8 bytes, and
+// floats whose every value double holds (widens_to_double); nullopt for
+// anything else.
 std::optional<NumKind> numeric_kind(hid_t type);
 
-// HDF5's predefined native type for a reducer kind (not to be closed).
+// HDF5's predefined native type for an integer kind (not to be closed).
+// Floats have none: they are read and written in their own type, so that
+// HDF5 converts nothing and the rounding is ours.
 hid_t native_type(NumKind kind);
 
 }  // namespace mb::h5

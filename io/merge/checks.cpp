@@ -106,6 +106,21 @@ void require_same_shape(const Context& ctx, const DatasetInputs& in, std::option
                                except_axis ? fmt::format(" outside the concatenation axis {}", *except_axis) : ""));
 }
 
+void check_manifest_rows(const Context& ctx, const DatasetInputs& in) {
+  if (!ctx.job.manifest) return;
+  const auto it = ctx.job.manifest->datasets.find(in.node.path);
+  if (it == ctx.job.manifest->datasets.end()) return;
+  const specs::SplitDatasetRecord& record = it->second;
+  const auto axis = static_cast<std::size_t>(record.axis);
+  for (std::size_t i = 0; i < in.spaces.size(); ++i) {
+    const std::uint64_t expected = i < record.rows.size() ? rows_in(record.rows[i]) : 0;
+    const std::uint64_t held = axis < in.spaces[i].dims.size() ? in.spaces[i].dims[axis] : 0;
+    if (i >= record.rows.size() || axis >= in.spaces[i].dims.size() || held != expected)
+      throw Error(fmt::format("{}: {} has {} rows on axis {}, but the manifest of its split says {}",
+                              ctx.job.inputs[i].path, in.node.path, held, axis, expected));
+  }
+}
+
 std::string difference_text(const ValueType& t, const Shape& shape, const Difference& d) {
   const bool scalar = shape.empty();
   if (d.first_flat == 0 && d.count <= 8 && element_count(shape) == d.count)

@@ -1,6 +1,12 @@
 #include "io/merge/merge.hpp"
 
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <thread>
+
 #include "core/resolve.hpp"
+#include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
 #include "io/outputs.hpp"
@@ -17,10 +23,37 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
       throw usage_error("--dp-degree does not combine with packed sequences (" + path + " is \"offsets\")");
 }
 
+// Every input is the file the split published: same size and (unless
+// --no-verify) the same content.
+void verify_inputs(const MergeJob& job) {
+  if (!job.manifest) return;
+  std::vector<std::string> paths;
+  std::vector<FileDigest> found;
+  for (const auto& input : job.inputs) {
+    paths.push_back(input.path);
+    std::error_code ec;
+    found.push_back({std::filesystem::file_size(input.path, ec), {}});
+    if (ec) throw Error(fmt::format("{}: cannot read ({})", input.path, ec.message()));
+  }
+  if (job.verify) found = digest_files(paths, paths, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const specs::FileRecord& expected = job.manifest->files.at(i);
+    if (found[i].size != expected.size)
+      throw Error(fmt::format("{}: {} bytes, but the manifest of its split says {}: the file was changed or replaced "
+                              "after the split",
+                              paths[i], found[i].size, expected.size));
+    if (job.verify && found[i].digest != expected.digest)
+      throw Error(fmt::format("{}: its content digest differs from the manifest's: the file was changed or replaced "
+                              "after the split",
+                              paths[i]));
+  }
+}
+
 }  // namespace
 
 void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name) {
   if (job.inputs.empty()) throw usage_error("merge needs at least one input");
+  verify_inputs(job);
   // Every input is opened once, for the structure check and the copy alike
   // (a reopened file would read all its metadata again).
   std::vector<h5::Id> files;

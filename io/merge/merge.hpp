@@ -9,6 +9,7 @@
 #include "core/spec.hpp"
 #include "io/progress.hpp"
 #include "io/transfer/policy.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::io {
 
@@ -28,6 +29,12 @@ struct MergeJob {
   bool virtual_datasets = false;
   transfer::Policy policy;
   Progress progress;
+  // The split the inputs come from, when known: inputs[i] is its files[i].
+  // Each input's size and digest are checked against it before anything is
+  // written (unless !verify), and each split dataset's length in each input
+  // against its rows.
+  const specs::Manifest* manifest = nullptr;
+  bool verify = true;
 };
 
 // Opens every input, resolves `spec` against the first input's tree, and

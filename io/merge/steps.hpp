@@ -47,6 +47,8 @@ void check_attribute_names(const Context& ctx, const NodeInfo& node, const std::
 DatasetInputs describe_inputs(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
 // Every input's shape equals the first's, except along `except_axis`.
 void require_same_shape(const Context& ctx, const DatasetInputs& in, std::optional<std::size_t> except_axis);
+// Each input holds the rows its split's manifest says it does.
+void check_manifest_rows(const Context& ctx, const DatasetInputs& in);
 // Replicated datasets hold equal values in every input.
 void compare_replicated(const Context& ctx, const DatasetInputs& in);
 // "PATH differs ...: dtype A vs B" unless the datatypes are equal.

@@ -62,6 +62,7 @@ void write_data(const Context& ctx, const DatasetInputs& in, const DataStep& ste
 void write_dataset(const Context& ctx, const NodeInfo& ds, const std::vector<h5::Id>& objects, hid_t parent) {
   const LeafRule& rule = ctx.resolution.dataset_rule(ds.path);
   const DatasetInputs in = describe_inputs(ctx, ds, objects);
+  check_manifest_rows(ctx, in);
   const std::optional<int> axis = rule.cuts_rows() ? std::optional<int>(rule.axis) : std::nullopt;
   require_same_shape(ctx, in, axis ? std::optional<std::size_t>(*axis) : std::nullopt);
   DataStep step{rule, {}, merged_dims(in, rule)};

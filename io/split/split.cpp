@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
+#include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/outputs.hpp"
 #include "io/split/writer.hpp"
@@ -25,7 +27,7 @@ struct OutputFiles {
   std::vector<std::string> temps;
 };
 
-specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, const std::vector<std::string>& files) {
+specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, const std::vector<specs::FileRecord>& files) {
   const SplitPlan& plan = *prepared.plan;
   specs::Manifest m;
   m.tool_version = job.tool_version;
@@ -34,6 +36,7 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
   m.options = job.options;
   m.microbatches = plan.count;
   m.files = files;
+  m.split_id = digest_text(specs::split_identity(m));
   m.sequences = plan.sequences;
   for (const auto& [path, rows] : plan.pieces) {
     specs::SplitDatasetRecord record;
@@ -85,9 +88,13 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
       },
       job.stall_seconds);
 
+  // Digests of the finished temporaries, hashed while their pages are still cached.
+  const auto digests = digest_files(files.temps, files.finals, std::thread::hardware_concurrency());
+  std::vector<specs::FileRecord> records;
+  for (std::size_t i = 0; i < digests.size(); ++i) records.push_back({files.names[i], digests[i].size, digests[i].digest});
   check_directory_unchanged(job.output_dir, files.temps);
   outputs.publish();
-  const specs::Manifest manifest = make_manifest(job, prepared, files.names);
+  const specs::Manifest manifest = make_manifest(job, prepared, records);
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
   outputs.keep();
 }

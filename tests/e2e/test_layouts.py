@@ -120,7 +120,7 @@ def test_per_rank_layout_one_file_per_rank_and_microbatch(tmp_path, d, n, align)
     flags = ["--dp-degree", d, "--layout", "per-rank"] + (["--align"] if align else [])
     run("split", src, "-s", spec, "-n", n, *flags, "-o", tmp_path / "mb", check=0)
     manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
-    files = manifest["files"]
+    files = [f["name"] for f in manifest["files"]]
     assert files == sorted(files) == [f"rank-{s:05d}-microbatch-{i:05d}.h5" for s in range(d) for i in range(n)]
     assert manifest["placement"] == [{"rank": s, "microbatch": i} for s in range(d) for i in range(n)]
     with h5py.File(src) as f:
@@ -144,6 +144,10 @@ def test_per_rank_merge_errors(tmp_path):
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--layout", "per-rank", "-o", tmp_path / "mb", check=0)
     files = sorted((tmp_path / "mb").glob("rank-*.h5"))
+    # Beside their manifest, files must be all of the split's, in its order.
+    assert_one_line_error(run("merge", *files[:3], "-o", tmp_path / "m.h5"), 1, "lists 4 files, 3 given",
+                          "give the directory")
+    (tmp_path / "mb" / "manifest.json").unlink()
     assert_one_line_error(run("merge", *files[:3], "-s", spec, "--dp-degree", 2, "--layout", "per-rank",
                               "-o", tmp_path / "m.h5"), 1, "3 per-rank files do not divide into 2 ranks")
     assert_one_line_error(run("merge", *files, "-s", spec, "--layout", "sideways", "-o", tmp_path / "m.h5"), 2,

@@ -130,6 +130,11 @@ def test_concatenation_needs_matching_dtype_and_other_dims(tmp_path):
 def test_merge_files_in_given_order_and_force(tmp_path, batch):
     run("split", batch, "-n", 3, "-o", tmp_path / "mb", check=0)
     files = [tmp_path / "mb" / f"microbatch-0000{i}.h5" for i in range(3)]
+    # Beside their manifest, another order than the split's is refused ...
+    assert_one_line_error(run("merge", *reversed(files), "-o", tmp_path / "rev.h5"), 1,
+                          "microbatch-00002.h5: is microbatch file 2 of", "given as input 0")
+    # ... without one, files merge in the order given.
+    (tmp_path / "mb" / "manifest.json").unlink()
     run("merge", *reversed(files), "-o", tmp_path / "rev.h5", check=0)
     with h5py.File(tmp_path / "rev.h5") as m:
         assert list(m["y"][()]) == [7, 8, 9, 4, 5, 6, 0, 1, 2, 3]

@@ -33,7 +33,9 @@ Manifest sample() {
   m.options.count = 2;
   m.options.dp = {2, true};
   m.microbatches = 2;
-  m.files = {"microbatch-00000.h5", "microbatch-00001.h5"};
+  m.files = {{"microbatch-00000.h5", 100, "00112233445566778899aabbccddeeff"},
+             {"microbatch-00001.h5", 200, "ffeeddccbbaa99887766554433221100"}};
+  m.split_id = "0123456789abcdef0123456789abcdef";
   m.datasets["/x"] = {0, 8, {{{0, 2, 2}, {1, 2, 2}}, {{4, 2, 2}, {5, 2, 2}}}};
   m.datasets["/y"] = {0, 4, {{{0, 2, 1}}, {{2, 2, 1}}}};
   return m;
@@ -50,6 +52,21 @@ std::string error_of(const TempDir& dir) {
 
 }  // namespace
 
+TEST_CASE("manifest: the split id depends on spec, options and every file record") {
+  const Manifest m = sample();
+  const std::string id = mb::specs::split_identity(m);
+  CHECK(id == mb::specs::split_identity(sample()));
+  Manifest other = sample();
+  other.files[1].digest[0] = 'e';
+  CHECK(mb::specs::split_identity(other) != id);
+  other = sample();
+  other.options.dp.align = false;
+  CHECK(mb::specs::split_identity(other) != id);
+  other = sample();
+  other.spec["x"] = 1;
+  CHECK(mb::specs::split_identity(other) != id);
+}
+
 TEST_CASE("manifest: written and read back") {
   TempDir dir;
   const Manifest m = sample();
@@ -62,7 +79,10 @@ TEST_CASE("manifest: written and read back") {
   CHECK(back.options.dp.degree == 2);
   CHECK(back.options.dp.align);
   CHECK(back.options.layout == FileLayout::PerMicrobatch);
-  CHECK(back.datasets.empty());  // merge does not read the per-dataset records
+  CHECK(back.split_id == m.split_id);
+  REQUIRE(back.datasets.size() == 2);
+  CHECK(back.datasets.at("/x").rows == m.datasets.at("/x").rows);  // slices read back as segments
+  CHECK(back.datasets.at("/y").length == 4);
 }
 
 TEST_CASE("manifest: one line per split dataset, slices as [start, stop, step]") {
@@ -106,7 +126,7 @@ TEST_CASE("manifest: per-rank placement and file names") {
   CHECK(mb::specs::output_file_name(plan, 7) == "microbatch-000007.h5");  // wide enough for the last index
   Manifest m = sample();
   m.options.layout = FileLayout::PerRank;
-  m.files = {"a.h5", "b.h5", "c.h5", "d.h5"};
+  m.files = {{"a.h5", 1, "a"}, {"b.h5", 1, "b"}, {"c.h5", 1, "c"}, {"d.h5", 1, "d"}};
   const auto json = nlohmann::json::parse(mb::specs::manifest_text(m));
   CHECK(json.at("placement").at(3) == nlohmann::json{{"rank", 1}, {"microbatch", 1}});
 }
@@ -130,10 +150,10 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   other["version"] = 99;
   refused(other, "manifest version 99 is not supported");
   other = j;
-  other["files"].push_back("microbatch-00002.h5");
+  other["files"].push_back(other["files"][0]);
   refused(other, "lists 3 files for 2 microbatches of 1 ranks");
   other = j;
-  other["files"][1] = "../escape.h5";
+  other["files"][1]["name"] = "../escape.h5";
   refused(other, "is not a plain file name");
   other = j;
   other["options"]["layout"] = "sideways";
@@ -141,4 +161,10 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   other = j;
   other.erase("spec");
   refused(other, "malformed manifest");
+  other = j;
+  other["files"][0].erase("xxh3_128");
+  refused(other, "malformed manifest");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0][2] = 0;
+  refused(other, "a slice of /x is empty or falls");
 }

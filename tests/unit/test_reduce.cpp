@@ -1,13 +1,16 @@
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/error.hpp"
 #include "core/reduce.hpp"
 
 using mb::Accumulator;
+using mb::FloatFormat;
 using mb::NumKind;
 using mb::Reducer;
 
@@ -21,6 +24,42 @@ std::vector<T> reduce(Reducer r, NumKind k, std::vector<std::vector<T>> inputs) 
   acc.finish(out.data(), "/x");
   return out;
 }
+
+// Floats of `format`, given and returned as bit patterns (T: uint16/32/64).
+template <typename T>
+std::vector<T> reduce_bits(Reducer r, const FloatFormat& format, std::vector<std::vector<T>> inputs) {
+  const std::size_t n = inputs.front().size();
+  Accumulator acc(r, format, n);
+  REQUIRE(acc.element_size() == sizeof(T));
+  for (auto& in : inputs) acc.add(in.data());
+  std::vector<T> out(n);
+  acc.finish(out.data(), "/x");
+  return out;
+}
+
+template <typename F>
+std::vector<F> reduce_floats(Reducer r, std::vector<std::vector<F>> inputs) {
+  const FloatFormat format = sizeof(F) == 4 ? FloatFormat::binary32() : FloatFormat::binary64();
+  const std::size_t n = inputs.front().size();
+  Accumulator acc(r, format, n);
+  for (auto& in : inputs) acc.add(in.data());
+  std::vector<F> out(n);
+  acc.finish(out.data(), "/x");
+  return out;
+}
+
+// float16 bit patterns (numpy: np.float16(x).view(np.uint16)).
+constexpr std::uint16_t kOne = 0x3c00, kMinusOne = 0xbc00, kHalf = 0x3800, kTwo = 0x4000, kThree = 0x4200;
+constexpr std::uint16_t k3Tiny = 0x0003;                       // 3 * 2^-24, a subnormal
+constexpr std::uint16_t k2m13 = 0x0800, kMinus2m13 = 0x8800;  // +-2^-13
+constexpr std::uint16_t k2m11 = 0x1000;                        // 2^-11: half an ulp of 1.0
+constexpr std::uint16_t kOnePlusUlp = 0x3c01;                  // 1 + 2^-10
+constexpr std::uint16_t k60000 = 0x7b53, kMax = 0x7bff;        // 60000, 65504
+constexpr std::uint16_t kTwoThirdsMax = 0x7955;                // 65504 * 2 / 3 = 43669.33 -> 43680
+std::uint32_t bits32(float x) { return std::bit_cast<std::uint32_t>(x); }
+float f32(std::uint32_t b) { return std::bit_cast<float>(b); }
+std::uint64_t bits64(double x) { return std::bit_cast<std::uint64_t>(x); }
+double f64(std::uint64_t b) { return std::bit_cast<double>(b); }
 }  // namespace
 
 TEST_CASE("integer sum, min, max are exact") {
@@ -54,10 +93,91 @@ TEST_CASE("integer mean rounds to nearest, ties to even") {
 }
 
 TEST_CASE("float reducers: mean in double, NaN propagates through min and max") {
-  const auto mean = reduce<float>(Reducer::Mean, NumKind::F32, {{1.0f, 2.0f}, {2.0f, 4.0f}});
+  const auto mean = reduce_floats<float>(Reducer::Mean, {{1.0f, 2.0f}, {2.0f, 4.0f}});
   CHECK(mean == std::vector<float>{1.5f, 3.0f});
-  const auto mn = reduce<float>(Reducer::Min, NumKind::F32, {{1.0f, NAN}, {0.5f, 4.0f}});
+  const auto mn = reduce_floats<float>(Reducer::Min, {{1.0f, NAN}, {0.5f, 4.0f}});
   CHECK(mn[0] == 0.5f);
   CHECK(std::isnan(mn[1]));
-  CHECK(reduce<double>(Reducer::Sum, NumKind::F64, {{0.1}, {0.2}})[0] == 0.1 + 0.2);
+  CHECK(reduce_floats<double>(Reducer::Sum, {{0.1}, {0.2}})[0] == 0.1 + 0.2);
+}
+
+TEST_CASE("float16 sums are accumulated in double and rounded once, to nearest even") {
+  const FloatFormat half = FloatFormat::binary16();
+  // The example: HDF5 1.10.8's conversion gave [1, 1.8e-7, 0.5, 0.5, -0.5].
+  const std::vector<std::uint16_t> a{kOne, k3Tiny, kOne, kHalf, kMinusOne};
+  const std::vector<std::uint16_t> b{kMinus2m13, 0, kMinus2m13, 0,
+                                     k2m13};
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {a, b}) ==
+        std::vector<std::uint16_t>{kOne, k3Tiny, kOne, kHalf, kMinusOne});
+  // 1 + 2^-11 is a tie: to even, 1.0 (not 1.0009765625)
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{kOne}, {k2m11}}) ==
+        std::vector<std::uint16_t>{kOne});
+  // three inputs, rounded once: 1 + 2^-11 + 2^-11 = 1 + 2^-10 exactly (float16 at each step would give 1.0)
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half,
+                                   {{kOne}, {k2m11}, {k2m11}}) ==
+        std::vector<std::uint16_t>{kOnePlusUlp});
+  // overflow to inf, signed zero of -0 + -0
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{k60000, 0x8000}, {k60000, 0x8000}}) ==
+        std::vector<std::uint16_t>{0x7c00, 0x8000});
+  // mean: the double sum divided, then rounded once; 65504 + 65504 does not overflow on the way
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Mean, half, {{kOne, kMax}, {kOne, kMax}, {kOne, 0}}) ==
+        std::vector<std::uint16_t>{kOne, kTwoThirdsMax});
+}
+
+TEST_CASE("float sums propagate NaN as numpy's float64 add: the first NaN, quieted") {
+  const FloatFormat half = FloatFormat::binary16();
+  // first-met NaN wins; a signalling float16 NaN (0x7c01) comes out quieted
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{0x7c01, kOne, 0xfe05}, {0xfe05, 0x7d00, 0x7c01}}) ==
+        std::vector<std::uint16_t>{0x7e01, 0x7f00, 0xfe05});
+  // inf - inf: the CPU's default NaN (negative, quiet)
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, half, {{0x7c00}, {0xfc00}}) == std::vector<std::uint16_t>{0xfe00});
+  const auto s = reduce_floats<double>(Reducer::Sum, {{f64(0x7ff0000000000001)}, {f64(0xfff8000000000002)}});
+  CHECK(bits64(s[0]) == 0x7ff8000000000001);
+}
+
+TEST_CASE("float min/max fold numpy.minimum/maximum: first NaN kept bit for bit, signed-zero ties as numpy") {
+  const FloatFormat half = FloatFormat::binary16();
+  // float16 (numpy's half loops): a tie keeps the value met first
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Min, half, {{0x8000, 0x0000}, {0x0000, 0x8000}}) ==
+        std::vector<std::uint16_t>{0x8000, 0x0000});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Max, half, {{0x8000, 0x0000}, {0x0000, 0x8000}}) ==
+        std::vector<std::uint16_t>{0x8000, 0x0000});
+  // NaN: the first one met, payload, sign and signalling bit untouched
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Min, half, {{0x7c01, kOne, kOne}, {0xfe05, 0xfe05, kMinusOne}, {0, 0x7c01, 0x7d00}}) ==
+        std::vector<std::uint16_t>{0x7c01, 0xfe05, 0x7d00});
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Max, half, {{kTwo, kOne}, {kThree, kMinusOne}, {kOne, kHalf}}) ==
+        std::vector<std::uint16_t>{kThree, kOne});
+  // float32 / float64 (numpy's float loops): a tie takes the value met last
+  const std::vector<std::uint32_t> zeros32 = {bits32(-0.0f), bits32(0.0f)};
+  const std::vector<std::uint32_t> swapped32 = {bits32(0.0f), bits32(-0.0f)};
+  CHECK(reduce_bits<std::uint32_t>(Reducer::Min, FloatFormat::binary32(), {zeros32, swapped32}) == swapped32);
+  CHECK(reduce_bits<std::uint32_t>(Reducer::Max, FloatFormat::binary32(), {zeros32, swapped32}) == swapped32);
+  CHECK(reduce_bits<std::uint64_t>(Reducer::Min, FloatFormat::binary64(),
+                                   {{bits64(-0.0), bits64(0.0)}, {bits64(0.0), bits64(-0.0)}}) ==
+        std::vector<std::uint64_t>{bits64(0.0), bits64(-0.0)});
+  // a signalling float32 NaN is kept as it is (no widening to double on the way)
+  CHECK(reduce_bits<std::uint32_t>(Reducer::Max, FloatFormat::binary32(),
+                                   {{bits32(1.0f), 0xff800005}, {0x7f800001, 0x7fc00000}}) ==
+        std::vector<std::uint32_t>{0x7f800001, 0xff800005});
+  CHECK(std::isnan(f32(0x7f800001)));
+}
+
+TEST_CASE("big-endian floats are read and written in their own byte order") {
+  FloatFormat be = FloatFormat::binary16();
+  be.big_endian = true;
+  const auto swap = [](std::uint16_t v) { return static_cast<std::uint16_t>((v >> 8) | (v << 8)); };
+  CHECK(reduce_bits<std::uint16_t>(Reducer::Sum, be, {{swap(kOne)}, {swap(k2m11)}}) ==
+        std::vector<std::uint16_t>{swap(kOne)});
+  FloatFormat be32 = FloatFormat::binary32();
+  be32.big_endian = true;
+  const auto swap32 = [](std::uint32_t v) { return __builtin_bswap32(v); };
+  CHECK(reduce_bits<std::uint32_t>(Reducer::Sum, be32, {{swap32(bits32(1.5f))}, {swap32(bits32(2.25f))}}) ==
+        std::vector<std::uint32_t>{swap32(bits32(3.75f))});
+}
+
+TEST_CASE("a float accumulator needs a format double holds") {
+  CHECK_THROWS_AS(Accumulator(Reducer::Sum, NumKind::Float, 1), mb::Error);
+  FloatFormat wide = FloatFormat::binary64();
+  wide.mant_bits = 53;
+  CHECK_THROWS_AS(Accumulator(Reducer::Sum, wide, 1), mb::Error);
 }

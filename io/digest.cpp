@@ -1,0 +1,87 @@
+#include "io/digest.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+#include "io/guard.hpp"
+
+namespace mb::io {
+namespace {
+
+std::string hex(XXH128_hash_t h) {
+  return fmt::format("{:016x}{:016x}", static_cast<unsigned long long>(h.high64),
+                     static_cast<unsigned long long>(h.low64));
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Hashed through a mapping: the file was just written or is about to be
+// read, so its pages are in the page cache, and mapping them costs a third
+// of copying them out with read() (1 GiB: 0.15 s of CPU against 0.5 s).
+FileDigest digest_file(const std::string& path, const std::string& shown_as) {
+  const Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  struct stat st {};
+  if (file.fd < 0 || ::fstat(file.fd, &st) != 0)
+    throw Error(fmt::format("{}: cannot read to compute its digest ({})", shown_as, std::strerror(errno)));
+  FileDigest out{static_cast<std::uint64_t>(st.st_size), {}};
+  if (st.st_size == 0) return {0, hex(XXH3_128bits(nullptr, 0))};
+  void* map = ::mmap(nullptr, out.size, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, 0);
+  if (map == MAP_FAILED)
+    throw Error(fmt::format("{}: cannot map to compute its digest ({})", shown_as, std::strerror(errno)));
+  ::madvise(map, out.size, MADV_SEQUENTIAL);
+  out.digest = hex(XXH3_128bits(map, out.size));
+  ::munmap(map, out.size);
+  return out;
+}
+
+}  // namespace
+
+std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
+                                     unsigned threads) {
+  std::vector<FileDigest> out(paths.size());
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      try {
+        out[i] = digest_file(paths[i], shown_as[i]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = paths.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), paths.size()) - (paths.empty() ? 0 : 1);
+  for (std::size_t t = 0; t < extra; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  note_progress();
+  if (failure) std::rethrow_exception(failure);
+  return out;
+}
+
+std::string digest_text(const std::string& text) { return hex(XXH3_128bits(text.data(), text.size())); }
+
+}  // namespace mb::io

@@ -1,0 +1,24 @@
+#pragma once
+// Content digests of files (XXH3-128, from Debian's libxxhash): the
+// manifest records one per microbatch file, and merge checks them, so that
+// a file changed or replaced after the split is refused.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mb::io {
+
+struct FileDigest {
+  std::uint64_t size = 0;
+  std::string digest;  // 32 hex digits
+};
+
+// Digests of `paths`, hashed by up to `threads` threads; a file that cannot
+// be read is an error naming `shown_as[i]` (its final name, for a temporary).
+std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
+                                     unsigned threads);
+
+// Digest of a text (the split id is the digest of what defines a split).
+std::string digest_text(const std::string& text);
+
+}  // namespace mb::io

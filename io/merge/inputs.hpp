@@ -1,0 +1,24 @@
+#pragma once
+// What a merge's command line names: one split directory, or files. Files
+// that sit beside the manifest.json of the split that wrote them are that
+// split's, and must be all of its files in its order; the manifest then
+// gives the spec and layout, and merge verifies every file against it.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "specs/manifest.hpp"
+
+namespace mb::io {
+
+struct MergeSources {
+  std::vector<std::string> paths;           // the microbatch files, in order
+  std::optional<specs::Manifest> manifest;  // the split they come from, when known
+  std::string manifest_path;
+};
+
+// Throws mb::Error (exit 2 for a directory mixed with files; exit 1 for
+// files that do not match their manifest), one line saying what to do.
+MergeSources find_sources(const std::vector<std::string>& arguments);
+
+}  // namespace mb::io

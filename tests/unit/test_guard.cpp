@@ -1,0 +1,112 @@
+// The one line a forced exit prints names what was being read, exactly as
+// "microbatch: error: FILE: /path: what; partial outputs removed", and the
+// registered temporaries are gone. Each case runs in a forked child, since
+// the guard ends the process.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "io/guard.hpp"
+
+namespace {
+
+struct Outcome {
+  int status = -1;  // exit status, or -1 when the child did not exit
+  std::string err;
+};
+
+// Runs body in a child with stderr into a pipe; body is expected to end the process.
+Outcome run_in_child(const std::function<void()>& body) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[0]);
+    body();
+    ::_exit(99);  // the guard did not end it
+  }
+  ::close(fds[1]);
+  Outcome out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.err.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) out.status = WEXITSTATUS(status);
+  return out;
+}
+
+std::string make_temporary() {
+  char name[] = "/tmp/mb-guard-test-XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  return name;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+}  // namespace
+
+TEST_CASE("the stall watchdog names the last activity and removes the temporaries") {
+  const std::string temp = make_temporary();
+  const Outcome out = run_in_child([&] {
+    mb::io::register_temporary(temp);
+    mb::io::note_activity("other.h5", "/first");
+    mb::io::note_activity("in.h5", "/g/x");
+    mb::io::start_stall_watchdog(1);
+    ::sleep(30);
+  });
+  CHECK(out.status == 1);
+  CHECK(out.err ==
+        "microbatch: error: in.h5: /g/x: no progress within --stall-timeout; the HDF5 library seems stuck (is the "
+        "file corrupt?); partial outputs removed\n");
+  CHECK_FALSE(exists(temp));
+  if (exists(temp)) ::unlink(temp.c_str());
+}
+
+TEST_CASE("a crash names the activity, or says that reading had not started") {
+  const std::string temp = make_temporary();
+  Outcome out = run_in_child([&] {
+    mb::io::install_crash_guard();
+    mb::io::register_temporary(temp);
+    mb::io::note_activity("in.h5", "/a@units");
+    std::raise(SIGSEGV);
+  });
+  CHECK(out.status == 1);
+  CHECK(out.err ==
+        "microbatch: error: in.h5: /a@units: the HDF5 library crashed reading this (SIGSEGV); the file is probably "
+        "corrupt; partial outputs removed\n");
+  CHECK_FALSE(exists(temp));
+  if (exists(temp)) ::unlink(temp.c_str());
+
+  out = run_in_child([] {
+    mb::io::install_crash_guard();
+    std::raise(SIGBUS);
+  });
+  CHECK(out.status == 1);
+  CHECK(out.err ==
+        "microbatch: error: (starting): the HDF5 library crashed reading this (SIGBUS); the file is probably "
+        "corrupt; partial outputs removed\n");
+}
+
+TEST_CASE("a long name is cut at 1023 characters, as before") {
+  const std::string path = "/" + std::string(2000, 'n');
+  const Outcome out = run_in_child([&] {
+    mb::io::install_crash_guard();
+    mb::io::note_activity("in.h5", path);
+    std::raise(SIGABRT);
+  });
+  CHECK(out.status == 1);
+  const std::string named = ("in.h5: " + path).substr(0, 1023);
+  CHECK(out.err == "microbatch: error: " + named + ": the HDF5 library crashed reading this (SIGABRT); the file is "
+                   "probably corrupt; partial outputs removed\n");
+}
