@@ -33,6 +33,7 @@ std::string storage_text(const StorageInfo& s) {
     out += fmt::format("{}]", fmt::join(s.chunks, ","));
   }
   for (const auto& f : s.filters) out += " " + f;
+  if (!s.unreadable.empty()) out += " UNREADABLE";
   bool unlimited = false;
   for (const auto& m : s.max_shape) unlimited = unlimited || !m;
   if (unlimited) {
@@ -129,6 +130,9 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     std::printf("%s\n", line.c_str());
   }
+  for_each_node(in.tree, [](const NodeInfo& n) {
+    if (!n.storage.unreadable.empty()) std::printf("warning: %s\n", n.storage.unreadable.c_str());
+  });
   if (in.plan) {
     std::printf("plan: %llu microbatches\n", static_cast<unsigned long long>(in.plan->count));
     for (const auto& w2 : in.plan->warnings) std::printf("warning: %s\n", w2.c_str());
@@ -151,6 +155,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
       j["dtype"] = specs::printable_text(n.dtype);
       j["layout"] = n.storage.layout;
+      if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
       if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
       j["filters"] = n.storage.filters;
       auto max = json::array();
@@ -187,7 +192,7 @@ void run_inspect(const InspectCommand& cmd) {
   std::string spec_name;
   std::optional<SpecNode> spec;
   if (!cmd.spec.empty() || planning) spec = load_spec_or_default(cmd.spec, spec_name);
-  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true};
+  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true};
   if (planning) request.partition = cmd.partition;
   const Inspection in = io::prepare(request);
   if (cmd.json) {

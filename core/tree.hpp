@@ -33,6 +33,10 @@ struct StorageInfo {
   Shape chunks;                    // chunked layout only
   std::vector<std::string> filters;
   std::vector<MaxDim> max_shape;
+  // Why reading it would not give its data (a virtual dataset whose sources
+  // HDF5 would fill in); empty when it reads. Only describe_tree leaves such
+  // a dataset in a tree.
+  std::string unreadable;
 };
 
 struct NodeInfo {

@@ -2,12 +2,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <utility>
 
 #include "core/error.hpp"
 #include "io/guard.hpp"
@@ -28,6 +33,79 @@ bool is_split_output(const std::string& name) {
   return microbatch || temporary || name == specs::kManifestName;
 }
 
+// What stands at `path`, not following a symbolic link: "" for nothing.
+std::string what_is_at(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "";  // absent (or unreachable: creating it fails with the reason)
+  if (S_ISREG(st.st_mode)) return "a regular file";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "a special file";
+}
+
+// Replacing a FIFO, a device node or a symbolic link by a regular file
+// would destroy something that is not an earlier output (as root,
+// `-o /dev/null --force` would replace /dev/null itself).
+void refuse_unless_regular(const std::string& path) {
+  const std::string what = what_is_at(path);
+  if (!what.empty() && what != "a regular file")
+    throw Error(fmt::format("{}: exists and is {}, not a regular file; refusing to replace it", path, what));
+}
+
+[[noreturn]] void appeared(const std::string& path) {
+  throw Error(path + ": appeared while this run was writing it (another run writing the same output?); it was "
+              "not replaced");
+}
+
+// rename(2) that fails instead of replacing an existing name: renameat2's
+// RENAME_NOREPLACE where the filesystem has it, else link(2) + unlink(2),
+// which is just as atomic (and what NFS offers).
+void rename_exclusive(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
+  if (errno == EEXIST) appeared(to);
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    ::unlink(from.c_str());
+    return;
+  }
+  if (errno == EEXIST) appeared(to);
+  if (errno != EPERM && errno != EOPNOTSUPP)
+    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+  // No hard links either (FAT-like filesystems): check, then rename.
+  if (!what_is_at(to).empty()) appeared(to);
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+}
+
+std::optional<ReplacedFile> identity_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return ReplacedFile{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size),
+                      st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
+                      st.st_ctim.tv_sec * 1'000'000'000LL + st.st_ctim.tv_nsec};
+}
+
+void publish_one(const std::string& from, const std::string& to, const std::optional<ReplacedFile>& replaces) {
+  if (!replaces || what_is_at(to).empty()) return rename_exclusive(from, to);
+  refuse_unless_regular(to);  // again: it may have changed since the job started
+  if (identity_of(to) != replaces)
+    throw Error(to + ": was replaced while this run was writing it (another run writing the same output?); it was "
+                "not replaced again");
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+}
+
+bool same_file(int fd, const std::string& path) {
+  struct stat held {}, named {};
+  return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+         held.st_ino == named.st_ino;
+}
+
 }  // namespace
 
 std::string temporary_name(const std::string& final_path) {
@@ -36,16 +114,15 @@ std::string temporary_name(const std::string& final_path) {
   return (p.parent_path() / name).string();
 }
 
-std::string AtomicOutputs::add(const std::string& final_path) {
-  entries_.push_back({temporary_name(final_path), final_path, false});
+std::string AtomicOutputs::add(const std::string& final_path, std::optional<ReplacedFile> replaces) {
+  entries_.push_back({temporary_name(final_path), final_path, replaces, false});
   register_temporary(entries_.back().temp);
   return entries_.back().temp;
 }
 
 void AtomicOutputs::publish() {
   for (auto& e : entries_) {
-    if (std::rename(e.temp.c_str(), e.final_path.c_str()) != 0)
-      throw Error(e.final_path + ": cannot rename the finished output into place: " + errno_text());
+    publish_one(e.temp, e.final_path, e.replaces);
     e.published = true;
   }
 }
@@ -56,9 +133,45 @@ AtomicOutputs::~AtomicOutputs() {
   for (const auto& e : entries_) std::remove((e.published ? e.final_path : e.temp).c_str());
 }
 
+OutputLock::OutputLock(const std::string& lock_path, const std::string& output) : path_(lock_path) {
+  // A run that finishes removes its lock file; one that opened the file just
+  // before would then hold a lock on a removed file while a third run locks
+  // a new one. So the locked file must still be the one under the name.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) throw Error(fmt::format("{}: cannot create the lock file {}: {}", output, lock_path, errno_text()));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      ::close(fd);
+      if (error == EWOULDBLOCK)
+        throw Error(fmt::format("{}: another microbatch run is writing this output (it holds {}); wait for it to "
+                                "finish or choose another output",
+                                output, lock_path));
+      throw Error(fmt::format("{}: cannot lock {}: {}", output, lock_path, std::strerror(error)));
+    }
+    if (same_file(fd, lock_path)) {
+      fd_ = fd;
+      register_temporary(path_);  // removed on a forced exit too
+      return;
+    }
+    ::close(fd);
+  }
+  throw Error(fmt::format("{}: cannot lock {}: other runs keep replacing it", output, lock_path));
+}
+
+OutputLock::OutputLock(OutputLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(other.path_) {}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  unregister_temporary(path_);
+  ::unlink(path_.c_str());  // while still held: a run waiting on this file then sees it replaced
+  ::close(fd_);
+}
+
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string temp = temporary_name(path);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(path + ": cannot write: " + errno_text());
   std::size_t done = 0;
   while (done < text.size()) {
@@ -79,24 +192,28 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     std::remove(temp.c_str());
     throw Error(path + ": cannot write: " + why);
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
+  try {
+    rename_exclusive(temp, path);
+  } catch (...) {
     std::remove(temp.c_str());
-    throw Error(path + ": cannot rename into place: " + why);
+    throw;
   }
 }
 
-void prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
+OutputLock prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(dir + ": the output path exists and is not a directory");
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir + ": cannot create the output directory: " + ec.message());
+  OutputLock lock((fs::path(dir) / kDirectoryLockName).string(), dir);
   std::vector<fs::path> earlier;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
-  if (earlier.empty()) return;
+  if (earlier.empty()) return lock;
+  std::sort(earlier.begin(), earlier.end());
+  for (const auto& p : earlier) refuse_unless_regular(p.string());
   for (const auto& p : earlier)
     if (fs::equivalent(p, input, ec))
       throw Error(dir + ": the input " + input + " has a microbatch file name in the output directory; choose "
@@ -104,20 +221,38 @@ void prepare_output_dir(const std::string& dir, bool force, const std::string& i
   if (!force)
     throw Error(dir + ": holds the output of an earlier split (" + earlier.front().filename().string() +
                 "); use --force to replace it");
-  std::sort(earlier.begin(), earlier.end(), [](const fs::path& a, const fs::path& b) {
+  std::stable_sort(earlier.begin(), earlier.end(), [](const fs::path& a, const fs::path& b) {
     return (a.filename() == specs::kManifestName) > (b.filename() == specs::kManifestName);
   });
   for (const auto& p : earlier)
     if (!fs::remove(p, ec) || ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
+  return lock;
 }
 
-void check_output_file(const std::string& output, const std::vector<std::string>& inputs, bool force) {
+void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours) {
+  std::set<std::string> own;
+  for (const auto& p : ours) own.insert(fs::path(p).filename().string());
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_split_output(name) && !own.contains(name))
+      throw Error(fmt::format("{}: {} appeared while this split was writing (another run in the same directory?); "
+                              "nothing was published",
+                              dir, name));
+  }
+  if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
+}
+
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+                                                bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");
-  if (!fs::exists(output, ec)) return;
+  if (what_is_at(output).empty()) return std::nullopt;
   for (const auto& in : inputs)
     if (fs::equivalent(in, output, ec)) throw Error(output + ": the output would replace input " + in);
+  refuse_unless_regular(output);
   if (!force) throw Error(output + ": the output exists; use --force to replace it");
+  return identity_of(output);
 }
 
 }  // namespace mb::io

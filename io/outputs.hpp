@@ -4,10 +4,26 @@
 // complete. Until then nothing under a final name can pass for finished
 // output; on an error what was written is removed (and io/guard removes the
 // temporaries on signals, crashes and stalls).
+//
+// Concurrent runs: publishing never replaces a name that appeared while the
+// job ran (nor, for merge --force, a file other than the one it was asked
+// to replace), and split holds an exclusive lock on its output directory
+// for the whole run; of two runs onto one output, one wins and the other
+// fails, and nothing mixes.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mb::io {
+
+// The regular file an output replaces (merge --force), as found when the
+// job started: publishing replaces it only if it is still that file.
+struct ReplacedFile {
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const ReplacedFile&) const = default;
+};
 
 class AtomicOutputs {
  public:
@@ -17,7 +33,9 @@ class AtomicOutputs {
   ~AtomicOutputs();
 
   // Registers an output; returns the temporary path to write it under.
-  std::string add(const std::string& final_path);
+  // Without `replaces`, nothing may stand under the final name when it is
+  // published (a file that appeared meanwhile is an error, never replaced).
+  std::string add(const std::string& final_path, std::optional<ReplacedFile> replaces = std::nullopt);
 
   // Renames every temporary into place, in the order added. After this the
   // outputs still disappear on destruction unless keep() is called.
@@ -30,26 +48,59 @@ class AtomicOutputs {
   struct Entry {
     std::string temp;
     std::string final_path;
+    std::optional<ReplacedFile> replaces;
     bool published = false;
   };
   std::vector<Entry> entries_;
   bool kept_ = false;
 };
 
+// An exclusive lock held for a whole run: flock(2) on a lock file, which is
+// removed when the lock is released (and by io/guard on a forced exit; a
+// SIGKILL leaves it, harmless: a lock file nobody holds locks again). A
+// second run that finds it held fails at once, naming the output.
+class OutputLock {
+ public:
+  OutputLock() = default;
+  // Locks `lock_path` (created if missing); `output` is what messages name.
+  OutputLock(const std::string& lock_path, const std::string& output);
+  OutputLock(OutputLock&& other) noexcept;
+  OutputLock& operator=(OutputLock&&) = delete;
+  OutputLock(const OutputLock&) = delete;
+  ~OutputLock();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// The lock file of split's output directory; not a split output.
+inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
+
 // Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
 std::string temporary_name(const std::string& final_path);
 
-// Writes `text` to `path` atomically (temporary file, fsync, rename).
+// Writes `text` to `path` atomically (temporary file, fsync, publish); a
+// file that appeared at `path` meanwhile is an error, never replaced.
 void write_text_atomically(const std::string& path, const std::string& text);
 
-// Split's output directory: created if missing. An earlier split in it is
-// refused unless `force`; when forced, it is removed, manifest first, so
-// that no mix of old and new can pass for finished. The input itself is
-// never among what is removed.
-void prepare_output_dir(const std::string& dir, bool force, const std::string& input);
+// Split's output directory: created if missing, and locked for the run. An
+// earlier split in it is refused unless `force`; when forced, it is removed,
+// manifest first, so that no mix of old and new can pass for finished. The
+// input itself is never among what is removed, nor is anything under a
+// split output's name that is not a regular file (a FIFO, a device, a
+// symbolic link, a directory): that is refused.
+[[nodiscard]] OutputLock prepare_output_dir(const std::string& dir, bool force, const std::string& input);
 
-// Merge's output file: not a directory, not one of the inputs, and not an
-// existing file unless `force`.
-void check_output_file(const std::string& output, const std::vector<std::string>& inputs, bool force);
+// Just before publishing: the directory holds no split output but `ours`
+// (the run's temporaries). Anything else appeared while the run wrote.
+void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
+
+// Merge's output file: not a directory, not one of the inputs, not an
+// existing file unless `force`, and never anything but a regular file (a
+// FIFO, a device node, a symbolic link are refused even with `force`).
+// Returns the file that `force` replaces, if there is one.
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+                                                bool force);
 
 }  // namespace mb::io

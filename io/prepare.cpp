@@ -9,7 +9,8 @@ Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   const std::string& input = request.input;
   h5::Id file = h5::open_read_only(input);
-  out.tree = h5::read_tree(file.get(), input);
+  out.tree = request.describe_unreadable && !request.partition ? h5::describe_tree(file.get(), input)
+                                                                : h5::read_tree(file.get(), input);
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
       for (const auto& a : n.attributes)

@@ -20,6 +20,7 @@ struct PrepareRequest {
   std::string spec_name;           // names the spec in messages
   std::optional<SplitOptions> partition;  // plan when given (needs spec)
   bool previews = false;                  // read every attribute's value for display
+  bool describe_unreadable = false;       // keep unreadable datasets, marked (not when planning)
 };
 
 struct Prepared {

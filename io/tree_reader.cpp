@@ -10,6 +10,7 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
+#include "io/h5/virtual.hpp"
 
 namespace mb::h5 {
 namespace {
@@ -114,6 +115,13 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
   node.storage = read_storage(dataset, s, where);
+  if (node.storage.layout == "virtual") {
+    try {
+      check_virtual_sources(dataset, where);
+    } catch (const Error& e) {
+      node.storage.unreadable = e.what();  // read_tree refuses it; inspect shows it
+    }
+  }
   node.attributes = describe_attributes(dataset, where);
 }
 
@@ -175,6 +183,14 @@ std::vector<std::string> member_names(hid_t group, const Location& where) {
 }
 
 NodeInfo read_tree(hid_t file, const std::string& file_name) {
+  NodeInfo root = describe_tree(file, file_name);
+  for_each_node(root, [](const NodeInfo& n) {
+    if (!n.storage.unreadable.empty()) throw Error(n.storage.unreadable);
+  });
+  return root;
+}
+
+NodeInfo describe_tree(hid_t file, const std::string& file_name) {
   NodeInfo root;
   root.path = "/";
   Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");

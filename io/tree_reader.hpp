@@ -16,7 +16,12 @@
 
 namespace mb::h5 {
 
+// Refuses, besides what cannot be handled, datasets that cannot be read
+// exactly (virtual datasets whose sources HDF5 would fill in).
 NodeInfo read_tree(hid_t file, const std::string& file_name);
+// The same tree for display: such datasets are kept, with the reason in
+// their storage's `unreadable`.
+NodeInfo describe_tree(hid_t file, const std::string& file_name);
 
 // The names of a group's members in name order, refusing soft and external
 // links (as read_tree does).

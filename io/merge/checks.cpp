@@ -10,6 +10,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
+#include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
 #include "io/tree_reader.hpp"
 
@@ -85,7 +86,8 @@ DatasetInputs describe_inputs(const Context& ctx, const NodeInfo& node, const st
     const auto at = ctx.where(i, node.path);
     in.types.emplace_back(H5Dget_type(objects[i].get()), at, "cannot read the datatype");
     in.spaces.push_back(h5::dataset_space(objects[i].get(), at));
-    if (i == 0) continue;
+    if (i == 0) continue;  // the first input's tree reader checked its virtual sources
+    h5::check_virtual_sources(objects[i].get(), at);
     check_dtype(ctx, node.path, in.types[0].get(), in.types[i].get(), i);
     const h5::SpaceInfo& a = in.spaces[0];
     const h5::SpaceInfo& b = in.spaces[i];

@@ -65,9 +65,9 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   const NodeInfo tree = h5::read_tree(files.front().get(), paths.front());
   const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
   check_options(job, resolution);
-  check_output_file(job.output, paths, job.force);
+  const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
-  const std::string temp = outputs.add(job.output);
+  const std::string temp = outputs.add(job.output, replaces);
   h5::Id out = h5::create_file(temp, job.output);
   merging::write_tree({job, resolution}, tree, files, out.get());
   out.close({job.output, ""});

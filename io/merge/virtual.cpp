@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/selection.hpp"
+#include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
 
 namespace mb::io::merging {
@@ -12,14 +13,17 @@ h5::Id create_virtual(const Context& ctx, const DatasetInputs& in, std::size_t a
   const h5::Location where = ctx.out_where(in.node.path);
   h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
   h5::Id out_space = h5::make_space(out_dims, where);
+  // HDF5 reads source names printf-style: a '%' in a path or a dataset name is written as "%%".
+  const std::string dataset = h5::virtual_source_name(in.node.path);
   for (std::size_t i = 0; i < in.spaces.size(); ++i) {
-    const std::string source = std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string();
+    const std::string source =
+        h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string());
     for (const auto& place : place_segments(maps[i], axis, out_dims, in.spaces[i].dims)) {
       h5::Id virtual_space(H5Scopy(out_space.get()), where, "cannot copy a dataspace");
       h5::select(virtual_space.get(), place.batch, where);
       h5::Id source_space = h5::make_space(in.spaces[i].dims, where);
       h5::select(source_space.get(), place.piece, where);
-      h5::check(H5Pset_virtual(dcpl.get(), virtual_space.get(), source.c_str(), in.node.path.c_str(),
+      h5::check(H5Pset_virtual(dcpl.get(), virtual_space.get(), source.c_str(), dataset.c_str(),
                                source_space.get()),
                 where, "cannot map a virtual dataset");
     }

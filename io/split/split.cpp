@@ -69,7 +69,8 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 
 void write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
-  prepare_output_dir(job.output_dir, job.force, job.input);
+  // Held until the manifest is written: a second split into the directory fails at once.
+  const OutputLock lock = prepare_output_dir(job.output_dir, job.force, job.input);
   // Every output is registered (and so removed on failure) before any worker starts.
   AtomicOutputs outputs;
   OutputFiles files;
@@ -91,6 +92,7 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
   const auto digests = digest_files(files.temps, files.finals, std::thread::hardware_concurrency());
   std::vector<specs::FileRecord> records;
   for (std::size_t i = 0; i < digests.size(); ++i) records.push_back({files.names[i], digests[i].size, digests[i].digest});
+  check_directory_unchanged(job.output_dir, files.temps);
   outputs.publish();
   const specs::Manifest manifest = make_manifest(job, prepared, records);
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));

@@ -1,0 +1,32 @@
+#pragma once
+// Virtual datasets: how HDF5 names their sources, how it finds the files,
+// and the check that reading one gives its sources' data. HDF5 reads what it
+// cannot find as fill values and reports success: a source file it does not
+// find, a dataset missing from it, the part of a mapping past the end of a
+// shorter source (past a contiguous source's end it even reads the bytes
+// that follow it in the file).
+#include <string>
+
+#include "io/h5/handle.hpp"
+
+namespace mb::h5 {
+
+// A literal source file or dataset name as H5Pset_virtual takes it: HDF5
+// reads these names printf-style ("%b" is a block number, "%%" a percent
+// sign), so every '%' is doubled.
+std::string virtual_source_name(const std::string& literal);
+
+// Does nothing unless `dataset` is virtual. Else refuses (one mb::Error
+// naming the dataset and the source) anything its read would fill in
+// instead of reading: a source file not found where HDF5 looks for it (the
+// name as recorded; for a relative name, or an absolute one that is missing,
+// its last component under each HDF5_VDS_PREFIX entry, the virtual file's
+// directory, the current directory, and the directory of the file a
+// symbolic link to the virtual file leads to, in HDF5 1.10's order), a
+// source dataset missing from the file HDF5 opens, one of another datatype
+// (HDF5 would convert) or rank, one smaller than its mapping, printf-style
+// names (one pattern maps to any number of files), and the same for a
+// source that is itself virtual.
+void check_virtual_sources(hid_t dataset, const Location& where);
+
+}  // namespace mb::h5

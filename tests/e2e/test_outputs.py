@@ -1,0 +1,227 @@
+"""Outputs: runs onto one output at the same time (one wins, the other fails,
+nothing mixes), and output paths that are not regular files (refused, left
+as they are)."""
+import fcntl
+import json
+import os
+import stat
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run
+
+TRIAL_SECONDS = 60  # each concurrency test stops starting trials after this
+
+
+def big(path, seed, rows):
+    """Large enough that a split takes a few tenths of a second."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(seed).standard_normal((rows, 256)).astype(np.float32),
+                         chunks=(16, 256))
+        for k in range(400):
+            f[f"g/d{k}"] = np.arange(rows) + seed
+    return path
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("inputs")
+    return {"a": big(d / "a.h5", 1, 4000), "b": big(d / "b.h5", 2, 5000)}
+
+
+class Proc:
+    def __init__(self, *args):
+        self.popen = subprocess.Popen([BINARY, *map(str, args)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True, env=ENV)
+
+    def finish(self):
+        _, self.err = self.popen.communicate(timeout=300)
+        self.code = self.popen.returncode
+        return self
+
+
+def manifest_files(directory):
+    with open(directory / "manifest.json") as f:
+        manifest = json.load(f)
+    return manifest, [e if isinstance(e, str) else e["name"] for e in manifest["files"]]
+
+
+def assert_one_split(directory, merged):
+    """The directory holds exactly one finished split, nothing else (no lock
+    file, no temporaries); returns the input it was split from."""
+    manifest, files = manifest_files(directory)
+    assert listing(directory) == sorted(files + ["manifest.json"])
+    run("merge", directory, "-o", merged, "--force", check=0)
+    assert h5diff(manifest["source"], merged) == 0
+    return manifest["source"]
+
+
+def assert_lost_cleanly(proc):
+    assert proc.code == 1, proc.err
+    lines = [l for l in proc.err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("microbatch: error: "), proc.err
+
+
+def trials():
+    deadline = time.monotonic() + TRIAL_SECONDS
+    for k in range(12):
+        if k >= 3 and time.monotonic() > deadline:
+            return
+        yield k
+
+
+def test_two_splits_into_one_directory_at_once_one_wins(tmp_path, inputs):
+    """Without --force exactly one of two simultaneous splits succeeds (the
+    other finds the directory locked, or finds the winner's finished split),
+    and the directory holds the winner's split alone."""
+    for k in trials():
+        out = tmp_path / f"mb{k}"
+        a = Proc("split", inputs["a"], "-n", 3, "-o", out, "-q")
+        b = Proc("split", inputs["b"], "-n", 5, "-o", out, "-q")
+        a, b = a.finish(), b.finish()
+        assert sorted([a.code, b.code]) == [0, 1], (a.err, b.err)
+        winner, loser = (a, b) if a.code == 0 else (b, a)
+        assert_lost_cleanly(loser)
+        source = assert_one_split(out, tmp_path / "m.h5")
+        assert source == str(inputs["a"] if winner is a else inputs["b"])
+
+
+def test_two_forced_splits_into_one_directory_never_mix(tmp_path, inputs):
+    """With --force both may succeed, one after the other (the later replaces
+    the earlier's split); when they overlap one fails. Either way the
+    directory ends with one whole split, of a run that succeeded."""
+    for k in trials():
+        out = tmp_path / f"mb{k}"
+        run("split", inputs["a"], "-n", 2, "-o", out, "-q", check=0)
+        a = Proc("split", inputs["a"], "-n", 3, "-o", out, "-q", "--force")
+        b = Proc("split", inputs["b"], "-n", 5, "-o", out, "-q", "--force")
+        a, b = a.finish(), b.finish()
+        assert 0 in (a.code, b.code), (a.err, b.err)
+        for p in (a, b):
+            if p.code:
+                assert_lost_cleanly(p)
+        source = assert_one_split(out, tmp_path / "m.h5")
+        assert source in [str(inputs[n]) for n, p in (("a", a), ("b", b)) if p.code == 0]
+
+
+def test_two_merges_onto_one_output_at_once_one_wins(tmp_path, inputs):
+    """Without --force the later publish never replaces the earlier: exactly
+    one merge succeeds and the output is its merge. With --force both may
+    succeed one after the other; a run that overlaps one that published
+    fails instead of replacing it."""
+    for name in inputs:
+        run("split", inputs[name], "-n", 4, "-o", tmp_path / name, check=0)
+    for k in trials():
+        out = tmp_path / f"m{k}.h5"
+        a = Proc("merge", tmp_path / "a", "-o", out, "-q")
+        b = Proc("merge", tmp_path / "b", "-o", out, "-q")
+        a, b = a.finish(), b.finish()
+        assert sorted([a.code, b.code]) == [0, 1], (a.err, b.err)
+        assert_lost_cleanly(a if a.code else b)
+        assert h5diff(inputs["a"] if a.code == 0 else inputs["b"], out) == 0
+        a = Proc("merge", tmp_path / "a", "-o", out, "-q", "--force")
+        b = Proc("merge", tmp_path / "b", "-o", out, "-q", "--force")
+        a, b = a.finish(), b.finish()
+        assert 0 in (a.code, b.code), (a.err, b.err)
+        for p in (a, b):
+            if p.code:
+                assert_lost_cleanly(p)
+        assert any(h5diff(inputs[n], out) == 0 for n, p in (("a", a), ("b", b)) if p.code == 0)
+        assert [f for f in listing(tmp_path) if f.startswith(".")] == []
+
+
+def test_a_split_output_that_appears_during_the_run_is_never_replaced(tmp_path, inputs):
+    """A file put under a microbatch name while split writes (by something
+    that ignores the lock): split fails instead of publishing over it, and
+    removes only its own files."""
+    planted = appeared = 0
+    for k in range(5):
+        out = tmp_path / f"mb{k}"
+        p = Proc("split", inputs["a"], "-n", 3, "-o", out, "-q")
+        deadline = time.monotonic() + 60
+        while not out.is_dir() and p.popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)  # past the directory's first look (that would call it an earlier split's file)
+        try:
+            fd = os.open(out / "microbatch-00001.h5", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except (FileExistsError, FileNotFoundError):  # the split finished first
+            p.finish()
+            continue
+        os.write(fd, b"someone else's")
+        os.close(fd)
+        p.finish()
+        assert_lost_cleanly(p)
+        assert "microbatch-00001.h5" in p.err and ("appeared" in p.err or "earlier split" in p.err)
+        appeared += "appeared" in p.err
+        assert (out / "microbatch-00001.h5").read_bytes() == b"someone else's"
+        assert listing(out) == ["microbatch-00001.h5"]
+        planted += 1
+    assert planted >= 1 and appeared >= 1
+
+
+def test_a_held_lock_refuses_and_a_stale_one_is_harmless(tmp_path, inputs):
+    out = tmp_path / "mb"
+    out.mkdir()
+    with open(out / ".microbatch.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res = run("split", inputs["a"], "-n", 2, "-o", out)
+        assert_one_line_error(res, 1, str(out), "another microbatch run", ".microbatch.lock")
+        assert listing(out) == [".microbatch.lock"]
+    # left by a run that was SIGKILLed: nobody holds it
+    run("split", inputs["a"], "-n", 2, "-o", out, check=0)
+    assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+
+
+# --- output paths that are not regular files --------------------------------
+
+def assert_dev_null_intact():
+    assert os.path.exists("/dev/null") and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_merge_never_replaces_a_fifo_a_device_or_a_symlink(tmp_path, batch):
+    run("split", batch, "-n", 2, "-o", tmp_path / "mb", check=0)
+    fifo = tmp_path / "fifo.h5"
+    os.mkfifo(fifo)
+    to_null = tmp_path / "null.h5"
+    os.symlink("/dev/null", to_null)
+    (tmp_path / "real.h5").write_text("keep me")
+    to_file = tmp_path / "link.h5"
+    os.symlink(tmp_path / "real.h5", to_file)
+    dangling = tmp_path / "dangling.h5"
+    os.symlink(tmp_path / "nowhere.h5", dangling)
+    for path, what in [(fifo, "a FIFO"), (to_null, "a symbolic link"), (to_file, "a symbolic link"),
+                       (dangling, "a symbolic link")]:
+        for force in ([], ["--force"]):
+            res = run("merge", tmp_path / "mb", "-o", path, *force)
+            assert_one_line_error(res, 1, str(path), what, "not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.readlink(to_null) == "/dev/null" and os.readlink(to_file) == str(tmp_path / "real.h5")
+    assert (tmp_path / "real.h5").read_text() == "keep me"
+    assert_dev_null_intact()
+    assert [f for f in listing(tmp_path) if f.startswith(".")] == []
+
+
+@pytest.mark.parametrize("name,make,what", [
+    ("microbatch-00000.h5", os.mkfifo, "a FIFO"),
+    ("manifest.json", os.mkdir, "a directory"),
+    ("microbatch-00001.h5", lambda p: os.symlink("/dev/null", p), "a symbolic link"),
+    (".microbatch-00000.h5.tmp-1", os.mkfifo, "a FIFO"),
+])
+def test_split_never_replaces_entries_that_are_not_regular_files(tmp_path, batch, name, make, what):
+    out = tmp_path / "mb"
+    run("split", batch, "-n", 2, "-o", out, check=0)
+    target = out / name
+    if os.path.lexists(target):
+        os.remove(target)
+    make(target)
+    before = listing(out)
+    for force in ([], ["--force"]):
+        res = run("split", batch, "-n", 2, "-o", out, *force)
+        assert_one_line_error(res, 1, str(target), what, "not a regular file")
+        assert listing(out) == before
+    assert os.path.lexists(target) and not stat.S_ISREG(os.lstat(target).st_mode)
+    assert_dev_null_intact()
