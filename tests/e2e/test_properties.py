@@ -159,6 +159,13 @@ def test_max_dims_and_chunk_shapes_are_kept_exactly(tmp_path):
             assert m[name].maxshape == f[name].maxshape, name
             assert m[name].chunks == f[name].chunks, name
             assert m[name].shape == f[name].shape, name
+    virtual = tmp_path / "virtual.h5"
+    run("merge", tmp_path / "mb", "-o", virtual, "--virtual", check=0)
+    assert subprocess.run(["h5diff", "-v", str(src), str(virtual)], capture_output=True).returncode == 0
+    with h5py.File(src) as f, h5py.File(virtual) as m:
+        assert m["fixed"].is_virtual and m["several"].is_virtual
+        for name in f:
+            assert m[name].maxshape == f[name].maxshape, name
 
 
 def test_merged_max_dims_grow_to_hold_the_concatenation(tmp_path):
