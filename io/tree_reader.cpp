@@ -129,6 +129,8 @@ constexpr std::size_t kMaxFurtherNames = 1'000'000;
 
 class TreeReader {
  public:
+  explicit TreeReader(const std::string& file_name) : file_name_(file_name) {}
+
   void read_root(hid_t root, const Location& where, NodeInfo& node) {
     read_group(root, object_info(root, where).addr, where, node);
   }
@@ -196,14 +198,14 @@ class TreeReader {
     }
   }
 
-  static const NodeInfo* find(const NodeInfo& root, const std::string& path) {
+  const NodeInfo* find(const NodeInfo& root, const std::string& path) {
     const NodeInfo* node = &root;
     for (std::size_t begin = 1; node && begin < path.size();) {
       const std::size_t end = std::min(path.find('/', begin), path.size());
       node = node->child(path.substr(begin, end - begin));
       begin = end + 1;
     }
-    if (!node) throw Error(fmt::format("internal: hard link target {} is not in the tree", path));
+    if (!node) throw Error(fmt::format("internal: {}: hard link target {} is not in the tree", file_name_, path));
     return node;
   }
 
@@ -211,14 +213,15 @@ class TreeReader {
   // further name of the same object (and so do its members).
   void make_further_name(NodeInfo& node, const std::string& name, const std::string& path) {
     if (++further_names_ > kMaxFurtherNames)
-      throw Error(fmt::format("{}: hard links give this tree more than {} further names of its objects", path,
-                              kMaxFurtherNames));
+      throw Error(fmt::format("{}: {}: hard links give this tree more than {} further names of its objects",
+                              file_name_, path, kMaxFurtherNames));
     if (node.first_name.empty()) node.first_name = node.path;
     node.name = name;
     node.path = path;
     for (auto& c : node.children) make_further_name(c, c.name, join_path(path, c.name));
   }
 
+  const std::string& file_name_;
   // Addresses of the groups on the path from the root to the group being
   // read: a hard link back to one of them would make the tree infinite.
   std::vector<haddr_t> ancestors_;
@@ -246,7 +249,7 @@ NodeInfo read_tree(hid_t file, const std::string& file_name) {
   NodeInfo root;
   root.path = "/";
   Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
-  TreeReader reader;
+  TreeReader reader(file_name);
   reader.read_root(group.get(), {file_name, "/"}, root);
   reader.expand_further_names(root, root);
   return root;

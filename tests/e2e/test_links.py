@@ -156,3 +156,15 @@ def test_merge_refuses_a_link_the_first_input_does_not_have(tmp_path):
     res = run("merge", *files, "-o", tmp_path / "out.h5")
     assert_one_line_error(res, 1, str(files[1]), "/z/also_x", "/g/x", "separate object", "hard link")
     assert not os.path.exists(tmp_path / "out.h5")
+
+
+def test_names_that_multiply_without_bound_are_refused(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:  # /l29 has 2^29 paths to /l00/x: no cycle, but no tree either
+        f["l00/x"] = np.arange(4)
+        for i in range(1, 30):
+            g = f.create_group(f"l{i:02d}")
+            g["a"] = g["b"] = f[f"l{i - 1:02d}"]
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, str(src), "more than 1000000 further names")
+    assert listing(tmp_path / "mb") == []
