@@ -46,7 +46,7 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
     const SpaceInfo s = space_info(space.get(), at);
     check_element_count(s, at);
     out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
-                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size(), at)});
+                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size())});
   }
   return out;
 }

@@ -240,3 +240,22 @@ def test_big_attributes_below_the_root_keep_the_default_file_format(tmp_path):
         run("merge", tmp_path / name, "-o", tmp_path / f"{name}.out.h5", check=0)
         assert superblock_version(tmp_path / f"{name}.out.h5") == 0
         assert subprocess.run(["h5diff", str(path), str(tmp_path / f"{name}.out.h5")]).returncode == 0
+
+
+def test_attributes_at_the_object_header_message_limit(tmp_path):
+    """Around 64 KiB an attribute fits a header message or not, by its name, datatype and dataspace too."""
+    src = tmp_path / "in.h5"
+    sizes = [65_000, 65_380, 65_420, 65_450, 65_479, 65_480, 65_500, 65_536]
+    with h5py.File(src, "w", libver="latest") as f:
+        f["x"] = np.arange(4)
+        for k, n in enumerate(sizes):
+            g = f.create_group(f"g{k}")
+            g.attrs["a"] = big(n)
+            g.attrs["n" * 200] = big(n // 2, 1).reshape(-1, 1)  # a long name, rank 2
+            g.attrs["c"] = np.zeros(n // 16, dtype=[("p", "<f8"), ("q", "<i4"), ("r", "<i4")])
+            g.attrs["s"] = np.array([b"x" * 16] * (n // 16), dtype="S16")
+    run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert subprocess.run(["h5diff", str(src), str(tmp_path / "out.h5")]).returncode == 0
+    with h5py.File(tmp_path / "out.h5") as m:
+        assert np.array_equal(m["g6"].attrs["a"], big(65_500))
