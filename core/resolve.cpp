@@ -1,6 +1,7 @@
 #include "core/resolve.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@ class Resolver {
 
   Resolution run(const NodeInfo& root, const SpecNode& spec) {
     visit(root, spec);
+    check_further_names(root);
     check_offsets_references();
     return std::move(out_);
   }
@@ -42,9 +44,11 @@ class Resolver {
     switch (spec.kind) {
       case SpecNode::Kind::Default:
         out_.datasets[ds.path] = default_rule(ds);
+        positions_[ds.path] = spec.pos;
         return;
       case SpecNode::Kind::Leaf:
         out_.datasets[ds.path] = checked_rule(ds, spec);
+        positions_[ds.path] = spec.pos;
         return;
       case SpecNode::Kind::Object:
         fail(spec, fmt::format("spec gives an object (a group) for {}, which is a dataset", ds.path));
@@ -144,6 +148,45 @@ class Resolver {
     if (spec.leaf.mode == LeafRule::Mode::Reduce) out_.attributes[{group.path, name}] = spec.leaf;
   }
 
+  // The names of one object (hard links) are one object in every output:
+  // they must get one rule, whatever name the spec gives it by.
+  void check_further_names(const NodeInfo& root) const {
+    for_each_node(root, [&](const NodeInfo& n) {
+      if (!n.is_further_name()) return;
+      if (!n.is_group()) {
+        const LeafRule& a = out_.dataset_rule(n.first_name);
+        const LeafRule& b = out_.dataset_rule(n.path);
+        if (!(a == b)) different_rules(n.first_name, n.path, rule_text(a), rule_text(b), positions_.at(n.path));
+        return;
+      }
+      for (const auto& attr : n.attributes) {
+        const LeafRule a = out_.attribute_rule(n.first_name, attr.name);
+        const LeafRule b = out_.attribute_rule(n.path, attr.name);
+        if (!(a == b))
+          different_rules(n.first_name + "@" + attr.name, n.path + "@" + attr.name, rule_text(a), rule_text(b), {});
+      }
+    });
+  }
+
+  [[noreturn]] void different_rules(const std::string& first, const std::string& further, const std::string& a,
+                                    const std::string& b, const SourcePos& pos) const {
+    throw Error(fmt::format("{}: {} and {} are one object (hard links), but the spec gives them different rules ({} "
+                            "vs {}): give every name of an object the same rule",
+                            where(spec_name_, pos), first, further, a, b));
+  }
+
+  static std::string rule_text(const LeafRule& rule) {
+    switch (rule.mode) {
+      case LeafRule::Mode::Split: return fmt::format("split on axis {}", rule.axis);
+      case LeafRule::Mode::Replicate: return "replicate";
+      case LeafRule::Mode::Reduce: return fmt::format("reduce {}", reducer_name(rule.reducer));
+      case LeafRule::Mode::Offsets: return "offsets";
+      case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", rule.offsets, rule.axis);
+      case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", rule.offsets, rule.axis);
+    }
+    return "?";
+  }
+
   // Every packed / per-sequence leaf must name a dataset whose spec is "offsets".
   void check_offsets_references() const {
     for (const auto& ref : references_) {
@@ -163,6 +206,7 @@ class Resolver {
 
   const std::string& spec_name_;
   Resolution out_;
+  std::map<std::string, SourcePos> positions_;  // of the spec node that gave each dataset its rule
   std::vector<Reference> references_;
 };
 

@@ -10,6 +10,10 @@ const NodeInfo* NodeInfo::child(const std::string& child_name) const {
   return (it != children.end() && it->name == child_name) ? &*it : nullptr;
 }
 
+bool NodeInfo::has_large_attribute() const {
+  return std::any_of(attributes.begin(), attributes.end(), [](const AttributeInfo& a) { return a.large; });
+}
+
 bool NodeInfo::is_sequence() const {
   if (!is_group()) return false;
   for (std::size_t i = 0; i < children.size(); ++i)

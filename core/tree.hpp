@@ -26,6 +26,9 @@ struct AttributeInfo {
   Shape shape;             // empty for a scalar
   bool null_space = false; // H5S_NULL: no value at all
   std::string dtype;       // numpy-style name, for display
+  // Too large for an object header message (64 KiB): its object needs
+  // HDF5's dense attribute storage (a version 2 object header).
+  bool large = false;
 };
 
 struct StorageInfo {
@@ -47,6 +50,14 @@ struct NodeInfo {
   std::string path;  // absolute HDF5 path, "/" for the root
   std::vector<AttributeInfo> attributes;
 
+  // Hard links. Empty for an object's first name (in pre-order, members in
+  // name order); for every further name of an object already met, the
+  // path of that first name. Outputs write the object once, under its first
+  // name, and make every further name a hard link to it. A further name of
+  // a group lists the group's members too, under their own paths (each a
+  // further name itself), so that every path of the file gets its rule.
+  std::string first_name;
+
   // Group only: members sorted by name.
   std::vector<NodeInfo> children;
 
@@ -57,6 +68,8 @@ struct NodeInfo {
   StorageInfo storage;
 
   bool is_group() const { return kind == Kind::Group; }
+  bool is_further_name() const { return !first_name.empty(); }
+  bool has_large_attribute() const;
   std::size_t rank() const { return shape.size(); }
   const NodeInfo* child(const std::string& child_name) const;
 

@@ -1,6 +1,7 @@
 #include "io/tree_reader.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -45,7 +46,8 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
     value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     const SpaceInfo s = space_info(space.get(), at);
     check_element_count(s, at);
-    out.push_back({name, s.dims, s.null_space, dtype_name(type.get())});
+    out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
+                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size())});
   }
   return out;
 }
@@ -128,44 +130,113 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
 // Groups deeper than this are refused (no batch needs it; it bounds recursion).
 constexpr std::size_t kMaxGroupDepth = 512;
 
-// Addresses of the groups on the path from the root to the group being read:
-// a hard link back to one of them would make the tree infinite.
-using GroupPath = std::vector<haddr_t>;
+// Hard links can name a group many times over (a group holding two names of
+// a group holding two names of ...): the tree lists every name, up to this many
+// further names in all.
+constexpr std::size_t kMaxFurtherNames = 1'000'000;
 
-haddr_t object_address(hid_t object, const Location& where) {
-  H5O_info_t info;
-  check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
-  return info.addr;
-}
+class TreeReader {
+ public:
+  explicit TreeReader(const std::string& file_name) : file_name_(file_name) {}
 
-void read_group(hid_t group, const Location& where, NodeInfo& node, GroupPath& path) {
-  if (path.size() > kMaxGroupDepth)
-    throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
-  const haddr_t self = object_address(group, where);
-  if (std::find(path.begin(), path.end(), self) != path.end())
-    throw Error(where.describe() + ": a hard link leads back to a group that contains it (a cycle); such a tree "
-                "cannot be split");
-  path.push_back(self);
-  node.kind = NodeInfo::Kind::Group;
-  node.attributes = describe_attributes(group, where);
-  for (const auto& name : member_names(group, where)) {
-    const Location at = where.child(name);
-    io::note_activity(at.file, at.path);
-    Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
-    NodeInfo child;
-    child.name = name;
-    child.path = at.path;
-    switch (H5Iget_type(object.get())) {
-      case H5I_GROUP: read_group(object.get(), at, child, path); break;
-      case H5I_DATASET: read_dataset(object.get(), at, child); break;
+  void read_root(hid_t root, const Location& where, NodeInfo& node) {
+    read_group(root, object_info(root, where).addr, where, node);
+  }
+
+  // Gives every further name its first name's description (second pass:
+  // every first name is then read, and met before its further names).
+  void expand_further_names(NodeInfo& group, const NodeInfo& root) {
+    for (auto& child : group.children) {
+      if (child.is_further_name()) {
+        const std::string name = child.name, path = child.path;
+        child = *find(root, child.first_name);
+        make_further_name(child, name, path);
+      } else if (child.is_group()) {
+        expand_further_names(child, root);
+      }
+    }
+  }
+
+ private:
+  static H5O_info_t object_info(hid_t object, const Location& where) {
+    H5O_info_t info;
+    check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
+    return info;
+  }
+
+  void read_group(hid_t group, haddr_t self, const Location& where, NodeInfo& node) {
+    if (ancestors_.size() > kMaxGroupDepth)
+      throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
+    ancestors_.push_back(self);
+    node.kind = NodeInfo::Kind::Group;
+    node.attributes = describe_attributes(group, where);
+    std::vector<std::string> names = member_names(group, where);
+    std::sort(names.begin(), names.end());  // the order every walk of the tree follows
+    for (const auto& name : names) {
+      const Location at = where.child(name);
+      io::note_activity(at.file, at.path);
+      Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
+      NodeInfo child;
+      child.name = name;
+      child.path = at.path;
+      read_member(object.get(), at, child);
+      node.children.push_back(std::move(child));
+    }
+    ancestors_.pop_back();
+  }
+
+  void read_member(hid_t object, const Location& at, NodeInfo& child) {
+    const H5I_type_t type = H5Iget_type(object);
+    const H5O_info_t info = object_info(object, at);
+    if (type == H5I_GROUP && std::find(ancestors_.begin(), ancestors_.end(), info.addr) != ancestors_.end())
+      throw Error(at.describe() + ": a hard link leads back to a group that contains it (a cycle); such a tree "
+                  "cannot be split");
+    // Only an object with several links can have been met before.
+    if (info.rc > 1) {
+      auto [first, inserted] = first_names_.emplace(info.addr, at.path);
+      if (!inserted) {
+        child.first_name = first->second;  // described in expand_further_names
+        return;
+      }
+    }
+    switch (type) {
+      case H5I_GROUP: read_group(object, info.addr, at, child); break;
+      case H5I_DATASET: read_dataset(object, at, child); break;
       default: throw Error(at.describe() + ": named datatypes are not supported (only groups and datasets)");
     }
-    node.children.push_back(std::move(child));
   }
-  std::sort(node.children.begin(), node.children.end(),
-            [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
-  path.pop_back();
-}
+
+  const NodeInfo* find(const NodeInfo& root, const std::string& path) {
+    const NodeInfo* node = &root;
+    for (std::size_t begin = 1; node && begin < path.size();) {
+      const std::size_t end = std::min(path.find('/', begin), path.size());
+      node = node->child(path.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    if (!node) throw Error(fmt::format("internal: {}: hard link target {} is not in the tree", file_name_, path));
+    return node;
+  }
+
+  // `node` is a copy of a first name's description: it becomes `path`, a
+  // further name of the same object (and so do its members).
+  void make_further_name(NodeInfo& node, const std::string& name, const std::string& path) {
+    if (++further_names_ > kMaxFurtherNames)
+      throw Error(fmt::format("{}: {}: hard links give this tree more than {} further names of its objects",
+                              file_name_, path, kMaxFurtherNames));
+    if (node.first_name.empty()) node.first_name = node.path;
+    node.name = name;
+    node.path = path;
+    for (auto& c : node.children) make_further_name(c, c.name, join_path(path, c.name));
+  }
+
+  const std::string& file_name_;
+  // Addresses of the groups on the path from the root to the group being
+  // read: a hard link back to one of them would make the tree infinite.
+  std::vector<haddr_t> ancestors_;
+  // The first name met of every object with more than one link.
+  std::map<haddr_t, std::string> first_names_;
+  std::size_t further_names_ = 0;
+};
 
 }  // namespace
 
@@ -194,8 +265,9 @@ NodeInfo describe_tree(hid_t file, const std::string& file_name) {
   NodeInfo root;
   root.path = "/";
   Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
-  GroupPath path;
-  read_group(group.get(), {file_name, "/"}, root, path);
+  TreeReader reader(file_name);
+  reader.read_root(group.get(), {file_name, "/"}, root);
+  reader.expand_further_names(root, root);
   return root;
 }
 

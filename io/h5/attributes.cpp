@@ -21,6 +21,24 @@ std::vector<std::string> attribute_names(hid_t object, const Location& where) {
   return names;
 }
 
+bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& name, std::size_t rank) {
+  constexpr std::uint64_t kMessageMax = 65535;  // a message's size field has 16 bits
+  constexpr std::uint64_t kMargin = 64;         // newer message versions, a charset byte, ...
+  std::size_t type_bytes = 0;
+  if (H5Tencode(type, nullptr, &type_bytes) < 0) {  // not worth refusing the file for: take it as large
+    forget_error();
+    type_bytes = kMessageMax;
+  }
+  // The stored values (variable-length values count their heap ids).
+  const std::uint64_t data = H5Aget_storage_size(attr);
+  if (data >= kMessageMax || name.size() >= kMessageMax || type_bytes >= kMessageMax || rank > 32) return true;
+  const auto aligned = [](std::uint64_t n) { return (n + 7) / 8 * 8; };
+  // The message's parts, each 8-byte aligned: its header, name, datatype,
+  // dataspace (dims and max dims) and the values.
+  const std::uint64_t message = 8 + aligned(name.size() + 1) + aligned(type_bytes) + aligned(8 + 16 * rank) + data;
+  return message + kMargin > kMessageMax;
+}
+
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where) {
   const Location at = where.attribute(name);
   io::note_activity(at.file, at.path);

@@ -12,38 +12,42 @@ namespace {
 // HDF5 refuses compact datasets of 64 KiB and more; larger ones fall back to contiguous.
 constexpr std::size_t kCompactLimit = 64000;
 
-void clamp_chunks(hid_t dcpl, std::size_t rank, std::vector<MaxDim>& max_dims, const Location& where) {
-  std::vector<hsize_t> chunk(rank);
-  check(H5Pget_chunk(dcpl, static_cast<int>(rank), chunk.data()), where, "cannot read chunks");
-  for (std::size_t d = 0; d < rank; ++d) {
-    if (!max_dims[d]) continue;
-    // A chunk must fit a fixed maximum, and a chunk dimension is at least 1.
-    max_dims[d] = std::max<std::uint64_t>(*max_dims[d], 1);
-    chunk[d] = std::min<hsize_t>(chunk[d], *max_dims[d]);
-  }
-  check(H5Pset_chunk(dcpl, static_cast<int>(rank), chunk.data()), where, "cannot set chunks");
+// Only chunked (and virtual) data can be extendible: other layouts get max
+// dims equal to their dims.
+std::vector<MaxDim> kept_max_dims(const std::vector<MaxDim>& source, const Shape& dims, H5D_layout_t layout) {
+  if (layout == H5D_CHUNKED) return max_dims_holding(source, dims);
+  return {dims.begin(), dims.end()};
 }
 
 // A copy of the source's creation properties adapted to the new extent.
-Id adapted_dcpl(const Prototype& prototype, const Shape& dims, std::vector<MaxDim>& max_dims, const Location& where) {
+Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& where) {
   const std::uint64_t bytes = element_count(dims) * size_of(prototype.type.get(), where);
   Id dcpl(H5Pcopy(prototype.dcpl.get()), where, "cannot copy the creation properties");
   const H5D_layout_t layout = layout_of(dcpl.get(), where);
-  if (layout == H5D_VIRTUAL || check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0) {
-    // The data is copied, so the mapping to other files is not.
-    return Id(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
-  }
+  // The data of a virtual or external dataset is copied, so the mapping to other files is not.
+  const bool mapped =
+      layout == H5D_VIRTUAL || check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
+  if (mapped) dcpl = Id(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
+  // Outputs record no object times (create_file).
+  check(H5Pset_obj_track_times(dcpl.get(), 0), where, "cannot turn off object times");
+  if (mapped) return dcpl;
   if (layout == H5D_COMPACT && bytes >= kCompactLimit)
     check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "cannot set the layout");
   // Large contiguous copies move as file bytes, which needs their place in the file now.
   if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS && copyable_as_bytes(prototype.type.get()) &&
       bytes >= transfer::kFileBytesMin)
     check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
-  if (layout == H5D_CHUNKED) clamp_chunks(dcpl.get(), dims.size(), max_dims, where);
   return dcpl;
 }
 
 }  // namespace
+
+std::vector<MaxDim> max_dims_holding(const std::vector<MaxDim>& source, const Shape& dims) {
+  std::vector<MaxDim> out(dims.size());
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (source.at(d)) out[d] = std::max(*source[d], dims[d]);
+  return out;
+}
 
 Prototype read_prototype(hid_t dataset, const Location& where) {
   Prototype p;
@@ -53,17 +57,14 @@ Prototype read_prototype(hid_t dataset, const Location& where) {
   return p;
 }
 
-Extent make_extent(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis,
-                   const Location& where) {
-  std::vector<MaxDim> max_dims = prototype.space.max_dims;
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    const bool resized = resized_axis && static_cast<std::size_t>(*resized_axis) == d;
-    if (max_dims[d] && (resized || *max_dims[d] < dims[d])) max_dims[d] = dims[d];
-  }
+Extent make_extent(const Prototype& prototype, const Shape& dims, const Location& where) {
   Extent extent;
   extent.dims = dims;
-  extent.dcpl = adapted_dcpl(prototype, dims, max_dims, where);
-  extent.space = prototype.space.null_space ? make_null_space(where) : make_space(dims, max_dims, where);
+  extent.dcpl = adapted_dcpl(prototype, dims, where);
+  extent.space = prototype.space.null_space
+                     ? make_null_space(where)
+                     : make_space(dims, kept_max_dims(prototype.space.max_dims, dims, layout_of(extent.dcpl.get(), where)),
+                                  where);
   return extent;
 }
 
@@ -74,9 +75,9 @@ Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent
             where, "cannot create the dataset");
 }
 
-Id create_dataset(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis, hid_t parent,
-                  const std::string& name, const Location& where) {
-  return create_dataset(prototype, make_extent(prototype, dims, resized_axis, where), parent, name, where);
+Id create_dataset(const Prototype& prototype, const Shape& dims, hid_t parent, const std::string& name,
+                  const Location& where) {
+  return create_dataset(prototype, make_extent(prototype, dims, where), parent, name, where);
 }
 
 H5D_layout_t layout_of(hid_t dcpl, const Location& where) {

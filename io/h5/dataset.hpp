@@ -21,23 +21,30 @@ struct Prototype {
 Prototype read_prototype(hid_t dataset, const Location& where);
 
 // A prototype's creation properties and dataspace adapted to one extent,
-// shared by every copy of that extent. On the resized axis a fixed maximum
-// follows the new length and an unlimited one stays unlimited; chunk
-// dimensions are clamped to fixed extents; large contiguous copies are
-// allocated early so that file_bytes can write them.
+// shared by every copy of that extent. Chunked copies keep the source's
+// max dims where they hold the extent (a fixed max below it becomes the
+// extent) and so its chunk shape; other layouts get max dims equal to the
+// extent. Large contiguous copies are allocated early so that file_bytes
+// can write them. No copy records object times.
 struct Extent {
   Shape dims;
   Id dcpl;
   Id space;
 };
-Extent make_extent(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis,
-                   const Location& where);
+Extent make_extent(const Prototype& prototype, const Shape& dims, const Location& where);
+
+// Max dims for an extent `dims` from a source's: the source's where they hold
+// it (a fixed max at least the dim; unlimited stays unlimited), so that
+// pieces and the merged file keep the input's, and its chunk shape fits
+// them; a fixed max below the dim becomes the dim (merged files that were
+// not pieces of one split).
+std::vector<MaxDim> max_dims_holding(const std::vector<MaxDim>& source, const Shape& dims);
 
 Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent, const std::string& name,
                   const Location& where);
 // Both steps, for a single copy.
-Id create_dataset(const Prototype& prototype, const Shape& dims, std::optional<int> resized_axis, hid_t parent,
-                  const std::string& name, const Location& where);
+Id create_dataset(const Prototype& prototype, const Shape& dims, hid_t parent, const std::string& name,
+                  const Location& where);
 
 // Checked creation-property queries (their error values look like answers).
 H5D_layout_t layout_of(hid_t dcpl, const Location& where);

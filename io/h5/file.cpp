@@ -27,13 +27,44 @@ Id open_read_only(const std::string& path) {
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
 }
 
-Id create_file(const std::string& path, const std::string& shown_as) {
+namespace detail {
+
+void set_low_format_bound(hid_t location, bool v18, const Location& where) {
+  Id file(H5Iget_file_id(location), where, "cannot find the file of");
+  check(H5Fset_libver_bounds(file.get(), v18 ? H5F_LIBVER_V18 : H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST), where,
+        "cannot set the file's format bounds");
+}
+
+}  // namespace detail
+
+Id create_file(const std::string& path, const std::string& shown_as, OutputFormat format) {
   const Location where{shown_as, ""};
   // Without a sieve buffer HDF5 writes raw data through at once and keeps no
   // copy of it, so bytes written past the library (file_bytes.hpp) stay.
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
   check(H5Pset_sieve_buf_size(fapl.get(), 0), where, "cannot set the sieve buffer size");
-  return Id(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), where, "cannot create the file");
+  if (format.large_root_attributes)
+    check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), where, "cannot set format bounds");
+  // The root group is created with the file: its creation properties are the file's.
+  Id fcpl(H5Pcreate(H5P_FILE_CREATE), where, "cannot create file creation properties");
+  check(H5Pset_obj_track_times(fcpl.get(), 0), where, "cannot turn off object times");
+  Id file(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), where, "cannot create the file");
+  if (format.large_root_attributes) detail::set_low_format_bound(file.get(), false, where);
+  return file;
+}
+
+Id create_group(hid_t parent, const std::string& name, bool large_attributes, const Location& where) {
+  Id gcpl(H5Pcreate(H5P_GROUP_CREATE), where, "cannot create group creation properties");
+  check(H5Pset_obj_track_times(gcpl.get(), 0), where, "cannot turn off object times");
+  return with_newer_object_header(parent, large_attributes, where, [&] {
+    return Id(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), where,
+              "cannot create the group");
+  });
+}
+
+void create_hard_link(hid_t parent, const std::string& name, const std::string& target, const Location& where) {
+  check(H5Lcreate_hard(parent, target.c_str(), parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT), where,
+        "cannot create the hard link");
 }
 
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {

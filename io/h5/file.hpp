@@ -11,9 +11,54 @@ namespace mb::h5 {
 // existing regular HDF5 file before HDF5 sees it.
 Id open_read_only(const std::string& path);
 
+// What an output file needs of its format.
+struct OutputFormat {
+  // The root group has an attribute over 64 KiB: it gets a version 2 object
+  // header (see with_newer_object_header), which only a file created with
+  // HDF5 1.8's format as its low bound (superblock version 2) can give it.
+  bool large_root_attributes = false;
+};
+
 // Creates `path` (which must not exist); messages name `shown_as` (the
-// final name of a temporary). No sieve buffer: see file_bytes.hpp.
-Id create_file(const std::string& path, const std::string& shown_as);
+// final name of a temporary). No sieve buffer: see file_bytes.hpp. Objects
+// are created in HDF5's default (earliest) format, and no object records
+// times, so that the same contents give the same bytes.
+Id create_file(const std::string& path, const std::string& shown_as, OutputFormat format = {});
+
+// Runs `create` (which creates one object in the file of `location`) with
+// HDF5 1.8's format as the file's low bound when `needed`: the object then
+// gets a version 2 object header, which holds attributes over 64 KiB in
+// dense attribute storage. Every other object keeps the default format.
+template <typename Fn>
+auto with_newer_object_header(hid_t location, bool needed, const Location& where, Fn&& create);
+
+// A group without object times, `large_attributes` as above.
+Id create_group(hid_t parent, const std::string& name, bool large_attributes, const Location& where);
+
+// Makes `name` in `parent` a further name (a hard link) of the object at
+// the absolute path `target` of the same file.
+void create_hard_link(hid_t parent, const std::string& name, const std::string& target, const Location& where);
+
+namespace detail {
+void set_low_format_bound(hid_t location, bool v18, const Location& where);
+}
+
+template <typename Fn>
+auto with_newer_object_header(hid_t location, bool needed, const Location& where, Fn&& create) {
+  if (!needed) return create();
+  detail::set_low_format_bound(location, true, where);
+  try {
+    auto out = create();
+    detail::set_low_format_bound(location, false, where);
+    return out;
+  } catch (...) {
+    try {
+      detail::set_low_format_bound(location, false, where);
+    } catch (...) {  // the first error is the one to report
+    }
+    throw;
+  }
+}
 
 // Refuses to allocate `bytes` (over 1 MiB) for a value read whole from
 // `object`'s file when the file is smaller: a corrupt dataspace can claim

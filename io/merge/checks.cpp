@@ -65,6 +65,29 @@ void check_kind(const Context& ctx, const NodeInfo& node, const std::vector<h5::
   }
 }
 
+void LinkCheck::check(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
+  const std::string& first = ctx.job.inputs[0].path;
+  for (std::size_t i = 1; i < objects.size(); ++i) {
+    const std::string& input = ctx.job.inputs[i].path;
+    H5O_info_t info;
+    h5::check(H5Oget_info2(objects[i].get(), &info, H5O_INFO_BASIC), ctx.where(i, node.path),
+              "cannot read the object's header");
+    const auto met = info.rc > 1 ? first_names_[i].find(info.addr) : first_names_[i].end();
+    const bool one_of_many = met != first_names_[i].end();
+    if (node.is_further_name() && !one_of_many)
+      throw Error(fmt::format("{}: {} is a separate object, but in {} it is another name of {} (a hard link); merge "
+                              "needs the links of one split in every input",
+                              input, node.path, first, node.first_name));
+    if (one_of_many && met->second != node.first_name)
+      throw Error(fmt::format("{}: {} is another name of {} (a hard link), but in {} {}; merge needs the links of "
+                              "one split in every input",
+                              input, node.path, met->second, first,
+                              node.is_further_name() ? fmt::format("it is another name of {}", node.first_name)
+                                                     : std::string("they are separate objects")));
+    if (info.rc > 1 && !one_of_many) first_names_[i].emplace(info.addr, node.path);
+  }
+}
+
 void check_attribute_names(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
   std::set<std::string> ours;
   for (const auto& attr : node.attributes) ours.insert(attr.name);

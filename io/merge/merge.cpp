@@ -68,7 +68,7 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output, replaces);
-  h5::Id out = h5::create_file(temp, job.output);
+  h5::Id out = h5::create_file(temp, job.output, {tree.has_large_attribute()});
   merging::write_tree({job, resolution}, tree, files, out.get());
   out.close({job.output, ""});
   if (job.progress) job.progress(1, 1);

@@ -48,6 +48,19 @@ void write_tree(const Context& ctx, const NodeInfo& root, const std::vector<h5::
 void check_members(const Context& ctx, const NodeInfo& group, const std::vector<h5::Id>& groups);
 void check_kind(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
 void check_attribute_names(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
+// The same hard links in every input: called for every node in the walk's
+// order (the tree reader's), it refuses an input where a further name of
+// the first input is a separate object, or names another object, and one
+// where two names of separate objects of the first input are one object.
+class LinkCheck {
+ public:
+  explicit LinkCheck(std::size_t inputs) : first_names_(inputs) {}
+  void check(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
+
+ private:
+  // Per input: the first name met of every object with several links.
+  std::vector<std::map<haddr_t, std::string>> first_names_;
+};
 // Reads each input's datatype and dataspace, refusing other dtypes or ranks.
 DatasetInputs describe_inputs(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
 // Every input's shape equals the first's, except along `except_axis`.

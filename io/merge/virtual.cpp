@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/selection.hpp"
+#include "io/h5/dataset.hpp"
 #include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
 
@@ -12,7 +13,8 @@ h5::Id create_virtual(const Context& ctx, const DatasetInputs& in, std::size_t a
                       const Shape& out_dims, hid_t parent) {
   const h5::Location where = ctx.out_where(in.node.path);
   h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
-  h5::Id out_space = h5::make_space(out_dims, where);
+  h5::check(H5Pset_obj_track_times(dcpl.get(), 0), where, "cannot turn off object times");  // reproducible outputs
+  h5::Id out_space = h5::make_space(out_dims, h5::max_dims_holding(in.spaces[0].max_dims, out_dims), where);
   // HDF5 reads source names printf-style: a '%' in a path or a dataset name is written as "%%".
   const std::string dataset = h5::virtual_source_name(in.node.path);
   for (std::size_t i = 0; i < in.spaces.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "core/selection.hpp"
 #include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
 #include "io/transfer/copy.hpp"
 
@@ -72,27 +73,34 @@ void write_dataset(const Context& ctx, const NodeInfo& ds, const std::vector<h5:
   const bool rows_mapped = rule.cuts_rows() && rule.mode != LeafRule::Mode::Offsets;
   if (rows_mapped) step.maps = row_maps(ctx, in, static_cast<std::size_t>(rule.axis));
   const bool as_virtual = ctx.job.virtual_datasets && rows_mapped;
-  h5::Id dst = as_virtual ? create_virtual(ctx, in, static_cast<std::size_t>(rule.axis), step.maps, step.dims, parent)
-                          : h5::create_dataset(h5::read_prototype(objects[0].get(), ctx.where(0, ds.path)),
-                                               step.dims, axis, parent, ds.name, ctx.out_where(ds.path));
+  h5::Id dst = h5::with_newer_object_header(parent, ds.has_large_attribute(), ctx.out_where(ds.path), [&] {
+    return as_virtual ? create_virtual(ctx, in, static_cast<std::size_t>(rule.axis), step.maps, step.dims, parent)
+                      : h5::create_dataset(h5::read_prototype(objects[0].get(), ctx.where(0, ds.path)), step.dims,
+                                           parent, ds.name, ctx.out_where(ds.path));
+  });
   merge_attributes(ctx, ds, objects, dst.get());
   if (!as_virtual) write_data(ctx, in, step, dst.get());
 }
 
-void write_children(const Context& ctx, const NodeInfo& group, const std::vector<h5::Id>& groups, hid_t dst) {
+void write_children(const Context& ctx, LinkCheck& links, const NodeInfo& group, const std::vector<h5::Id>& groups,
+                    hid_t dst) {
   check_members(ctx, group, groups);
   for (const auto& child : group.children) {
     throw_if_interrupted();
     std::vector<h5::Id> objects = open_all(ctx, groups, child);
     check_kind(ctx, child, objects);
+    links.check(ctx, child, objects);
+    if (child.is_further_name()) {  // merged under its first name, met before
+      h5::create_hard_link(dst, child.name, child.first_name, ctx.out_where(child.path));
+      continue;
+    }
     if (!child.is_group()) {
       write_dataset(ctx, child, objects, dst);
       continue;
     }
-    h5::Id out(H5Gcreate2(dst, child.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), ctx.out_where(child.path),
-               "cannot create the group");
+    h5::Id out = h5::create_group(dst, child.name, child.has_large_attribute(), ctx.out_where(child.path));
     merge_attributes(ctx, child, objects, out.get());
-    write_children(ctx, child, objects, out.get());
+    write_children(ctx, links, child, objects, out.get());
   }
 }
 
@@ -109,7 +117,8 @@ void write_tree(const Context& ctx, const NodeInfo& root, const std::vector<h5::
   const Context with_offsets{ctx.job, ctx.resolution, &offsets};
   h5::Id out_root(H5Gopen2(output, "/", H5P_DEFAULT), ctx.out_where("/"), "cannot open the root group");
   merge_attributes(with_offsets, root, roots, out_root.get());
-  write_children(with_offsets, root, roots, out_root.get());
+  LinkCheck links(files.size());
+  write_children(with_offsets, links, root, roots, out_root.get());
 }
 
 }  // namespace mb::io::merging

@@ -58,7 +58,8 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
     const auto from = files.finals.begin() + static_cast<std::ptrdiff_t>(first);
     const std::vector<std::string> names(from, from + static_cast<std::ptrdiff_t>(n));
     std::vector<h5::Id> handles;
-    for (std::uint64_t i = first; i < first + n; ++i) handles.push_back(h5::create_file(files.temps[i], files.finals[i]));
+    for (std::uint64_t i = first; i < first + n; ++i)
+      handles.push_back(h5::create_file(files.temps[i], files.finals[i], {prepared.tree.has_large_attribute()}));
     write_outputs(source, first, handles, names);
     for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({names[i], ""});
     if (show_progress && job.progress) job.progress(first + n - begin, end - begin);

@@ -6,6 +6,7 @@
 #include "io/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/tree_reader.hpp"
@@ -36,6 +37,11 @@ class SplitWriter {
   void write_children(const NodeInfo& group, hid_t src_group, const std::vector<hid_t>& dst_groups) {
     for (const auto& child : group.children) {
       throw_if_interrupted();
+      if (child.is_further_name()) {  // the object is written under its first name, met before
+        for (std::size_t i = 0; i < dst_groups.size(); ++i)
+          h5::create_hard_link(dst_groups[i], child.name, child.first_name, out_where(i, child.path));
+        continue;
+      }
       h5::Id src = h5::open_object(src_group, child.name, {source_.name, child.path});
       if (child.is_group()) {
         write_group(child, src.get(), dst_groups);
@@ -51,8 +57,7 @@ class SplitWriter {
     std::vector<hid_t> dst;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, group.path);
-      created.emplace_back(H5Gcreate2(dst_parents[i], group.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                           where, "cannot create the group");
+      created.push_back(h5::create_group(dst_parents[i], group.name, group.has_large_attribute(), where));
       h5::write_attributes(created.back().get(), attributes, where);
       dst.push_back(created.back().get());
     }
@@ -88,8 +93,10 @@ class SplitWriter {
       Shape dims = ds.shape;
       if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
       if (!extent || extent->dims != dims)
-        extent = h5::make_extent(prototype, dims, rows ? std::optional<int>(rule.axis) : std::nullopt, where);
-      h5::Id dst = h5::create_dataset(prototype, *extent, dst_parents[i], ds.name, where);
+        extent = h5::make_extent(prototype, dims, where);
+      h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
+        return h5::create_dataset(prototype, *extent, dst_parents[i], ds.name, where);
+      });
       h5::write_attributes(dst.get(), attributes, where);
       const Side to = Side::of(dst.get(), where);
       if (!rows) {

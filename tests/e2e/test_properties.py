@@ -26,7 +26,7 @@ def test_layout_chunks_filters_fill_and_maxshape_survive(tmp_path):
     with h5py.File(tmp_path / "mb" / "microbatch-00001.h5") as m:
         gz = m["gz"]
         assert gz.shape == (5, 30)
-        assert gz.chunks == (5, 10)  # clamped to the new extent
+        assert gz.chunks == (8, 10) and gz.maxshape == (20, 30)  # the input's, kept
         assert gz.compression == "gzip" and gz.compression_opts == 6
         assert gz.shuffle and gz.fletcher32
         assert gz.fillvalue == -1.0
@@ -127,3 +127,135 @@ def test_unavailable_filter_is_named(tmp_path):
     res = Result(proc)
     assert_one_line_error(res, 1, "/lz4", "filter", "32004", "not available")
     assert listing(tmp_path / "mb") == []
+
+
+def test_max_dims_and_chunk_shapes_are_kept_exactly(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("fixed", data=np.arange(50.0).reshape(10, 5), maxshape=(20, 5), chunks=(4, 5))
+        f.create_dataset("unlimited", data=np.arange(30), maxshape=(None,), chunks=(8,))
+        f.create_dataset("several", data=np.arange(6 * 4 * 3).reshape(6, 4, 3), maxshape=(None, 9, None),
+                         chunks=(5, 4, 2))  # split on axis 1, a chunk longer than every piece
+        f.create_dataset("big_chunk", data=np.arange(10), maxshape=(10,), chunks=(10,), compression="gzip")
+        f.create_dataset("replicated", data=np.arange(12).reshape(3, 4), maxshape=(7, None), chunks=(2, 2))
+        f.create_dataset("contiguous", data=np.arange(10))
+    spec = write_spec(tmp_path / "s.json", {"several": 1, "replicated": "replicate", "*": 0})
+    run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", check=0)
+    for i in range(3):
+        with h5py.File(tmp_path / "mb" / f"microbatch-{i:05d}.h5") as m:
+            assert m["fixed"].maxshape == (20, 5) and m["fixed"].chunks == (4, 5)
+            assert m["unlimited"].maxshape == (None,) and m["unlimited"].chunks == (8,)
+            assert m["several"].maxshape == (None, 9, None) and m["several"].chunks == (5, 4, 2)
+            assert m["several"].shape[1] == [2, 1, 1][i]
+            assert m["big_chunk"].maxshape == (10,) and m["big_chunk"].chunks == (10,)
+            assert m["replicated"].maxshape == (7, None) and m["replicated"].chunks == (2, 2)
+            # Contiguous data cannot be extendible: its max dims are its dims.
+            assert m["contiguous"].maxshape == m["contiguous"].shape
+    out = tmp_path / "out.h5"
+    run("merge", tmp_path / "mb", "-o", out, check=0)
+    assert subprocess.run(["h5diff", "-v", str(src), str(out)], capture_output=True).returncode == 0
+    with h5py.File(src) as f, h5py.File(out) as m:
+        for name in f:
+            assert m[name].maxshape == f[name].maxshape, name
+            assert m[name].chunks == f[name].chunks, name
+            assert m[name].shape == f[name].shape, name
+    virtual = tmp_path / "virtual.h5"
+    run("merge", tmp_path / "mb", "-o", virtual, "--virtual", check=0)
+    assert subprocess.run(["h5diff", "-v", str(src), str(virtual)], capture_output=True).returncode == 0
+    with h5py.File(src) as f, h5py.File(virtual) as m:
+        assert m["fixed"].is_virtual and m["several"].is_virtual
+        for name in f:
+            assert m[name].maxshape == f[name].maxshape, name
+
+
+def test_merged_max_dims_grow_to_hold_the_concatenation(tmp_path):
+    """Files that are not pieces of one split: a fixed max dim below the merged length becomes that length."""
+    parts = []
+    for i in range(3):
+        p = tmp_path / f"out-{i}.h5"
+        with h5py.File(p, "w") as f:
+            f.create_dataset("logits", data=np.full((2, 3), i, dtype=np.float32), chunks=(1, 3))
+            f.create_dataset("grow", data=np.full((2,), i), maxshape=(None,), chunks=(2,))
+        parts.append(p)
+    run("merge", *parts, "-o", tmp_path / "out.h5", check=0)
+    with h5py.File(tmp_path / "out.h5") as m:
+        assert m["logits"].shape == (6, 3) and m["logits"].maxshape == (6, 3) and m["logits"].chunks == (1, 3)
+        assert m["grow"].maxshape == (None,)
+
+
+def big(n, value=7):
+    return np.full(n, value, dtype=np.uint8)
+
+
+def test_attributes_over_64_kib_round_trip(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w", libver="latest") as f:  # dense attribute storage
+        f.attrs["big"] = big(100_000)
+        f.attrs["small"] = 1
+        f["d"] = np.arange(12).reshape(6, 2)
+        f["d"].attrs["big"] = big(70_000, 3)
+        f["d"].attrs["fixed_text"] = np.bytes_(b"x" * 90_000)
+        f["g/e"] = np.arange(6.0)
+        f["g"].attrs["big"] = np.arange(20_000, dtype=np.float64)  # 160 KB
+        f["g"].attrs["vlen"] = "y" * 100_000  # variable length: the header holds only a heap id
+        for k in range(12):  # many small attributes (dense in a latest-format file)
+            f["g/e"].attrs[f"a{k}"] = k
+        f["t"] = np.float32(1)
+        f["t"].attrs["big"] = big(65_536)
+    run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
+    for i in range(2):
+        piece = tmp_path / "mb" / f"microbatch-{i:05d}.h5"
+        with h5py.File(piece) as m:
+            assert np.array_equal(m.attrs["big"], big(100_000))
+            assert np.array_equal(m["d"].attrs["big"], big(70_000, 3))
+            assert m["d"].attrs["fixed_text"] == b"x" * 90_000
+            assert np.array_equal(m["g"].attrs["big"], np.arange(20_000, dtype=np.float64))
+            assert m["g"].attrs["vlen"] == "y" * 100_000
+    out = tmp_path / "out.h5"
+    run("merge", tmp_path / "mb", "-o", out, check=0)
+    assert subprocess.run(["h5diff", "-v", str(src), str(out)], capture_output=True).returncode == 0
+    with h5py.File(out) as m:
+        assert np.array_equal(m["t"].attrs["big"], big(65_536))
+        assert np.array_equal(m.attrs["big"], big(100_000))
+
+
+def superblock_version(path):
+    with h5py.File(path) as f:
+        return f.id.get_create_plist().get_version()[0]
+
+
+def test_big_attributes_below_the_root_keep_the_default_file_format(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w", libver="latest") as f:
+        f["g/x"] = np.arange(4)
+        f["g"].attrs["big"] = big(80_000)
+    plain = tmp_path / "plain.h5"
+    with h5py.File(plain, "w", libver="latest") as f:
+        f["x"] = np.arange(4)
+        f.attrs["small"] = 1
+    for name, path in [("src", src), ("plain", plain)]:
+        run("split", path, "-n", 2, "-o", tmp_path / name, check=0)
+        # Only the root's object header version is set by the file's format bounds at creation.
+        assert superblock_version(tmp_path / name / "microbatch-00000.h5") == 0
+        run("merge", tmp_path / name, "-o", tmp_path / f"{name}.out.h5", check=0)
+        assert superblock_version(tmp_path / f"{name}.out.h5") == 0
+        assert subprocess.run(["h5diff", str(path), str(tmp_path / f"{name}.out.h5")]).returncode == 0
+
+
+def test_attributes_at_the_object_header_message_limit(tmp_path):
+    """Around 64 KiB an attribute fits a header message or not, by its name, datatype and dataspace too."""
+    src = tmp_path / "in.h5"
+    sizes = [65_000, 65_380, 65_420, 65_450, 65_479, 65_480, 65_500, 65_536]
+    with h5py.File(src, "w", libver="latest") as f:
+        f["x"] = np.arange(4)
+        for k, n in enumerate(sizes):
+            g = f.create_group(f"g{k}")
+            g.attrs["a"] = big(n)
+            g.attrs["n" * 200] = big(n // 2, 1).reshape(-1, 1)  # a long name, rank 2
+            g.attrs["c"] = np.zeros(n // 16, dtype=[("p", "<f8"), ("q", "<i4"), ("r", "<i4")])
+            g.attrs["s"] = np.array([b"x" * 16] * (n // 16), dtype="S16")
+    run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert subprocess.run(["h5diff", str(src), str(tmp_path / "out.h5")]).returncode == 0
+    with h5py.File(tmp_path / "out.h5") as m:
+        assert np.array_equal(m["g6"].attrs["a"], big(65_500))

@@ -77,3 +77,22 @@ TEST_CASE("strictness: every mismatch is an error naming the path and position")
   // a split leaf on a group that holds a rank-0 dataset is refused too
   CHECK(error_of(tree, R"({"*": null, "out": 0})").find("cannot split /out/loss") != std::string::npos);
 }
+
+TEST_CASE("every name of a hard-linked object needs the same rule") {
+  // /b is a further name of /a; /h of the group /g (and so /h/x of /g/x), as io/tree_reader describes them.
+  mb::NodeInfo tree = root({dataset("a", {6, 2}), dataset("b", {6, 2}), group("g", {dataset("x", {6})}, {"n"}),
+                            group("h", {dataset("x", {6})}, {"n"})});
+  tree.children[1].first_name = "/a";  // members are sorted: a, b, g, h
+  tree.children[3].first_name = "/g";
+  tree.children[3].children[0].first_name = "/g/x";
+  CHECK(resolve_text(tree, "null").dataset_rule("/b") == LeafRule::split(0));
+  CHECK(resolve_text(tree, R"({"a": 1, "b": 1, "*": null})").dataset_rule("/b") == LeafRule::split(1));
+  CHECK(error_of(tree, R"({"a": 1, "*": null})") ==
+        "s.json:1:15: /a and /b are one object (hard links), but the spec gives them different rules (split on axis "
+        "1 vs split on axis 0): give every name of an object the same rule");
+  CHECK(error_of(tree, R"({"g": {"x": "replicate"}, "*": null})").find("/g/x and /h/x are one object") !=
+        std::string::npos);
+  CHECK(error_of(tree, R"({"g": {"@n": {"reduce": "sum"}, "*": null}, "*": null})")
+            .find("/g@n and /h@n are one object (hard links), but the spec gives them different rules (reduce sum vs "
+                  "replicate)") != std::string::npos);
+}
