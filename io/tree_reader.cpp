@@ -117,6 +117,14 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
   node.storage = read_storage(dataset, s, where);
+  // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
+  // an edge chunk is not idempotent, so a split or merge could not be exact.
+  const bool quantised = std::find(node.storage.filters.begin(), node.storage.filters.end(), "scaleoffset") !=
+                         node.storage.filters.end();
+  if (quantised && H5Tdetect_class(type.get(), H5T_FLOAT) > 0)
+    node.storage.unreadable = where.describe() +
+                              ": filter scaleoffset is lossy on floating-point data: its chunks could not be "
+                              "re-encoded exactly (rewrite the dataset without it, or with a lossless filter)";
   if (node.storage.layout == "virtual") {
     try {
       check_virtual_sources(dataset, where);

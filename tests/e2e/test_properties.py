@@ -259,3 +259,23 @@ def test_attributes_at_the_object_header_message_limit(tmp_path):
     assert subprocess.run(["h5diff", str(src), str(tmp_path / "out.h5")]).returncode == 0
     with h5py.File(tmp_path / "out.h5") as m:
         assert np.array_equal(m["g6"].attrs["a"], big(65_500))
+
+
+def test_lossy_scaleoffset_on_floats_is_refused_lossless_on_integers_works(tmp_path):
+    # scaleoffset quantises floats: an edge chunk decoded and re-encoded need
+    # not give back the same stored values, so split and merge refuse it.
+    src = tmp_path / "in.h5"
+    rng = np.random.default_rng(5)
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=rng.standard_normal((50, 7)), chunks=(8, 7), scaleoffset=2)
+        f.create_dataset("i", data=rng.integers(0, 1000, (50, 7)), chunks=(8, 7), scaleoffset=True)
+    res = run("split", src, "-n", 3, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, "/x", "filter scaleoffset is lossy on floating-point data")
+    assert listing(tmp_path / "mb") == []
+    shown = run("inspect", src, check=0)
+    assert "UNREADABLE" in shown.out and "scaleoffset is lossy" in shown.out
+    with h5py.File(src, "a") as f:
+        del f["x"]
+    run("split", src, "-n", 3, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
