@@ -103,9 +103,10 @@ InputOffsets read_input_offsets(const Context& ctx, const std::vector<h5::Id>& f
   // Several offsets datasets of one input describe the same sequences.
   if (out.inputs.size() > 1)
     for (std::size_t i = 0; i < files.size(); ++i) {
-      const auto& [first, first_values] = *out.inputs.begin();
-      for (const auto& [path, values] : out.inputs)
-        about_file(ctx.job.inputs[i].path, [&] { check_same_sequences(first, first_values[i], path, values[i]); });
+      const auto& first = *out.inputs.begin();  // (no structured bindings: clang 14 cannot capture them)
+      for (const auto& other : out.inputs)
+        about_file(ctx.job.inputs[i].path,
+                   [&] { check_same_sequences(first.first, first.second[i], other.first, other.second[i]); });
     }
   return out;
 }
