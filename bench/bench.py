@@ -7,6 +7,7 @@ cache (outputs removed before each run) and keeps the fastest, and prints
 wall time, peak RSS and the ratios.
 
     /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R] [--skip-h5py]
+                                    [--many-n N ...] [--many-timeout SECONDS]
 
 When build/hdf5_floor exists (scripts/build.sh -DMB_BENCH=ON builds
 bench/hdf5_floor.cpp: the same split and merge
@@ -21,12 +22,33 @@ Workloads (sizes at --scale 1):
   small        20,000 small datasets with attributes           -> vs h5py
   strings      1M variable-length strings                      -> vs h5py
   memory       4 GiB float32 dataset                           -> peak RSS
+  many         64,000 rows (int64 "ids", float32 "x" of 16 columns, root attribute "step"), split and merged at
+               every N of --many-n (1,000 4,000 16,000 64,000)     -> time per input, peak RSS, vs h5py merge
+
+`many` runs only when named (`--only many`): it is about the cost of each
+microbatch file, not of the bytes. For each N it prints split and merge time
+and peak RSS, merge time per input, the h5py script's merge (its inputs from a
+directory: 64,000 paths would not fit on a command line), the load average
+(the machine may be shared), and at the end the goals of issue 17: merge at
+N = 16,000 within 2x of split, peak RSS <= 100 MiB, time per input flat
+across N (+-30%). Each command runs once at N >= 16,000, best of 2 below,
+under a 16 GiB address-space limit and --many-timeout (default 600 s); a
+command that fails or runs out of time is shown in the table ("failed: <first
+line of stderr>", "> 600 s") and the bench goes on. --skip-h5py leaves the
+h5py merge out; --scale does not apply (the batch has max(64,000, largest N)
+rows: split refuses more microbatches than rows).
 """
 import argparse
+import dataclasses
 import os
+import resource
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 import h5py
 import numpy as np
@@ -37,6 +59,10 @@ H5PY = [sys.executable, os.path.join(HERE, "h5py_split_merge.py")]
 FLOOR = os.environ.get("HDF5_FLOOR", os.path.join(HERE, "..", "build", "hdf5_floor"))
 FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
+MANY_ROWS = 64_000
+MANY_N = [1_000, 4_000, 16_000, 64_000]
+MANY_ONCE_FROM = 16_000  # from this N on, each command runs once (they are slow)
+MEMORY_LIMIT = 16 * 2**30  # RLIMIT_AS of the many workload's commands: the machine has 24 GiB
 
 
 def make(name, path, scale):
@@ -92,6 +118,75 @@ def timed(cmd, outputs, runs):
     return best
 
 
+@dataclasses.dataclass
+class Run:
+    """One command's wall time and peak RSS (MiB), or why it has none."""
+    secs: float = 0.0
+    rss: float = 0.0
+    error: str = ""
+
+    def cells(self, width=18):
+        """Two table cells (time, RSS), or the error across both (cut to fit:
+        bench_many prints it whole under the table's line)."""
+        if self.error:
+            cut = self.error if len(self.error) <= 2 * width + 1 else self.error[:2 * width - 2] + "..."
+            return f"{cut:>{2 * width + 1}s}"
+        return f"{self.secs:>{width - 2}.2f} s {self.rss:>{width - 4}.1f} MiB"
+
+
+def limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def first_line(text):
+    """The line that says what went wrong: the first, or a Python traceback's last."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
+
+
+def run_limited(cmd, timeout):
+    """Runs `cmd` once under MEMORY_LIMIT, through /usr/bin/time (a fresh
+    small process: a fork of this Python would count its own RSS as the
+    command's), and kills the whole process group, workers of split -j too,
+    after `timeout` seconds."""
+    with tempfile.NamedTemporaryFile("w+") as stats, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", stats.name, *cmd],
+                                stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit_memory,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return Run(error=f"> {timeout:g} s")
+        err.seek(0)
+        reason = first_line(err.read())
+        status = stats.read().splitlines()
+    secs, kb = status[-1].split()
+    run = Run(float(secs), int(kb) / 1024)
+    if status[0].startswith("Command terminated by signal"):
+        run.error = f"killed by signal {status[0].split()[-1]}: {reason}"
+    elif proc.returncode != 0:
+        run.error = f"failed: {reason}"
+    return run
+
+
+def timed_limited(cmd, outputs, runs, timeout):
+    """Best of `runs` runs of run_limited, outputs removed and dirty pages
+    written back before each; a failed run ends it."""
+    best = None
+    for _ in range(runs):
+        clean(*outputs)
+        os.sync()
+        run = run_limited(cmd, timeout)
+        if run.error:
+            return run
+        best = run if best is None or run.secs < best.secs else best
+    return best
+
+
 def clean(*paths):
     for p in paths:
         if os.path.isdir(p):
@@ -115,8 +210,7 @@ def bench(name, work, scale, skip_h5py, jobs=1, runs=5):
     if not skip_h5py:
         pydir, pymerged = os.path.join(work, f"{name}-py"), os.path.join(work, f"{name}-py.h5")
         rows["h5py split"] = timed([*H5PY, "split", src, str(N), pydir], [pydir], runs)
-        files = sorted(os.path.join(pydir, f) for f in os.listdir(pydir))
-        rows["h5py merge"] = timed([*H5PY, "merge", pymerged, *files], [pymerged], runs)
+        rows["h5py merge"] = timed([*H5PY, "merge", pymerged, pydir], [pymerged], runs)
         clean(pydir, pymerged)
         if os.path.exists(FLOOR) and name in FLOOR_WORKLOADS:
             fldir, flmerged = os.path.join(work, f"{name}-floor"), os.path.join(work, f"{name}-floor.h5")
@@ -145,19 +239,119 @@ def bench(name, work, scale, skip_h5py, jobs=1, runs=5):
     return rows
 
 
+def make_many(path, rows):
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("ids", data=np.arange(rows, dtype=np.int64))
+        f.create_dataset("x", data=rng.standard_normal((rows, 16), dtype=np.float32))
+        f.attrs["step"] = 7
+
+
+def many_one_n(src, work, n, opts):
+    """Split and merge at `n` microbatches, then the h5py script's split
+    (untimed in the table: it only makes the h5py merge's inputs) and merge."""
+    runs = 1 if n >= MANY_ONCE_FROM else 2
+    mbdir, merged = os.path.join(work, f"many-{n}-mb"), os.path.join(work, f"many-{n}-merged.h5")
+    row = {"load": os.getloadavg()[0]}
+    row["split"] = timed_limited([BINARY, "split", src, "-n", str(n), "-o", mbdir, "-q", "-j", str(opts.jobs)],
+                                 [mbdir], runs, opts.many_timeout)
+    if row["split"].error:
+        row["merge"] = Run(error="no input: split failed")
+    else:
+        row["merge"] = timed_limited([BINARY, "merge", mbdir, "-o", merged, "-q"], [merged], runs,
+                                     opts.many_timeout)
+    clean(mbdir, merged)
+    if not opts.skip_h5py:
+        row["h5py merge"] = h5py_merge_many(src, work, n, runs, opts.many_timeout)
+    return row
+
+
+def h5py_merge_many(src, work, n, runs, timeout):
+    pydir, pymerged = os.path.join(work, f"many-{n}-py"), os.path.join(work, f"many-{n}-py.h5")
+    made = timed_limited([*H5PY, "split", src, str(n), pydir], [pydir], 1, timeout)
+    if made.error:
+        merge = Run(error=f"no input: h5py split {made.error}")
+    else:
+        merge = timed_limited([*H5PY, "merge", pymerged, pydir], [pymerged], runs, timeout)
+    clean(pydir, pymerged)
+    return merge
+
+
+def many_line(n, row):
+    merge = row["merge"]
+    per_input = "" if merge.error else f"{1000 * merge.secs / n:.3f}"
+    line = f"  {n:>7,d} {row['load']:5.2f}  {row['split'].cells()}  {merge.cells()}  {per_input:>9s}"
+    if "h5py merge" in row:
+        line += f"  {row['h5py merge'].cells()}"
+    return line
+
+
+def many_goals(rows):
+    """Issue 17's goals, from the Ns that ran."""
+    ok = {n: r for n, r in rows.items() if not r["merge"].error}
+    out = []
+    if MANY_ONCE_FROM in ok and not ok[MANY_ONCE_FROM]["split"].error:
+        r = ok[MANY_ONCE_FROM]
+        ratio = r["merge"].secs / max(r["split"].secs, 0.001)
+        out.append(f"merge/split at N = {MANY_ONCE_FROM:,}: {ratio:.2f}x (goal <= 2x)")
+    runs = [r[k] for r in rows.values() for k in ("split", "merge") if not r[k].error]
+    failed = sum(1 for r in rows.values() for k in ("split", "merge")
+                 if r[k].error and not r[k].error.startswith("no input"))
+    if runs:
+        out.append(f"max peak RSS {max(r.rss for r in runs):.1f} MiB (goal <= 100)"
+                   + (f", {failed} command(s) failed" if failed else ""))
+    per_input = [1000 * r["merge"].secs / n for n, r in ok.items()]
+    if len(per_input) > 1:
+        mean = statistics.mean(per_input)
+        spread = max(abs(p - mean) for p in per_input) / mean
+        out.append(f"merge ms/input {min(per_input):.3f}..{max(per_input):.3f}, "
+                   f"+-{100 * spread:.0f}% of their mean (goal +-30%)")
+    return out
+
+
+def bench_many(work, opts):
+    rows_in = max(MANY_ROWS, *opts.many_n)  # split refuses more microbatches than rows
+    src = os.path.join(work, f"many-{rows_in}.h5")
+    if not os.path.exists(src):
+        make_many(src, rows_in)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nmany: {rows_in:,} rows ({os.path.getsize(src) / 2**20:.1f} MiB: ids int64, x float32 x 16, "
+          f"attribute step), load average {load}; timeout {opts.many_timeout:g} s, RLIMIT_AS 16 GiB; "
+          f"best of 2 below N = {MANY_ONCE_FROM:,}, once from there")
+    header = f"  {'N':>7s} {'load':>5s}  {'split':>16s} {'peak RSS':>18s}  {'merge':>16s} {'peak RSS':>18s}  " \
+             f"{'ms/input':>9s}"
+    print(header + ("" if opts.skip_h5py else f"  {'h5py merge':>16s} {'peak RSS':>18s}"), flush=True)
+    rows = {}
+    for n in opts.many_n:
+        rows[n] = many_one_n(src, work, n, opts)
+        print(many_line(n, rows[n]), flush=True)
+        for what, run in rows[n].items():
+            if isinstance(run, Run) and run.error:
+                print(f"      {what}: {run.error}", flush=True)
+    for goal in many_goals(rows):
+        print(f"  {goal}")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/microbatch-bench")
-    ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"])
+    ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"],
+                    help="workloads to run (default: all but many)")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--jobs", type=int, default=1, help="microbatch split -j")
     ap.add_argument("--runs", type=int, default=5, help="runs per command, best kept (2 for commands over 5 s)")
     ap.add_argument("--skip-h5py", action="store_true", help="time microbatch and cp only (before/after comparisons)")
+    ap.add_argument("--many-n", nargs="+", type=int, default=MANY_N, help="the Ns of the many workload")
+    ap.add_argument("--many-timeout", type=float, default=600, help="seconds per command of the many workload")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     print(f"microbatch: {BINARY}; best of {args.runs} warm runs (2 for commands over 5 s); N = {N}; "
           f"split -j {args.jobs}")
     for name in args.only:
+        if name == "many":
+            bench_many(args.dir, args)
+            continue
         bench(name, args.dir, args.scale, skip_h5py=args.skip_h5py or name == "memory", jobs=args.jobs, runs=args.runs)
 
 
