@@ -48,7 +48,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import h5py
 import numpy as np
