@@ -132,6 +132,10 @@ class Run:
             return f"{cut:>{2 * width + 1}s}"
         return f"{self.secs:>{width - 2}.2f} s {self.rss:>{width - 4}.1f} MiB"
 
+    def until_failure(self):
+        """How far a failed command got, when /usr/bin/time could tell."""
+        return f" (after {self.secs:.2f} s, {self.rss:.1f} MiB peak RSS)" if self.error and self.rss else ""
+
 
 def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
@@ -326,7 +330,7 @@ def bench_many(work, opts):
         print(many_line(n, rows[n]), flush=True)
         for what, run in rows[n].items():
             if isinstance(run, Run) and run.error:
-                print(f"      {what}: {run.error}", flush=True)
+                print(f"      {what}: {run.error}{run.until_failure()}", flush=True)
     for goal in many_goals(rows):
         print(f"  {goal}")
     return rows
