@@ -108,6 +108,11 @@ namespace mb::io {
 void init_library() {
   H5dont_atexit();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // libhdf5 keeps freed blocks on its own free lists, without limit by
+  // default: memory once used for many objects (a virtual dataset's every
+  // mapping, thousands of inputs' metadata) would stay taken. 1 MiB per
+  // kind of list is enough for reuse.
+  H5set_free_list_limits(1 << 20, 1 << 18, 1 << 20, 1 << 18, 1 << 20, 1 << 18);
 }
 
 std::size_t failed_closes() { return h5::g_failed_closes; }

@@ -25,17 +25,15 @@ std::string path_prefix(const NodeInfo& node) { return node.path == "/" ? "" : n
 // Refuses an input whose names (`list` gives them) at `path` are not the
 // first input's (`ours`); `what` is "member /group/" or "attribute /x@".
 void check_names(const Context& ctx, const std::set<std::string>& ours, const std::string& what,
-                 const std::string& path, const std::vector<h5::Id>& objects, Names list) {
+                 const std::string& path, hid_t object, Names list) {
+  if (ctx.first()) return;  // the model's tree was read from it
   const std::string& first = ctx.job.inputs[0].path;
-  for (std::size_t i = 1; i < objects.size(); ++i) {
-    const std::string& other = ctx.job.inputs[i].path;
-    const std::vector<std::string> names = list(objects[i].get(), ctx.where(i, path));
-    const std::set<std::string> theirs(names.begin(), names.end());
-    for (const auto& n : ours)
-      if (!theirs.count(n)) throw Error(fmt::format("{}: {}{} is missing (present in {})", other, what, n, first));
-    for (const auto& n : theirs)
-      if (!ours.count(n)) throw Error(fmt::format("{}: {}{} is extra (not in {})", other, what, n, first));
-  }
+  const std::vector<std::string> names = list(object, ctx.where(path));
+  const std::set<std::string> theirs(names.begin(), names.end());
+  for (const auto& n : ours)
+    if (!theirs.count(n)) throw Error(fmt::format("{}: {}{} is missing (present in {})", ctx.file(), what, n, first));
+  for (const auto& n : theirs)
+    if (!ours.count(n)) throw Error(fmt::format("{}: {}{} is extra (not in {})", ctx.file(), what, n, first));
 }
 
 const char* kind_name(H5I_type_t type) {
@@ -44,104 +42,104 @@ const char* kind_name(H5I_type_t type) {
 
 }  // namespace
 
-void Context::differ(const std::string& what, std::size_t input, const std::string& detail) const {
+void Context::differ(const std::string& what, const std::string& detail) const {
   throw Error(fmt::format("{} differs between {} and {}: {}", what, job.inputs[0].label, job.inputs[input].label,
                           detail));
 }
 
-void check_members(const Context& ctx, const NodeInfo& group, const std::vector<h5::Id>& groups) {
+void check_members(const Context& ctx, const NodeInfo& group, hid_t object) {
   std::set<std::string> ours;
   for (const auto& child : group.children) ours.insert(child.name);
-  check_names(ctx, ours, "member " + path_prefix(group) + "/", group.path, groups, h5::member_names);
+  check_names(ctx, ours, "member " + path_prefix(group) + "/", group.path, object, h5::member_names);
 }
 
-void check_kind(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
+void check_kind(const Context& ctx, const NodeInfo& node, hid_t object) {
   const H5I_type_t expected = node.is_group() ? H5I_GROUP : H5I_DATASET;
-  for (std::size_t i = 1; i < objects.size(); ++i) {
-    const H5I_type_t type = H5Iget_type(objects[i].get());
-    if (type != expected)
-      throw Error(fmt::format("{}: {} is a {}, but a {} in {}", ctx.job.inputs[i].path, node.path, kind_name(type),
-                              kind_name(expected), ctx.job.inputs[0].path));
-  }
+  const H5I_type_t type = H5Iget_type(object);
+  if (type != expected)
+    throw Error(fmt::format("{}: {} is a {}, but a {} in {}", ctx.file(), node.path, kind_name(type),
+                            kind_name(expected), ctx.job.inputs[0].path));
 }
 
-void LinkCheck::check(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
+void LinkCheck::check(const Context& ctx, const NodeInfo& node, hid_t object) {
+  if (ctx.first()) return;  // the model's links were read from it
   const std::string& first = ctx.job.inputs[0].path;
-  for (std::size_t i = 1; i < objects.size(); ++i) {
-    const std::string& input = ctx.job.inputs[i].path;
-    H5O_info_t info;
-    h5::check(H5Oget_info2(objects[i].get(), &info, H5O_INFO_BASIC), ctx.where(i, node.path),
-              "cannot read the object's header");
-    const auto met = info.rc > 1 ? first_names_[i].find(info.addr) : first_names_[i].end();
-    const bool one_of_many = met != first_names_[i].end();
-    if (node.is_further_name() && !one_of_many)
-      throw Error(fmt::format("{}: {} is a separate object, but in {} it is another name of {} (a hard link); merge "
-                              "needs the links of one split in every input",
-                              input, node.path, first, node.first_name));
-    if (one_of_many && met->second != node.first_name)
-      throw Error(fmt::format("{}: {} is another name of {} (a hard link), but in {} {}; merge needs the links of "
-                              "one split in every input",
-                              input, node.path, met->second, first,
-                              node.is_further_name() ? fmt::format("it is another name of {}", node.first_name)
-                                                     : std::string("they are separate objects")));
-    if (info.rc > 1 && !one_of_many) first_names_[i].emplace(info.addr, node.path);
-  }
+  H5O_info_t info;
+  h5::check(H5Oget_info2(object, &info, H5O_INFO_BASIC), ctx.where(node.path), "cannot read the object's header");
+  const auto met = info.rc > 1 ? first_names_.find(info.addr) : first_names_.end();
+  const bool one_of_many = met != first_names_.end();
+  if (node.is_further_name() && !one_of_many)
+    throw Error(fmt::format("{}: {} is a separate object, but in {} it is another name of {} (a hard link); merge "
+                            "needs the links of one split in every input",
+                            ctx.file(), node.path, first, node.first_name));
+  if (one_of_many && met->second != node.first_name)
+    throw Error(fmt::format("{}: {} is another name of {} (a hard link), but in {} {}; merge needs the links of "
+                            "one split in every input",
+                            ctx.file(), node.path, met->second, first,
+                            node.is_further_name() ? fmt::format("it is another name of {}", node.first_name)
+                                                   : std::string("they are separate objects")));
+  if (info.rc > 1 && !one_of_many) first_names_.emplace(info.addr, node.path);
 }
 
-void check_attribute_names(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
+void check_attribute_names(const Context& ctx, const NodeInfo& node, hid_t object) {
   std::set<std::string> ours;
   for (const auto& attr : node.attributes) ours.insert(attr.name);
-  check_names(ctx, ours, "attribute " + path_prefix(node) + "@", node.path, objects, h5::attribute_names);
+  check_names(ctx, ours, "attribute " + path_prefix(node) + "@", node.path, object, h5::attribute_names);
 }
 
-void check_dtype(const Context& ctx, const std::string& what, hid_t a, hid_t b, std::size_t input) {
-  if (H5Tequal(a, b) <= 0)
-    ctx.differ(what, input, fmt::format("dtype {} vs {}", h5::dtype_name(a), h5::dtype_name(b)));
+void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t type) {
+  if (H5Tequal(model, type) <= 0)
+    ctx.differ(what, fmt::format("dtype {} vs {}", h5::dtype_name(model), h5::dtype_name(type)));
 }
 
-[[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b, std::size_t input) {
-  ctx.differ(what, input, fmt::format("shape {} vs {}", shape_text(a), shape_text(b)));
+[[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b) {
+  ctx.differ(what, fmt::format("shape {} vs {}", shape_text(a), shape_text(b)));
 }
 
-DatasetInputs describe_inputs(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects) {
-  DatasetInputs in{node, objects, {}, {}};
-  for (std::size_t i = 0; i < objects.size(); ++i) {
-    const auto at = ctx.where(i, node.path);
-    in.types.emplace_back(H5Dget_type(objects[i].get()), at, "cannot read the datatype");
-    in.spaces.push_back(h5::dataset_space(objects[i].get(), at));
-    if (i == 0) continue;  // the first input's tree reader checked its virtual sources
-    h5::check_virtual_sources(objects[i].get(), at);
-    check_dtype(ctx, node.path, in.types[0].get(), in.types[i].get(), i);
-    const h5::SpaceInfo& a = in.spaces[0];
-    const h5::SpaceInfo& b = in.spaces[i];
-    if (a.null_space != b.null_space || a.dims.size() != b.dims.size()) shapes_differ(ctx, node.path, a.dims, b.dims, i);
-  }
+DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, Pair ids) {
+  const auto at = ctx.where(node.path);
+  DatasetPair in{node, ids, h5::Id(H5Dget_type(ids.model), ctx.model_where(node.path), "cannot read the datatype"),
+                 h5::Id(H5Dget_type(ids.object), at, "cannot read the datatype"),
+                 h5::dataset_space(ids.model, ctx.model_where(node.path)), h5::dataset_space(ids.object, at)};
+  if (ctx.first()) return in;  // the tree reader checked its virtual sources
+  h5::check_virtual_sources(ids.object, at);
+  check_dtype(ctx, node.path, in.model_type.get(), in.type.get());
+  const h5::SpaceInfo& a = in.model_space;
+  const h5::SpaceInfo& b = in.space;
+  if (a.null_space != b.null_space || a.dims.size() != b.dims.size()) shapes_differ(ctx, node.path, a.dims, b.dims);
   return in;
 }
 
-void require_same_shape(const Context& ctx, const DatasetInputs& in, std::optional<std::size_t> except_axis) {
-  const Shape& first = in.spaces[0].dims;
-  for (std::size_t i = 1; i < in.spaces.size(); ++i)
-    for (std::size_t d = 0; d < first.size(); ++d)
-      if (d != except_axis && in.spaces[i].dims[d] != first[d])
-        ctx.differ(in.node.path, i,
-                   fmt::format("shape {} vs {}{}", shape_text(first), shape_text(in.spaces[i].dims),
-                               except_axis ? fmt::format(" outside the concatenation axis {}", *except_axis) : ""));
+void require_same_shape(const Context& ctx, const DatasetPair& in, std::optional<std::size_t> except_axis) {
+  const Shape& first = in.model_space.dims;
+  for (std::size_t d = 0; d < first.size(); ++d)
+    if (d != except_axis && in.space.dims[d] != first[d])
+      ctx.differ(in.node.path,
+                 fmt::format("shape {} vs {}{}", shape_text(first), shape_text(in.space.dims),
+                             except_axis ? fmt::format(" outside the concatenation axis {}", *except_axis) : ""));
 }
 
-void check_manifest_rows(const Context& ctx, const DatasetInputs& in) {
-  if (!ctx.job.manifest) return;
-  const auto it = ctx.job.manifest->datasets.find(in.node.path);
-  if (it == ctx.job.manifest->datasets.end()) return;
-  const specs::SplitDatasetRecord& record = it->second;
-  const auto axis = static_cast<std::size_t>(record.axis);
-  for (std::size_t i = 0; i < in.spaces.size(); ++i) {
-    const std::uint64_t expected = i < record.rows.size() ? rows_in(record.rows[i]) : 0;
-    const std::uint64_t held = axis < in.spaces[i].dims.size() ? in.spaces[i].dims[axis] : 0;
-    if (i >= record.rows.size() || axis >= in.spaces[i].dims.size() || held != expected)
-      throw Error(fmt::format("{}: {} has {} rows on axis {}, but the manifest of its split says {}",
-                              ctx.job.inputs[i].path, in.node.path, held, axis, expected));
+void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* leaf) {
+  if (ctx.job.manifest) {
+    const auto it = ctx.job.manifest->datasets.find(in.node.path);
+    if (it != ctx.job.manifest->datasets.end()) {
+      const specs::SplitDatasetRecord& record = it->second;
+      const auto axis = static_cast<std::size_t>(record.axis);
+      const std::uint64_t expected = ctx.input < record.rows.size() ? rows_in(record.rows[ctx.input]) : 0;
+      const std::uint64_t held = axis < in.space.dims.size() ? in.space.dims[axis] : 0;
+      if (ctx.input >= record.rows.size() || axis >= in.space.dims.size() || held != expected)
+        throw Error(fmt::format("{}: {} has {} rows on axis {}, but the manifest of its split says {}", ctx.file(),
+                                in.node.path, held, axis, expected));
+    }
   }
+  if (!leaf) return;
+  // Offsets: every input but the first repeats the leading 0 the plan counts once.
+  const bool offsets = ctx.resolution.dataset_rule(in.node.path).mode == LeafRule::Mode::Offsets;
+  const std::uint64_t planned = rows_in(leaf->maps[ctx.input]) + (offsets && !ctx.first() ? 1 : 0);
+  if (in.space.dims[leaf->axis] != planned)
+    throw Error(fmt::format("{}: {} has {} rows on axis {}, {} when the merge was planned (was the file changed "
+                            "during the merge?)",
+                            ctx.file(), in.node.path, in.space.dims[leaf->axis], leaf->axis, planned));
 }
 
 std::string difference_text(const ValueType& t, const Shape& shape, const Difference& d) {
@@ -154,23 +152,22 @@ std::string difference_text(const ValueType& t, const Shape& shape, const Differ
                      format_element(t, b));
 }
 
-void compare_replicated(const Context& ctx, const DatasetInputs& in) {
-  if (in.spaces[0].null_space) return;
-  const hid_t type = in.types[0].get();
+void compare_replicated(const Context& ctx, const DatasetPair& in) {
+  if (ctx.first() || in.model_space.null_space) return;
+  const hid_t type = in.model_type.get();
   const std::string& path = in.node.path;
-  const ValueType t = h5::value_type_of(type, ctx.where(0, path));
-  const Shape& shape = in.spaces[0].dims;
+  const ValueType t = h5::value_type_of(type, ctx.model_where(path));
+  const Shape& shape = in.model_space.dims;
   h5::Buffer a(type), b(type);
-  const std::size_t element = std::max<std::size_t>(h5::size_of(type, ctx.where(0, path)), 1);
+  const std::size_t element = std::max<std::size_t>(h5::size_of(type, ctx.model_where(path)), 1);
   // Both sides are in memory at once: half the buffer each.
-  for (std::size_t i = 1; i < in.objects.size(); ++i)
-    for_each_block(shape, ctx.job.policy.buffer_bytes / 2 / element, [&](const Shape& start, const Shape& block) {
-      const Selection part = Selection::all(shape).part(start, block);
-      h5::read(in.objects[0].get(), part, a, ctx.where(0, path));
-      h5::read(in.objects[i].get(), part, b, ctx.where(i, path));
-      if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
-        ctx.differ(path, i, difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}));
-    });
+  for_each_block(shape, ctx.job.policy.buffer_bytes / 2 / element, [&](const Shape& start, const Shape& block) {
+    const Selection part = Selection::all(shape).part(start, block);
+    h5::read(in.ids.model, part, a, ctx.model_where(path));
+    h5::read(in.ids.object, part, b, ctx.where(path));
+    if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
+      ctx.differ(path, difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}));
+  });
 }
 
 }  // namespace mb::io::merging

@@ -15,35 +15,45 @@
 
 namespace mb::io::merging {
 
-std::vector<RowMap> row_maps(const Context& ctx, const DatasetInputs& in, std::size_t axis) {
-  std::vector<std::uint64_t> lengths;
-  for (const auto& s : in.spaces) lengths.push_back(s.dims[axis]);
-  return merge_maps(lengths, ctx.job.dp, ctx.job.layout, in.node.path);
+namespace {
+
+// A small unfiltered result is assembled in memory across the inputs, one
+// read per input and one write at the last, rather than copied piece by
+// piece: tens of thousands of tiny datasets then cost few library calls
+// each. Decided at input 0, while the carried budget allows.
+h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+  const std::string& path = in.node.path;
+  if (!ctx.first()) {
+    const auto it = ctx.carried.assembled.find(path);
+    return it == ctx.carried.assembled.end() ? nullptr : &it->second.data;
+  }
+  const h5::Location at = ctx.out_where(path);
+  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model_type.get(), at);
+  h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
+  if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
+  h5::Id type(H5Tcopy(in.model_type.get()), at, "cannot copy the datatype");
+  h5::Buffer& whole = ctx.carried.assembled.emplace(path, Assembly(std::move(type))).first->second.data;
+  whole.prepare(element_count(leaf.dims));
+  return &whole;
 }
 
-void concatenate(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
-                 const Shape& out_dims, hid_t dst) {
+}  // namespace
+
+void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
   const h5::Location out_where = ctx.out_where(path);
-  // A small unfiltered result is assembled in memory, one read per input and
-  // one write, rather than copied piece by piece: tens of thousands of tiny
-  // datasets then cost few library calls each.
-  const hid_t type = in.types[0].get();
-  h5::Id dcpl(H5Dget_create_plist(dst), out_where, "cannot read the creation properties");
-  std::optional<h5::Buffer> whole;
-  if (transfer::held_whole(dcpl.get(), element_count(out_dims) * h5::size_of(type, out_where), out_where)) {
-    whole.emplace(type);
-    whole->prepare(element_count(out_dims));
-  }
-  const transfer::Side to = whole ? transfer::Side::in_memory(*whole, out_dims, out_where)
+  h5::Buffer* whole = assembly(ctx, in, leaf, dst);
+  const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
-  for (std::size_t i = 0; i < in.objects.size(); ++i) {
-    const transfer::Side from = transfer::Side::of(in.objects[i].get(), ctx.where(i, path));
-    for (const auto& place : place_segments(maps[i], axis, out_dims, in.spaces[i].dims))
-      transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
-  }
-  if (whole && element_count(out_dims) > 0)
-    h5::check(H5Dwrite(dst, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, whole->data()), out_where, "cannot write data");
+  const transfer::Side from = transfer::Side::of(in.ids.object, ctx.where(path));
+  for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims))
+    transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
+  if (!whole || !ctx.last()) return;
+  if (element_count(leaf.dims) > 0)
+    h5::check(H5Dwrite(dst, whole->type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole->data()), out_where,
+              "cannot write data");
+  ctx.carried.give_back(element_count(leaf.dims) * h5::size_of(whole->type(), out_where));
+  ctx.carried.assembled.erase(path);
 }
 
 namespace {
@@ -59,78 +69,64 @@ std::uint64_t largest_value(hid_t type, const h5::Location& where) {
   return bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << bits) - 1;
 }
 
-// Each input's offsets shifted past the previous inputs' tokens, every
-// leading 0 but the first dropped, in exact arithmetic; a value the
-// dataset's type cannot hold is refused (HDF5 would saturate it).
-Offsets merge_offsets(const Context& ctx, const std::string& path, const std::vector<Offsets>& inputs,
-                      std::uint64_t largest, const std::string& dtype) {
-  Offsets out{0};
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::uint64_t base = out.back();
-    for (std::size_t k = 1; k < inputs[i].size(); ++k) {
-      const Wide value = static_cast<Wide>(base) + inputs[i][k];
-      if (value > largest)
-        throw Error(fmt::format("{}: shifted past the {} tokens of the inputs before it, offset {} becomes {}, "
-                                "more than {} holds (at most {})",
-                                ctx.where(i, path).describe(), base, inputs[i][k], value, dtype, largest));
-      out.push_back(static_cast<std::uint64_t>(value));
-    }
+// The input's offsets shifted past the previous inputs' tokens, its leading
+// 0 dropped but for input 0, in exact arithmetic; a value the dataset's type
+// cannot hold is refused (HDF5 would saturate it).
+Offsets shifted_offsets(const Context& ctx, const std::string& path, const Offsets& offsets, std::uint64_t base,
+                        hid_t type) {
+  const std::uint64_t largest = largest_value(type, ctx.where(path));
+  Offsets out;
+  for (std::size_t k = ctx.first() ? 0 : 1; k < offsets.size(); ++k) {
+    const Wide value = static_cast<Wide>(base) + offsets[k];
+    if (value > largest)
+      throw Error(fmt::format("{}: shifted past the {} tokens of the inputs before it, offset {} becomes {}, "
+                              "more than {} holds (at most {})",
+                              ctx.where(path).describe(), base, offsets[k], value, h5::dtype_name(type), largest));
+    out.push_back(static_cast<std::uint64_t>(value));
   }
   return out;
 }
 
 }  // namespace
 
-InputOffsets read_input_offsets(const Context& ctx, const std::vector<h5::Id>& files) {
+InputOffsets read_input_offsets(const Context& ctx, hid_t file) {
   InputOffsets out;
   for (const auto& [path, rule] : ctx.resolution.datasets) {
     if (rule.mode != LeafRule::Mode::Offsets) continue;
-    auto& per_input = out.inputs[path];
-    std::uint64_t largest = 0;
-    std::string dtype;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const h5::Location where = ctx.where(i, path);
-      h5::Id dataset = h5::open_object(files[i].get(), path, where);
-      per_input.push_back(check_offsets(h5::read_offsets(dataset.get(), where), where.describe()));
-      if (i == 0) {
-        h5::Id type(H5Dget_type(dataset.get()), where, "cannot read the datatype");
-        largest = largest_value(type.get(), where);
-        dtype = h5::dtype_name(type.get());
-      }
-    }
-    out.merged[path] = merge_offsets(ctx, path, per_input, largest, dtype);
+    const h5::Location where = ctx.where(path);
+    h5::Id dataset = h5::open_object(file, path, where);
+    out[path] = check_offsets(h5::read_offsets(dataset.get(), where), where.describe());
   }
   // Several offsets datasets of one input describe the same sequences.
-  if (out.inputs.size() > 1)
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const auto& first = *out.inputs.begin();  // (no structured bindings: clang 14 cannot capture them)
-      for (const auto& other : out.inputs)
-        about_file(ctx.job.inputs[i].path,
-                   [&] { check_same_sequences(first.first, first.second[i], other.first, other.second[i]); });
-    }
+  if (out.size() > 1) {
+    const auto& first = *out.begin();  // (no structured bindings: clang 14 cannot capture them)
+    for (const auto& other : out)
+      about_file(ctx.file(), [&] { check_same_sequences(first.first, first.second, other.first, other.second); });
+  }
   return out;
 }
 
-void check_sequence_lengths(const Context& ctx, const DatasetInputs& in, const LeafRule& rule) {
+void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const LeafRule& rule) {
   if (rule.mode != LeafRule::Mode::Packed && rule.mode != LeafRule::Mode::PerSequence) return;
-  const auto& offsets = ctx.offsets->inputs.at(rule.offsets);
-  for (std::size_t i = 0; i < in.spaces.size(); ++i) {
-    const SequenceLeaf leaf{in.node.path, rule.axis, in.spaces[i].dims[static_cast<std::size_t>(rule.axis)],
-                            rule.offsets};
-    about_file(ctx.job.inputs[i].path, [&] {
-      if (rule.mode == LeafRule::Mode::Packed) {
-        check_packed_length(leaf, offsets[i]);
-      } else {
-        check_per_sequence_length(leaf, offsets[i]);
-      }
-    });
-  }
+  const Offsets& offsets = ctx.offsets->at(rule.offsets);
+  const SequenceLeaf leaf{in.node.path, rule.axis, in.space.dims[static_cast<std::size_t>(rule.axis)], rule.offsets};
+  about_file(ctx.file(), [&] {
+    if (rule.mode == LeafRule::Mode::Packed) {
+      check_packed_length(leaf, offsets);
+    } else {
+      check_per_sequence_length(leaf, offsets);
+    }
+  });
 }
 
-// Offsets come back as read_input_offsets merged them.
-void concatenate_offsets(const Context& ctx, const DatasetInputs& in, hid_t dst) {
-  const Offsets& out = ctx.offsets->merged.at(in.node.path);
-  h5::write(dst, Selection::all({out.size()}), H5T_NATIVE_UINT64, out.data(), ctx.out_where(in.node.path));
+void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+  const std::string& path = in.node.path;
+  std::uint64_t& tokens = ctx.carried.tokens[path];
+  const Offsets out = shifted_offsets(ctx, path, ctx.offsets->at(path), tokens, in.model_type.get());
+  if (out.empty()) return;  // no sequences after the leading 0
+  tokens = out.back();
+  h5::write(dst, Selection::rows(leaf.dims, 0, leaf.maps[ctx.input].at(0)), H5T_NATIVE_UINT64, out.data(),
+            ctx.out_where(path));
 }
 
 }  // namespace mb::io::merging

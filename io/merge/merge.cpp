@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/merge_plan.hpp"
 #include "core/resolve.hpp"
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
@@ -54,24 +55,32 @@ void verify_inputs(const MergeJob& job) {
 void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name) {
   if (job.inputs.empty()) throw usage_error("merge needs at least one input");
   verify_inputs(job);
-  // Every input is opened once, for the structure check and the copy alike
-  // (a reopened file would read all its metadata again).
-  std::vector<h5::Id> files;
   std::vector<std::string> paths;
-  for (const auto& input : job.inputs) {
-    files.push_back(h5::open_read_only(input.path));
-    paths.push_back(input.path);
-  }
-  const NodeInfo tree = h5::read_tree(files.front().get(), paths.front());
+  for (const auto& input : job.inputs) paths.push_back(input.path);
+  // The first input is the model: its tree is the output's, and every other
+  // input is checked against it, so it stays open throughout.
+  h5::Id model = h5::open_read_only(paths.front());
+  const NodeInfo tree = h5::read_tree(model.get(), paths.front());
   const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
   check_options(job, resolution);
+  MergePlan plan;
+  merging::Carried carried;
+  carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
+  merging::Context ctx{job, resolution, plan, carried};
+  plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout);
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output, replaces);
   h5::Id out = h5::create_file(temp, job.output, {tree.has_large_attribute()});
-  merging::write_tree({job, resolution}, tree, files, out.get());
+  // Each input is opened once, merged, and closed before the next is opened.
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    ctx.input = i;
+    const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
+    merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), model.get(), out.get());
+    if (job.progress) job.progress(i + 1, paths.size());
+  }
+  merging::reduce_deferred(ctx, out.get());
   out.close({job.output, ""});
-  if (job.progress) job.progress(1, 1);
   outputs.publish();
   outputs.keep();
 }

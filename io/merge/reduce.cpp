@@ -4,7 +4,9 @@
 #include "core/error.hpp"
 #include "core/partition.hpp"
 #include "io/h5/buffer.hpp"
+#include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
@@ -46,48 +48,96 @@ NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type) 
                           ctx.job.inputs[0].path, what, h5::dtype_name(type)));
 }
 
-void reduce_dataset(const Context& ctx, const DatasetInputs& in, Reducer reducer, NumKind kind, hid_t dst) {
-  if (in.spaces[0].null_space) return;
-  const Shape& shape = in.spaces[0].dims;
-  const std::string& path = in.node.path;
-  // Every input's type equals the first's (describe_inputs), so reading them
-  // all with it converts nothing.
-  const ValueIo io = value_io(reducer, kind, in.types[0].get());
-  h5::Buffer values(io.mem_type), out(io.mem_type);
-  // One input block, the output block and the 16-byte accumulators at once.
-  const std::size_t per_element = 2 * io.element_size() + 16;
-  for_each_block(shape, ctx.job.policy.buffer_bytes / per_element, [&](const Shape& start, const Shape& block) {
-    const Selection part = Selection::all(shape).part(start, block);
-    Accumulator acc = io.accumulator(part.elements());
-    for (std::size_t i = 0; i < in.objects.size(); ++i) {
-      h5::read(in.objects[i].get(), part, values, ctx.where(i, path));
-      acc.add(values.data());
-    }
-    out.prepare(part.elements());
-    acc.finish(out.data(), path, flat_index(shape, start));
-    h5::write(dst, part, out.type(), out.data(), ctx.out_where(path));
-  });
+namespace {
+
+// The accumulator bytes of `elements` values, with room for one block of
+// input and output values beside it.
+std::uint64_t carried_bytes(const ValueIo& io, std::uint64_t elements) { return elements * (io.element_size() + 16); }
+
+void write_result(const Context& ctx, const std::string& path, const ValueIo& io, const Accumulator& acc,
+                  const Selection& part, std::uint64_t first_flat, hid_t dst) {
+  h5::Buffer out(io.mem_type);
+  out.prepare(part.elements());
+  acc.finish(out.data(), path, first_flat);
+  h5::write(dst, part, out.type(), out.data(), ctx.out_where(path));
 }
 
-void reduce_attribute(const Context& ctx, const std::string& what, Reducer reducer, const std::string& name,
-                      const std::vector<h5::Id>& objects, const h5::AttributeValue& first, hid_t dst) {
-  const NumKind kind = reducible_kind(ctx, what, first.type.get());
-  // Every input's attribute type equals the first's (merge_attributes checks).
-  const ValueIo io = value_io(reducer, kind, first.type.get());
-  const std::uint64_t n = first.shape.elements();
-  Accumulator acc = io.accumulator(n);
-  std::vector<unsigned char> values(std::max<std::uint64_t>(n, 1) * io.element_size());
-  for (std::size_t i = 0; i < objects.size(); ++i) {
-    const h5::Location at = ctx.where(i, what);
-    h5::Id attr(H5Aopen(objects[i].get(), name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
-    if (n > 0) h5::check(H5Aread(attr.get(), io.mem_type, values.data()), at, "cannot read the attribute");
-    acc.add(values.data());
+}  // namespace
+
+void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, hid_t dst) {
+  if (in.model_space.null_space) return;
+  const std::string& path = in.node.path;
+  const NumKind kind = reducible_kind(ctx, path, in.model_type.get());
+  // Every input's type equals the model's (describe_pair), so reading them
+  // all with it converts nothing.
+  const ValueIo io = value_io(reducer, kind, in.model_type.get());
+  const Selection all = Selection::all(in.model_space.dims);
+  if (ctx.first()) {
+    if (!ctx.carried.take(carried_bytes(io, all.elements()))) {
+      ctx.carried.deferred.push_back(path);
+      return;
+    }
+    ctx.carried.reducing.emplace(path, io.accumulator(all.elements()));
   }
-  acc.finish(values.data(), what);
-  const h5::Location at = ctx.out_where(what);
-  h5::Id attr(H5Acreate2(dst, name.c_str(), first.type.get(), first.space.get(), H5P_DEFAULT, H5P_DEFAULT), at,
-              "cannot create the attribute");
-  if (n > 0) h5::check(H5Awrite(attr.get(), io.mem_type, values.data()), at, "cannot write the attribute");
+  const auto it = ctx.carried.reducing.find(path);
+  if (it == ctx.carried.reducing.end()) return;  // deferred
+  h5::Buffer values(io.mem_type);
+  h5::read(in.ids.object, all, values, ctx.where(path));
+  it->second.add(values.data());
+  if (!ctx.last()) return;
+  write_result(ctx, path, io, it->second, all, 0, dst);
+  ctx.carried.reducing.erase(it);
+  ctx.carried.give_back(carried_bytes(io, all.elements()));
+}
+
+void reduce_deferred(const Context& ctx, hid_t output) {
+  for (const auto& path : ctx.carried.deferred) {
+    throw_if_interrupted();
+    const h5::Location out_at = ctx.out_where(path);
+    h5::Id dst = h5::open_object(output, path, out_at);
+    h5::Id type(H5Dget_type(dst.get()), out_at, "cannot read the datatype");
+    const Shape shape = h5::dataset_space(dst.get(), out_at).dims;
+    const ValueIo io = value_io(ctx.resolution.dataset_rule(path).reducer,
+                                reducible_kind(ctx, path, type.get()), type.get());
+    h5::Buffer values(io.mem_type);
+    // One input block, the output block and the 16-byte accumulators at once.
+    const std::size_t per_element = 2 * io.element_size() + 16;
+    for_each_block(shape, ctx.job.policy.buffer_bytes / per_element, [&](const Shape& start, const Shape& block) {
+      const Selection part = Selection::all(shape).part(start, block);
+      Accumulator acc = io.accumulator(part.elements());
+      for (const auto& input : ctx.job.inputs) {  // each opened for this block only
+        throw_if_interrupted();
+        const h5::Location at{input.path, path};
+        h5::Id file = h5::open_read_only(input.path);
+        h5::Id dataset = h5::open_object(file.get(), path, at);
+        h5::read(dataset.get(), part, values, at);
+        acc.add(values.data());
+      }
+      write_result(ctx, path, io, acc, part, flat_index(shape, start), dst.get());
+    });
+  }
+}
+
+void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const h5::AttributeValue& model,
+                      hid_t dst) {
+  const NumKind kind = reducible_kind(ctx, attribute.what, model.type.get());
+  // The input's attribute type equals the model's (merge_attributes checks).
+  const ValueIo io = value_io(attribute.reducer, kind, model.type.get());
+  const std::uint64_t n = model.shape.elements();
+  if (ctx.first()) ctx.carried.reducing.emplace(attribute.what, io.accumulator(n));  // attributes are small
+  Accumulator& acc = ctx.carried.reducing.at(attribute.what);
+  std::vector<unsigned char> values(std::max<std::uint64_t>(n, 1) * io.element_size());
+  const h5::Location at = ctx.where(attribute.what);
+  h5::Id attr(H5Aopen(attribute.object, attribute.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
+  if (n > 0) h5::check(H5Aread(attr.get(), io.mem_type, values.data()), at, "cannot read the attribute");
+  acc.add(values.data());
+  if (!ctx.last()) return;
+  acc.finish(values.data(), attribute.what);
+  ctx.carried.reducing.erase(attribute.what);
+  const h5::Location out_at = ctx.out_where(attribute.what);
+  h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type.get(), model.space.get(), H5P_DEFAULT, H5P_DEFAULT),
+             out_at, "cannot create the attribute");
+  if (n > 0) h5::check(H5Awrite(out.get(), io.mem_type, values.data()), out_at, "cannot write the attribute");
 }
 
 }  // namespace mb::io::merging

@@ -1,78 +1,129 @@
 #pragma once
-// The steps of a merge, one file each: the walk over the tree (walk.cpp),
-// structure and equality checks (checks.cpp), attributes (attributes.cpp),
-// concatenation (concat.cpp), reducers (reduce.cpp) and virtual datasets
-// (virtual.cpp). All inputs are open; the first input's tree is the model.
+// The steps of a merge, one file each: the survey of the inputs' lengths
+// (survey.cpp), the walk over one input (walk.cpp), structure and equality
+// checks (checks.cpp), attributes (attributes.cpp), concatenation
+// (concat.cpp), reducers (reduce.cpp) and virtual datasets (virtual.cpp).
+//
+// Inputs are merged one at a time: each is opened once, walked against the
+// first input's tree (the model, which stays open), its rows written where
+// the merge plan puts them, and closed before the next is opened. What must
+// outlive one input (reducers' accumulators, small results assembled in
+// memory, offsets' running token counts) is carried, within a budget.
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/merge_plan.hpp"
 #include "core/packed.hpp"
 #include "core/reduce.hpp"
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
 #include "core/values.hpp"
 #include "io/h5/attributes.hpp"
+#include "io/h5/buffer.hpp"
 #include "io/h5/space.hpp"
 #include "io/merge/merge.hpp"
 
 namespace mb::io::merging {
 
-struct InputOffsets;
+// A result assembled in memory, with its own copy of the datatype (the
+// input that started it is closed before the result is written).
+struct Assembly {
+  h5::Id type;
+  h5::Buffer data;
+  explicit Assembly(h5::Id t) : type(std::move(t)), data(type.get()) {}
+};
 
-// What every step needs: the job, the rules, and how to name things.
+// What the walk carries from one input to the next. Everything but the
+// token counts is held only while it fits `budget` bytes.
+struct Carried {
+  std::uint64_t budget = 0;                      // bytes still free
+  std::map<std::string, Assembly> assembled;     // small results, written at the last input
+  std::map<std::string, Accumulator> reducing;   // reduced datasets ("path") and attributes ("path@name")
+  std::vector<std::string> deferred;             // reduced datasets over the budget: reduced after the walk
+  std::map<std::string, std::uint64_t> tokens;   // offsets: the tokens of the inputs merged so far
+
+  // Takes `bytes` of the budget, when that many are free.
+  bool take(std::uint64_t bytes);
+  void give_back(std::uint64_t bytes) { budget += bytes; }
+};
+
+// One input's offsets datasets (by path), read and checked before its walk.
+using InputOffsets = std::map<std::string, Offsets>;
+
+// What every step needs: the job, the rules and the plan, what is carried,
+// and which input is being merged.
 struct Context {
   const MergeJob& job;
   const Resolution& resolution;
-  const InputOffsets* offsets = nullptr;  // read and checked before the walk
+  const MergePlan& plan;
+  Carried& carried;
+  std::size_t input = 0;
+  const InputOffsets* offsets = nullptr;
 
-  h5::Location where(std::size_t input, const std::string& path) const { return {job.inputs[input].path, path}; }
+  bool first() const { return input == 0; }
+  bool last() const { return input + 1 == job.inputs.size(); }
+  const std::string& file() const { return job.inputs[input].path; }
+  h5::Location where(const std::string& path) const { return {file(), path}; }
+  h5::Location model_where(const std::string& path) const { return {job.inputs[0].path, path}; }
   h5::Location out_where(const std::string& path) const { return {job.output, path}; }
   // "PATH differs between microbatch 0 (...) and microbatch i (...): DETAIL".
-  [[noreturn]] void differ(const std::string& what, std::size_t input, const std::string& detail) const;
+  [[noreturn]] void differ(const std::string& what, const std::string& detail) const;
 };
 
-// One dataset as every input holds it (objects[i] is input i's).
-struct DatasetInputs {
+// One object as the first input (the model) and the input being merged
+// hold it; the same id twice for input 0. Not owned.
+struct Pair {
+  hid_t model;
+  hid_t object;
+};
+
+// One dataset as the model and the input being merged hold it.
+struct DatasetPair {
   const NodeInfo& node;
-  const std::vector<h5::Id>& objects;
-  std::vector<h5::Id> types;
-  std::vector<h5::SpaceInfo> spaces;
+  Pair ids;
+  h5::Id model_type, type;
+  h5::SpaceInfo model_space, space;
 };
 
-// walk.cpp: writes the merged tree below the open output root.
-void write_tree(const Context& ctx, const NodeInfo& root, const std::vector<h5::Id>& files, hid_t output);
+// survey.cpp: every input's length along every cut axis: from the manifest
+// where it records them, else from one pass over the inputs' shapes (each
+// input opened once, closed before the next).
+InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree);
 
-// checks.cpp: the same members, kinds and attribute names in every input.
-void check_members(const Context& ctx, const NodeInfo& group, const std::vector<h5::Id>& groups);
-void check_kind(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
-void check_attribute_names(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
-// The same hard links in every input: called for every node in the walk's
-// order (the tree reader's), it refuses an input where a further name of
-// the first input is a separate object, or names another object, and one
-// where two names of separate objects of the first input are one object.
+// walk.cpp: merges the input `ctx.input` (open as `file`; the first input
+// is open as `model`) into the output: input 0 creates the output's tree.
+void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t model, hid_t output);
+
+// checks.cpp: the same members, kinds and attribute names as the model.
+void check_members(const Context& ctx, const NodeInfo& group, hid_t object);
+void check_kind(const Context& ctx, const NodeInfo& node, hid_t object);
+void check_attribute_names(const Context& ctx, const NodeInfo& node, hid_t object);
+// The same hard links in one input as in the first: called for every node
+// in the walk's order (the tree reader's), it refuses an input where a
+// further name of the first input is a separate object, or names another
+// object, and one where two names of separate objects of the first input
+// are one object.
 class LinkCheck {
  public:
-  explicit LinkCheck(std::size_t inputs) : first_names_(inputs) {}
-  void check(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
+  void check(const Context& ctx, const NodeInfo& node, hid_t object);
 
  private:
-  // Per input: the first name met of every object with several links.
-  std::vector<std::map<haddr_t, std::string>> first_names_;
+  std::map<haddr_t, std::string> first_names_;  // the first name met of every object with several links
 };
-// Reads each input's datatype and dataspace, refusing other dtypes or ranks.
-DatasetInputs describe_inputs(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects);
-// Every input's shape equals the first's, except along `except_axis`.
-void require_same_shape(const Context& ctx, const DatasetInputs& in, std::optional<std::size_t> except_axis);
-// Each input holds the rows its split's manifest says it does.
-void check_manifest_rows(const Context& ctx, const DatasetInputs& in);
-// Replicated datasets hold equal values in every input.
-void compare_replicated(const Context& ctx, const DatasetInputs& in);
+// Reads both datatypes and dataspaces, refusing another dtype or rank.
+DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, Pair ids);
+// The input's shape equals the model's, except along `except_axis`.
+void require_same_shape(const Context& ctx, const DatasetPair& in, std::optional<std::size_t> except_axis);
+// The input holds the rows the merge plan (from its split's manifest, or
+// the survey) gives it.
+void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* leaf);
+// Replicated datasets hold the model's values.
+void compare_replicated(const Context& ctx, const DatasetPair& in);
 // "PATH differs ...: dtype A vs B" unless the datatypes are equal.
-void check_dtype(const Context& ctx, const std::string& what, hid_t a, hid_t b, std::size_t input);
-[[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b,
-                                std::size_t input);
+void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t type);
+[[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b);
 // Two values that differ: `count` elements from flat index `first_flat` of
 // a tensor, first differing at `at` (relative to first_flat).
 struct Difference {
@@ -85,34 +136,44 @@ struct Difference {
 // Both values when short, else the first differing element and its index.
 std::string difference_text(const ValueType& type, const Shape& shape, const Difference& difference);
 
-// attributes.cpp: checks, reduces or copies every attribute of `node`.
-void merge_attributes(const Context& ctx, const NodeInfo& node, const std::vector<h5::Id>& objects, hid_t dst);
+// attributes.cpp: checks every attribute of `node` against the model's,
+// and writes it (input 0) or its reduction (the last input) to `dst`
+// (which inputs in between may leave invalid).
+void merge_attributes(const Context& ctx, const NodeInfo& node, Pair ids, hid_t dst);
 
-// concat.cpp: every input's rows back where the split took them from.
-std::vector<RowMap> row_maps(const Context& ctx, const DatasetInputs& in, std::size_t axis);
-void concatenate(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
-                 const Shape& out_dims, hid_t dst);
-void concatenate_offsets(const Context& ctx, const DatasetInputs& in, hid_t dst);
-// Every input's offsets datasets, checked as split checks its input (from 0,
-// rising, the same sequence count in each of an input's offsets datasets),
-// and the merged offsets, checked to fit the dataset's type.
-struct InputOffsets {
-  std::map<std::string, std::vector<Offsets>> inputs;  // by path: per input
-  std::map<std::string, Offsets> merged;               // by path
-};
-InputOffsets read_input_offsets(const Context& ctx, const std::vector<h5::Id>& files);
-// Packed and per-sequence lengths of every input agree with its offsets.
-void check_sequence_lengths(const Context& ctx, const DatasetInputs& in, const LeafRule& rule);
+// concat.cpp: the input's rows where the split took them from.
+void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
+// The input's offsets, shifted past the tokens of the inputs before it.
+void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
+// The input's offsets datasets, checked as split checks its input (from 0,
+// rising, the same sequence count in each).
+InputOffsets read_input_offsets(const Context& ctx, hid_t file);
+// Packed and per-sequence lengths agree with the input's offsets.
+void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const LeafRule& rule);
 
 // reduce.cpp: element-wise reducers.
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type);
-void reduce_dataset(const Context& ctx, const DatasetInputs& in, Reducer reducer, NumKind kind, hid_t dst);
-// `first` is the first input's value: its type and dataspace are the output's.
-void reduce_attribute(const Context& ctx, const std::string& what, Reducer reducer, const std::string& name,
-                      const std::vector<h5::Id>& objects, const h5::AttributeValue& first, hid_t dst);
+// Folds the input's values into the carried accumulator (the result is
+// written at the last input), or defers a dataset too large to carry.
+void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, hid_t dst);
+// The deferred datasets, block by block, each block read from every input
+// (opened for it and closed again), into the output file.
+void reduce_deferred(const Context& ctx, hid_t output);
+// One attribute of the input being merged, to be reduced.
+struct ReducedAttribute {
+  const std::string& what;  // "path@name"
+  const std::string& name;
+  Reducer reducer;
+  hid_t object;  // holding it; not owned
+};
+// Folds the attribute into its carried accumulator; at the last input,
+// writes the result to `dst`. `model` is the model's value: its type and
+// dataspace are the output's.
+void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const h5::AttributeValue& model,
+                      hid_t dst);
 
-// virtual.cpp: a virtual dataset over the inputs' rows (nothing copied).
-h5::Id create_virtual(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
-                      const Shape& out_dims, hid_t parent);
+// virtual.cpp: a virtual dataset over every input's rows (nothing copied;
+// no input is opened).
+h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t parent);
 
 }  // namespace mb::io::merging

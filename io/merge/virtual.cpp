@@ -9,29 +9,34 @@
 
 namespace mb::io::merging {
 
-h5::Id create_virtual(const Context& ctx, const DatasetInputs& in, std::size_t axis, const std::vector<RowMap>& maps,
-                      const Shape& out_dims, hid_t parent) {
+h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t parent) {
   const h5::Location where = ctx.out_where(in.node.path);
   h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
   h5::check(H5Pset_obj_track_times(dcpl.get(), 0), where, "cannot turn off object times");  // reproducible outputs
-  h5::Id out_space = h5::make_space(out_dims, h5::max_dims_holding(in.spaces[0].max_dims, out_dims), where);
+  h5::Id out_space = h5::make_space(leaf.dims, h5::max_dims_holding(in.model_space.max_dims, leaf.dims), where);
   // HDF5 reads source names printf-style: a '%' in a path or a dataset name is written as "%%".
   const std::string dataset = h5::virtual_source_name(in.node.path);
-  for (std::size_t i = 0; i < in.spaces.size(); ++i) {
+  for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     const std::string source =
         h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string());
-    for (const auto& place : place_segments(maps[i], axis, out_dims, in.spaces[i].dims)) {
+    // Input i's shape: the model's, with the rows the plan gives it.
+    Shape dims = in.model_space.dims;
+    dims[leaf.axis] = rows_in(leaf.maps[i]);
+    h5::Id source_space = h5::make_space(dims, where);
+    const auto places = place_segments(leaf.maps[i], leaf.axis, leaf.dims, dims);
+    for (const auto& place : places) {
       h5::Id virtual_space(H5Scopy(out_space.get()), where, "cannot copy a dataspace");
       h5::select(virtual_space.get(), place.batch, where);
-      h5::Id source_space = h5::make_space(in.spaces[i].dims, where);
-      h5::select(source_space.get(), place.piece, where);
+      // A whole source as an "all" selection: libhdf5 keeps several copies of
+      // every mapping's selections, and a hyperslab's is the larger.
+      if (places.size() > 1) h5::select(source_space.get(), place.piece, where);
       h5::check(H5Pset_virtual(dcpl.get(), virtual_space.get(), source.c_str(), dataset.c_str(),
                                source_space.get()),
                 where, "cannot map a virtual dataset");
     }
   }
-  return h5::Id(H5Dcreate2(parent, in.node.name.c_str(), in.types[0].get(), out_space.get(), H5P_DEFAULT, dcpl.get(),
-                           H5P_DEFAULT),
+  return h5::Id(H5Dcreate2(parent, in.node.name.c_str(), in.model_type.get(), out_space.get(), H5P_DEFAULT,
+                           dcpl.get(), H5P_DEFAULT),
                 where, "cannot create the virtual dataset");
 }
 

@@ -1,0 +1,84 @@
+// How many rows every input holds along every cut axis, before any data is
+// written: the merge plan needs them to place each input's rows (and to
+// size the output) while only that input is open.
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "io/guard.hpp"
+#include "io/h5/file.hpp"
+#include "io/merge/steps.hpp"
+
+namespace mb::io::merging {
+namespace {
+
+// The manifest's lengths of `node`, when it records them for this axis and
+// every input (check_rows holds each input to them on the walk).
+std::optional<std::vector<std::uint64_t>> recorded_lengths(const Context& ctx, const NodeInfo& node) {
+  if (!ctx.job.manifest) return std::nullopt;
+  const auto it = ctx.job.manifest->datasets.find(node.path);
+  if (it == ctx.job.manifest->datasets.end()) return std::nullopt;
+  const specs::SplitDatasetRecord& record = it->second;
+  if (record.axis != ctx.resolution.dataset_rule(node.path).axis || record.rows.size() != ctx.job.inputs.size())
+    return std::nullopt;
+  std::vector<std::uint64_t> out;
+  for (const auto& map : record.rows) out.push_back(rows_in(map));
+  return out;
+}
+
+// Refuses an input without the dataset at `node.path`, naming the first
+// member on the way that it lacks, as the walk's member check would.
+void require_path(const Context& ctx, hid_t file, const NodeInfo& node) {
+  std::string prefix;
+  std::size_t from = 1;
+  while (from <= node.path.size()) {
+    const std::size_t to = std::min(node.path.find('/', from), node.path.size());
+    const std::string parent = prefix.empty() ? "/" : prefix;
+    prefix += "/" + node.path.substr(from, to - from);
+    const htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
+    if (exists < 0) h5::forget_error();
+    if (exists <= 0)
+      throw Error(fmt::format("{}: member {}/{} is missing (present in {})", ctx.file(), parent == "/" ? "" : parent,
+                              node.path.substr(from, to - from), ctx.job.inputs[0].path));
+    from = to + 1;
+  }
+}
+
+// Input `ctx.input`'s length along the cut axis of every dataset in `cut`.
+void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, InputLengths& lengths) {
+  h5::Id file = h5::open_read_only(ctx.file());
+  for (const NodeInfo* node : cut) {
+    const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
+    require_path(ctx, file.get(), *node);
+    h5::Id dataset = h5::open_object(file.get(), node->path, ctx.where(node->path));
+    check_kind(ctx, *node, dataset.get());
+    const h5::SpaceInfo space = h5::dataset_space(dataset.get(), ctx.where(node->path));
+    if (space.null_space || space.dims.size() != node->shape.size()) shapes_differ(ctx, node->path, node->shape, space.dims);
+    lengths[node->path].push_back(space.dims[axis]);
+  }
+}
+
+}  // namespace
+
+InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
+  InputLengths lengths;
+  std::vector<const NodeInfo*> unknown;
+  for (const NodeInfo* node : cut_datasets(first_tree, ctx.resolution)) {
+    if (auto recorded = recorded_lengths(ctx, *node)) {
+      lengths[node->path] = std::move(*recorded);
+      continue;
+    }
+    unknown.push_back(node);
+    lengths[node->path].push_back(node->shape.at(static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis)));
+  }
+  if (unknown.empty()) return lengths;
+  // One pass over the inputs' shapes, each input opened and closed in turn.
+  for (std::size_t i = 1; i < ctx.job.inputs.size(); ++i) {
+    throw_if_interrupted();
+    Context at = ctx;
+    at.input = i;
+    survey_input(at, unknown, lengths);
+  }
+  return lengths;
+}
+
+}  // namespace mb::io::merging
