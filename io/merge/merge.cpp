@@ -1,6 +1,8 @@
 #include "io/merge/merge.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <thread>
@@ -50,6 +52,20 @@ void verify_inputs(const MergeJob& job) {
   }
 }
 
+// libhdf5 1.10.8 keeps every source file of a virtual dataset open while
+// the dataset is open, and reads a source it cannot open as fill values,
+// without an error: a reader under this process's descriptor limit would
+// get wrong data from the output.
+void warn_about_sources(const MergeJob& job) {
+  rlimit limit{};
+  if (!job.virtual_datasets || getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  if (job.inputs.size() + 16 < limit.rlim_cur) return;
+  spdlog::warn("{}: its virtual datasets read {} source files, all open at once while a dataset is read; under "
+               "this shell's descriptor limit ({}), libhdf5 reads the sources it cannot open as fill values, "
+               "without an error: read it with a higher `ulimit -n`, or merge without --virtual",
+               job.output, job.inputs.size(), limit.rlim_cur);
+}
+
 }  // namespace
 
 void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name) {
@@ -83,6 +99,7 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   out.close({job.output, ""});
   outputs.publish();
   outputs.keep();
+  warn_about_sources(job);
 }
 
 }  // namespace mb::io
