@@ -22,7 +22,8 @@ void setup_logging() {
   spdlog::set_default_logger(logger);
 }
 
-// Merge opens every input at once; let it use as many descriptors as allowed.
+// Split keeps up to 64 outputs open at once, and a virtual dataset read for a
+// check opens its every source: let them use as many descriptors as allowed.
 void raise_open_file_limit() {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {

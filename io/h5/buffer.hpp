@@ -24,6 +24,9 @@ class Buffer {
   const void* data() const { return bytes_.data(); }
   std::uint64_t elements() const { return elements_; }
   hid_t type() const { return type_; }
+  // The elements are now described by `equal`, a datatype equal to the
+  // buffer's (H5Tequal) that outlives it: the buffer's own may be closed.
+  void retype(hid_t equal) { type_ = equal; }
 
  private:
   void reclaim();

@@ -1,4 +1,7 @@
 // Merge's attributes: the same in every input unless a reducer is given.
+#include <algorithm>
+#include <optional>
+
 #include "io/h5/attributes.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
@@ -6,42 +9,71 @@
 namespace mb::io::merging {
 namespace {
 
-void check_alike(const Context& ctx, const std::string& what, const h5::AttributeValue& a,
-                 const h5::AttributeValue& b) {
-  check_dtype(ctx, what, a.type.get(), b.type.get());
+void check_alike(const Context& ctx, const std::string& what, const KeptValue& a, const h5::AttributeValue& b) {
+  check_dtype(ctx, what, a.type, b.type.get());
   if (a.shape.null_space != b.shape.null_space || a.shape.dims != b.shape.dims)
     shapes_differ(ctx, what, a.shape.dims, b.shape.dims);
 }
 
-void check_equal(const Context& ctx, const std::string& what, const h5::AttributeValue& a,
-                 const h5::AttributeValue& b) {
-  const ValueType t = h5::value_type_of(a.type.get(), ctx.model_where(what));
+void check_equal(const Context& ctx, const std::string& what, const KeptValue& a, const h5::AttributeValue& b) {
+  const ValueType t = h5::value_type_of(a.type, ctx.model_where(what));
   const std::uint64_t n = a.shape.elements();
   if (auto at = first_difference(t, a.data.data(), b.data.data(), n))
     ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, *at}));
 }
 
-}  // namespace
+// The model's value of attribute `index` of `node`: kept at input 0, or
+// read again from the model's object when it did not fit the budget.
+const KeptValue& model_value(const Context& ctx, const NodeInfo& node, std::size_t index,
+                             std::optional<KeptValue>& reread) {
+  const ModelInfo& model = ctx.carried.models.at(node.path);
+  if (model.attributes_kept) return model.attributes.at(index);
+  const h5::Id object = open_model(ctx, node.path);
+  const h5::Location at = ctx.model_where(node.path);
+  reread.emplace(ctx.carried.keep(h5::read_attribute(object.get(), node.attributes[index].name, at), at));
+  return *reread;
+}
 
-void merge_attributes(const Context& ctx, const NodeInfo& node, Pair ids, hid_t dst) {
-  check_attribute_names(ctx, node, ids.object);
+std::uint64_t kept_bytes(const std::vector<KeptValue>& values) {
+  std::uint64_t n = 0;
+  for (const auto& v : values) n += v.shape.elements() * std::max<std::size_t>(H5Tget_size(v.type), 1) + 128;
+  return n;
+}
+
+// Input 0: the values are the model's; they are written (reduced ones at
+// the last input), and kept for the later inputs while the budget allows.
+void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
+  std::vector<KeptValue> values;
+  const h5::Location at = ctx.where(node.path);
   for (const auto& attr : node.attributes) {
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, attr.name);
-    const std::string what = node.path + "@" + attr.name;
-    const h5::AttributeValue value = h5::read_attribute(ids.object, attr.name, ctx.where(node.path));
-    const bool reduced = rule.mode == LeafRule::Mode::Reduce;
-    if (ctx.first()) {  // the model itself
-      if (reduced) {
-        reduce_attribute(ctx, {what, attr.name, rule.reducer, ids.object}, value, dst);
-      } else {
-        h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
-      }
-      continue;
-    }
-    const h5::AttributeValue model = h5::read_attribute(ids.model, attr.name, ctx.model_where(node.path));
+    h5::AttributeValue value = h5::read_attribute(object, attr.name, at);
+    if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
+    values.push_back(ctx.carried.keep(std::move(value), at));
+    if (rule.mode == LeafRule::Mode::Reduce)
+      reduce_attribute(ctx, {node.path + "@" + attr.name, attr.name, rule.reducer, object}, values.back(), dst);
+  }
+  ModelInfo& model = ctx.carried.models[node.path];
+  if (!ctx.carried.take(kept_bytes(values))) return;
+  model.attributes = std::move(values);
+  model.attributes_kept = true;
+}
+
+}  // namespace
+
+void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
+  if (ctx.first()) return first_attributes(ctx, node, object, dst);
+  check_attribute_names(ctx, node, object);
+  for (std::size_t k = 0; k < node.attributes.size(); ++k) {
+    const std::string& name = node.attributes[k].name;
+    const LeafRule rule = ctx.resolution.attribute_rule(node.path, name);
+    const std::string what = node.path + "@" + name;
+    const h5::AttributeValue value = h5::read_attribute(object, name, ctx.where(node.path));
+    std::optional<KeptValue> reread;
+    const KeptValue& model = model_value(ctx, node, k, reread);
     check_alike(ctx, what, model, value);
-    if (reduced) {
-      reduce_attribute(ctx, {what, attr.name, rule.reducer, ids.object}, model, dst);
+    if (rule.mode == LeafRule::Mode::Reduce) {
+      reduce_attribute(ctx, {what, name, rule.reducer, object}, model, dst);
       continue;
     }
     check_equal(ctx, what, model, value);

@@ -96,22 +96,26 @@ void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t
   ctx.differ(what, fmt::format("shape {} vs {}", shape_text(a), shape_text(b)));
 }
 
-DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, Pair ids) {
+DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, hid_t object) {
   const auto at = ctx.where(node.path);
-  DatasetPair in{node, ids, h5::Id(H5Dget_type(ids.model), ctx.model_where(node.path), "cannot read the datatype"),
-                 h5::Id(H5Dget_type(ids.object), at, "cannot read the datatype"),
-                 h5::dataset_space(ids.model, ctx.model_where(node.path)), h5::dataset_space(ids.object, at)};
-  if (ctx.first()) return in;  // the tree reader checked its virtual sources
-  h5::check_virtual_sources(ids.object, at);
-  check_dtype(ctx, node.path, in.model_type.get(), in.type.get());
-  const h5::SpaceInfo& a = in.model_space;
-  const h5::SpaceInfo& b = in.space;
-  if (a.null_space != b.null_space || a.dims.size() != b.dims.size()) shapes_differ(ctx, node.path, a.dims, b.dims);
-  return in;
+  h5::Id type(H5Dget_type(object), at, "cannot read the datatype");
+  h5::SpaceInfo space = h5::dataset_space(object, at);
+  if (ctx.first()) {  // the model; the tree reader checked its virtual sources
+    ModelInfo& model = ctx.carried.models[node.path];
+    model.type = ctx.carried.intern(type.get(), at);
+    model.space = space;
+    return {node, model, object, std::move(type), std::move(space)};
+  }
+  const ModelInfo& model = ctx.carried.models.at(node.path);
+  h5::check_virtual_sources(object, at);
+  check_dtype(ctx, node.path, model.type, type.get());
+  if (model.space.null_space != space.null_space || model.space.dims.size() != space.dims.size())
+    shapes_differ(ctx, node.path, model.space.dims, space.dims);
+  return {node, model, object, std::move(type), std::move(space)};
 }
 
 void require_same_shape(const Context& ctx, const DatasetPair& in, std::optional<std::size_t> except_axis) {
-  const Shape& first = in.model_space.dims;
+  const Shape& first = in.model.space.dims;
   for (std::size_t d = 0; d < first.size(); ++d)
     if (d != except_axis && in.space.dims[d] != first[d])
       ctx.differ(in.node.path,
@@ -153,18 +157,19 @@ std::string difference_text(const ValueType& t, const Shape& shape, const Differ
 }
 
 void compare_replicated(const Context& ctx, const DatasetPair& in) {
-  if (ctx.first() || in.model_space.null_space) return;
-  const hid_t type = in.model_type.get();
+  if (ctx.first() || in.model.space.null_space) return;
+  const hid_t type = in.model.type;
   const std::string& path = in.node.path;
   const ValueType t = h5::value_type_of(type, ctx.model_where(path));
-  const Shape& shape = in.model_space.dims;
+  const Shape& shape = in.model.space.dims;
+  const h5::Id model = open_model(ctx, path);
   h5::Buffer a(type), b(type);
   const std::size_t element = std::max<std::size_t>(h5::size_of(type, ctx.model_where(path)), 1);
   // Both sides are in memory at once: half the buffer each.
   for_each_block(shape, ctx.job.policy.buffer_bytes / 2 / element, [&](const Shape& start, const Shape& block) {
     const Selection part = Selection::all(shape).part(start, block);
-    h5::read(in.ids.model, part, a, ctx.model_where(path));
-    h5::read(in.ids.object, part, b, ctx.where(path));
+    h5::read(model.get(), part, a, ctx.model_where(path));
+    h5::read(in.object, part, b, ctx.where(path));
     if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
       ctx.differ(path, difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}));
   });

@@ -28,10 +28,10 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
     return it == ctx.carried.assembled.end() ? nullptr : &it->second.data;
   }
   const h5::Location at = ctx.out_where(path);
-  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model_type.get(), at);
+  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
   h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
   if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
-  h5::Id type(H5Tcopy(in.model_type.get()), at, "cannot copy the datatype");
+  h5::Id type(H5Tcopy(in.model.type), at, "cannot copy the datatype");
   h5::Buffer& whole = ctx.carried.assembled.emplace(path, Assembly(std::move(type))).first->second.data;
   whole.prepare(element_count(leaf.dims));
   return &whole;
@@ -45,7 +45,7 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   h5::Buffer* whole = assembly(ctx, in, leaf, dst);
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
-  const transfer::Side from = transfer::Side::of(in.ids.object, ctx.where(path));
+  const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
   for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims))
     transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
   if (!whole || !ctx.last()) return;
@@ -122,7 +122,7 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
 void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
   std::uint64_t& tokens = ctx.carried.tokens[path];
-  const Offsets out = shifted_offsets(ctx, path, ctx.offsets->at(path), tokens, in.model_type.get());
+  const Offsets out = shifted_offsets(ctx, path, ctx.offsets->at(path), tokens, in.model.type);
   if (out.empty()) return;  // no sequences after the leading 0
   tokens = out.back();
   h5::write(dst, Selection::rows(leaf.dims, 0, leaf.maps[ctx.input].at(0)), H5T_NATIVE_UINT64, out.data(),

@@ -82,7 +82,7 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   MergePlan plan;
   merging::Carried carried;
   carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
-  merging::Context ctx{job, resolution, plan, carried};
+  merging::Context ctx{job, resolution, plan, carried, model.get()};
   plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout);
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
@@ -92,7 +92,7 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;
     const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
-    merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), model.get(), out.get());
+    merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
     if (job.progress) job.progress(i + 1, paths.size());
   }
   merging::reduce_deferred(ctx, out.get());

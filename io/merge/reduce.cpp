@@ -65,13 +65,13 @@ void write_result(const Context& ctx, const std::string& path, const ValueIo& io
 }  // namespace
 
 void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, hid_t dst) {
-  if (in.model_space.null_space) return;
+  if (in.model.space.null_space) return;
   const std::string& path = in.node.path;
-  const NumKind kind = reducible_kind(ctx, path, in.model_type.get());
+  const NumKind kind = reducible_kind(ctx, path, in.model.type);
   // Every input's type equals the model's (describe_pair), so reading them
   // all with it converts nothing.
-  const ValueIo io = value_io(reducer, kind, in.model_type.get());
-  const Selection all = Selection::all(in.model_space.dims);
+  const ValueIo io = value_io(reducer, kind, in.model.type);
+  const Selection all = Selection::all(in.model.space.dims);
   if (ctx.first()) {
     if (!ctx.carried.take(carried_bytes(io, all.elements()))) {
       ctx.carried.deferred.push_back(path);
@@ -82,7 +82,7 @@ void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, 
   const auto it = ctx.carried.reducing.find(path);
   if (it == ctx.carried.reducing.end()) return;  // deferred
   h5::Buffer values(io.mem_type);
-  h5::read(in.ids.object, all, values, ctx.where(path));
+  h5::read(in.object, all, values, ctx.where(path));
   it->second.add(values.data());
   if (!ctx.last()) return;
   write_result(ctx, path, io, it->second, all, 0, dst);
@@ -118,11 +118,10 @@ void reduce_deferred(const Context& ctx, hid_t output) {
   }
 }
 
-void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const h5::AttributeValue& model,
-                      hid_t dst) {
-  const NumKind kind = reducible_kind(ctx, attribute.what, model.type.get());
+void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
+  const NumKind kind = reducible_kind(ctx, attribute.what, model.type);
   // The input's attribute type equals the model's (merge_attributes checks).
-  const ValueIo io = value_io(attribute.reducer, kind, model.type.get());
+  const ValueIo io = value_io(attribute.reducer, kind, model.type);
   const std::uint64_t n = model.shape.elements();
   if (ctx.first()) ctx.carried.reducing.emplace(attribute.what, io.accumulator(n));  // attributes are small
   Accumulator& acc = ctx.carried.reducing.at(attribute.what);
@@ -135,8 +134,9 @@ void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, con
   acc.finish(values.data(), attribute.what);
   ctx.carried.reducing.erase(attribute.what);
   const h5::Location out_at = ctx.out_where(attribute.what);
-  h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type.get(), model.space.get(), H5P_DEFAULT, H5P_DEFAULT),
-             out_at, "cannot create the attribute");
+  const h5::Id space = model.shape.null_space ? h5::make_null_space(out_at) : h5::make_space(model.shape.dims, out_at);
+  h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type, space.get(), H5P_DEFAULT, H5P_DEFAULT), out_at,
+             "cannot create the attribute");
   if (n > 0) h5::check(H5Awrite(out.get(), io.mem_type, values.data()), out_at, "cannot write the attribute");
 }
 

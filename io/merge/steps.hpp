@@ -35,15 +35,44 @@ struct Assembly {
   explicit Assembly(h5::Id t) : type(std::move(t)), data(type.get()) {}
 };
 
-// What the walk carries from one input to the next. Everything but the
-// token counts is held only while it fits `budget` bytes.
+// An attribute value of the model, kept without HDF5 ids of its own:
+// libhdf5 slows down with every live id (its registry is searched on each
+// new one), and a tree of 20,000 datasets has tens of thousands of values.
+struct KeptValue {
+  hid_t type;  // interned (Carried::intern), not owned
+  h5::SpaceInfo shape;
+  h5::Buffer data;  // elements of `type`
+};
+
+// What merge keeps of one object of the first input (the model), read at
+// input 0, to check every later input against without opening the model's
+// object again.
+struct ModelInfo {
+  hid_t type = H5I_INVALID_HID;  // datasets only; interned
+  h5::SpaceInfo space;           // datasets only
+  // In the tree's order; kept only while the budget allows (else read from
+  // the model's object when needed).
+  std::vector<KeptValue> attributes;
+  bool attributes_kept = false;
+};
+
+// What the walk carries from one input to the next. The model's
+// attributes, accumulators and assembled results are held only while they
+// fit `budget` bytes.
 struct Carried {
   std::uint64_t budget = 0;                      // bytes still free
+  std::vector<h5::Id> types;                     // interned datatypes; outlive what refers to them
+  std::map<std::string, ModelInfo> models;       // by object path
   std::map<std::string, Assembly> assembled;     // small results, written at the last input
   std::map<std::string, Accumulator> reducing;   // reduced datasets ("path") and attributes ("path@name")
   std::vector<std::string> deferred;             // reduced datasets over the budget: reduced after the walk
   std::map<std::string, std::uint64_t> tokens;   // offsets: the tokens of the inputs merged so far
 
+  // One id for every datatype equal to `type` (the first 256 distinct
+  // ones; the rest get their own copy).
+  hid_t intern(hid_t type, const h5::Location& where);
+  // A kept value of an attribute value read whole.
+  KeptValue keep(h5::AttributeValue value, const h5::Location& where);
   // Takes `bytes` of the budget, when that many are free.
   bool take(std::uint64_t bytes);
   void give_back(std::uint64_t bytes) { budget += bytes; }
@@ -59,6 +88,7 @@ struct Context {
   const Resolution& resolution;
   const MergePlan& plan;
   Carried& carried;
+  hid_t model_file;  // the first input, open throughout
   std::size_t input = 0;
   const InputOffsets* offsets = nullptr;
 
@@ -72,19 +102,13 @@ struct Context {
   [[noreturn]] void differ(const std::string& what, const std::string& detail) const;
 };
 
-// One object as the first input (the model) and the input being merged
-// hold it; the same id twice for input 0. Not owned.
-struct Pair {
-  hid_t model;
-  hid_t object;
-};
-
 // One dataset as the model and the input being merged hold it.
 struct DatasetPair {
   const NodeInfo& node;
-  Pair ids;
-  h5::Id model_type, type;
-  h5::SpaceInfo model_space, space;
+  const ModelInfo& model;
+  hid_t object;  // not owned
+  h5::Id type;
+  h5::SpaceInfo space;
 };
 
 // survey.cpp: every input's length along every cut axis: from the manifest
@@ -92,9 +116,11 @@ struct DatasetPair {
 // input opened once, closed before the next).
 InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree);
 
-// walk.cpp: merges the input `ctx.input` (open as `file`; the first input
-// is open as `model`) into the output: input 0 creates the output's tree.
-void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t model, hid_t output);
+// walk.cpp: merges the input `ctx.input` (open as `file`) into the output:
+// input 0 creates the output's tree.
+void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t output);
+// The model's object at `path`, opened again (for what was not kept of it).
+h5::Id open_model(const Context& ctx, const std::string& path);
 
 // checks.cpp: the same members, kinds and attribute names as the model.
 void check_members(const Context& ctx, const NodeInfo& group, hid_t object);
@@ -112,8 +138,9 @@ class LinkCheck {
  private:
   std::map<haddr_t, std::string> first_names_;  // the first name met of every object with several links
 };
-// Reads both datatypes and dataspaces, refusing another dtype or rank.
-DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, Pair ids);
+// Reads the input's datatype and dataspace, refusing another dtype or rank
+// than the model's (input 0: keeps them as the model's).
+DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, hid_t object);
 // The input's shape equals the model's, except along `except_axis`.
 void require_same_shape(const Context& ctx, const DatasetPair& in, std::optional<std::size_t> except_axis);
 // The input holds the rows the merge plan (from its split's manifest, or
@@ -139,7 +166,7 @@ std::string difference_text(const ValueType& type, const Shape& shape, const Dif
 // attributes.cpp: checks every attribute of `node` against the model's,
 // and writes it (input 0) or its reduction (the last input) to `dst`
 // (which inputs in between may leave invalid).
-void merge_attributes(const Context& ctx, const NodeInfo& node, Pair ids, hid_t dst);
+void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst);
 
 // concat.cpp: the input's rows where the split took them from.
 void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
@@ -169,8 +196,7 @@ struct ReducedAttribute {
 // Folds the attribute into its carried accumulator; at the last input,
 // writes the result to `dst`. `model` is the model's value: its type and
 // dataspace are the output's.
-void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const h5::AttributeValue& model,
-                      hid_t dst);
+void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst);
 
 // virtual.cpp: a virtual dataset over every input's rows (nothing copied;
 // no input is opened).

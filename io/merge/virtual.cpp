@@ -13,14 +13,14 @@ h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLea
   const h5::Location where = ctx.out_where(in.node.path);
   h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
   h5::check(H5Pset_obj_track_times(dcpl.get(), 0), where, "cannot turn off object times");  // reproducible outputs
-  h5::Id out_space = h5::make_space(leaf.dims, h5::max_dims_holding(in.model_space.max_dims, leaf.dims), where);
+  h5::Id out_space = h5::make_space(leaf.dims, h5::max_dims_holding(in.model.space.max_dims, leaf.dims), where);
   // HDF5 reads source names printf-style: a '%' in a path or a dataset name is written as "%%".
   const std::string dataset = h5::virtual_source_name(in.node.path);
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     const std::string source =
         h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string());
     // Input i's shape: the model's, with the rows the plan gives it.
-    Shape dims = in.model_space.dims;
+    Shape dims = in.model.space.dims;
     dims[leaf.axis] = rows_in(leaf.maps[i]);
     h5::Id source_space = h5::make_space(dims, where);
     const auto places = place_segments(leaf.maps[i], leaf.axis, leaf.dims, dims);
@@ -35,7 +35,7 @@ h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLea
                 where, "cannot map a virtual dataset");
     }
   }
-  return h5::Id(H5Dcreate2(parent, in.node.name.c_str(), in.model_type.get(), out_space.get(), H5P_DEFAULT,
+  return h5::Id(H5Dcreate2(parent, in.node.name.c_str(), in.model.type, out_space.get(), H5P_DEFAULT,
                            dcpl.get(), H5P_DEFAULT),
                 where, "cannot create the virtual dataset");
 }

@@ -11,19 +11,6 @@
 namespace mb::io::merging {
 namespace {
 
-// One member, open in the input and (for inputs after the first) in the model.
-struct Opened {
-  h5::Id object;
-  h5::Id model;  // invalid for input 0: the object is the model
-  Pair ids() const { return {model.valid() ? model.get() : object.get(), object.get()}; }
-};
-
-Opened open_member(const Context& ctx, Pair parent, const NodeInfo& node) {
-  Opened out{h5::open_object(parent.object, node.name, ctx.where(node.path)), {}};
-  if (!ctx.first()) out.model = h5::open_object(parent.model, node.name, ctx.model_where(node.path));
-  return out;
-}
-
 h5::Id open_root(hid_t file, const h5::Location& where) {
   return h5::Id(H5Gopen2(file, "/", H5P_DEFAULT), where, "cannot open the root group");
 }
@@ -39,8 +26,8 @@ h5::Id create_output(const Context& ctx, const DatasetPair& in, const MergedLeaf
   const NodeInfo& ds = in.node;
   return h5::with_newer_object_header(parent, ds.has_large_attribute(), ctx.out_where(ds.path), [&] {
     if (as_virtual) return create_virtual(ctx, in, *leaf, parent);
-    return h5::create_dataset(h5::read_prototype(in.ids.model, ctx.model_where(ds.path)),
-                              leaf ? leaf->dims : in.model_space.dims, parent, ds.name, ctx.out_where(ds.path));
+    return h5::create_dataset(h5::read_prototype(in.object, ctx.model_where(ds.path)),
+                              leaf ? leaf->dims : in.model.space.dims, parent, ds.name, ctx.out_where(ds.path));
   });
 }
 
@@ -53,8 +40,8 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
     case LeafRule::Mode::Offsets: concatenate_offsets(ctx, in, *leaf, dst); return;
     case LeafRule::Mode::Replicate: {
       if (!ctx.first()) return compare_replicated(ctx, in);
-      const Selection all = Selection::all(in.model_space.dims);
-      transfer::copy(transfer::Side::of(in.ids.object, ctx.where(in.node.path)), all,
+      const Selection all = Selection::all(in.model.space.dims);
+      transfer::copy(transfer::Side::of(in.object, ctx.where(in.node.path)), all,
                      transfer::Side::of(dst, ctx.out_where(in.node.path)), all, ctx.job.policy);
       return;
     }
@@ -62,45 +49,61 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
   }
 }
 
-void merge_dataset(const Context& ctx, const NodeInfo& ds, Pair ids, hid_t parent) {
+// Whether input `ctx.input` writes to the output's dataset (input 0 creates
+// it): opening an output object costs, a virtual one's every mapping.
+bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule, bool as_virtual) {
+  if (ctx.first()) return true;
+  if (ctx.last() && has_reduced_attribute(ctx, ds)) return true;
+  if (as_virtual) return false;
+  switch (rule.mode) {
+    case LeafRule::Mode::Split:
+    case LeafRule::Mode::Packed:
+    case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
+    case LeafRule::Mode::Offsets: return true;
+    case LeafRule::Mode::Replicate: return false;
+    case LeafRule::Mode::Reduce: return ctx.last() && ctx.carried.reducing.count(ds.path);
+  }
+  return true;
+}
+
+void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t parent) {
   const LeafRule& rule = ctx.resolution.dataset_rule(ds.path);
   const MergedLeaf* leaf = ctx.plan.leaf(ds.path);
-  const DatasetPair in = describe_pair(ctx, ds, ids);
+  const DatasetPair in = describe_pair(ctx, ds, object);
   check_rows(ctx, in, leaf);
   require_same_shape(ctx, in, leaf ? std::optional<std::size_t>(leaf->axis) : std::nullopt);
   check_sequence_lengths(ctx, in, rule);
-  if (rule.mode == LeafRule::Mode::Reduce) reducible_kind(ctx, ds.path, in.model_type.get());
+  if (rule.mode == LeafRule::Mode::Reduce) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   h5::Id dst;
   if (ctx.first()) {
     dst = create_output(ctx, in, leaf, as_virtual, parent);
-  } else if (!as_virtual || (ctx.last() && has_reduced_attribute(ctx, ds))) {
-    // Opening a virtual dataset reads its every mapping: once, not per input.
+  } else if (writes_output(ctx, ds, rule, as_virtual)) {
     dst = h5::open_object(parent, ds.name, ctx.out_where(ds.path));
   }
-  merge_attributes(ctx, ds, ids, dst.get());
+  merge_attributes(ctx, ds, object, dst.get());
   if (!as_virtual) write_data(ctx, in, rule, leaf, dst.get());
 }
 
-void merge_members(const Context& ctx, LinkCheck& links, const NodeInfo& group, Pair ids, hid_t dst) {
-  check_members(ctx, group, ids.object);
+void merge_members(const Context& ctx, LinkCheck& links, const NodeInfo& group, hid_t object, hid_t dst) {
+  check_members(ctx, group, object);
   for (const auto& child : group.children) {
     throw_if_interrupted();
-    const Opened member = open_member(ctx, ids, child);
-    check_kind(ctx, child, member.object.get());
-    links.check(ctx, child, member.object.get());
+    const h5::Id member = h5::open_object(object, child.name, ctx.where(child.path));
+    check_kind(ctx, child, member.get());
+    links.check(ctx, child, member.get());
     if (child.is_further_name()) {  // merged under its first name, met before
       if (ctx.first()) h5::create_hard_link(dst, child.name, child.first_name, ctx.out_where(child.path));
       continue;
     }
     if (!child.is_group()) {
-      merge_dataset(ctx, child, member.ids(), dst);
+      merge_dataset(ctx, child, member.get(), dst);
       continue;
     }
     h5::Id out = ctx.first() ? h5::create_group(dst, child.name, child.has_large_attribute(), ctx.out_where(child.path))
                              : h5::open_object(dst, child.name, ctx.out_where(child.path));
-    merge_attributes(ctx, child, member.ids(), out.get());
-    merge_members(ctx, links, child, member.ids(), out.get());
+    merge_attributes(ctx, child, member.get(), out.get());
+    merge_members(ctx, links, child, member.get(), out.get());
   }
 }
 
@@ -112,19 +115,35 @@ bool Carried::take(std::uint64_t bytes) {
   return true;
 }
 
-void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t model, hid_t output) {
+hid_t Carried::intern(hid_t type, const h5::Location& where) {
+  constexpr std::size_t kSearched = 256;
+  for (std::size_t i = 0; i < std::min(types.size(), kSearched); ++i)
+    if (H5Tequal(types[i].get(), type) > 0) return types[i].get();
+  types.emplace_back(H5Tcopy(type), where, "cannot copy a datatype");
+  return types.back().get();
+}
+
+KeptValue Carried::keep(h5::AttributeValue value, const h5::Location& where) {
+  KeptValue kept{intern(value.type.get(), where), value.shape, std::move(value.data)};
+  kept.data.retype(kept.type);
+  return kept;
+}
+
+h5::Id open_model(const Context& ctx, const std::string& path) {
+  return h5::open_object(ctx.model_file, path, ctx.model_where(path));
+}
+
+void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t output) {
   const h5::Id input_root = open_root(file, ctx.where("/"));
-  const h5::Id model_root = ctx.first() ? h5::Id() : open_root(model, ctx.model_where("/"));
-  const Pair ids{ctx.first() ? input_root.get() : model_root.get(), input_root.get()};
   // The input's offsets are read and checked first: packed lengths are
   // checked against them on the walk, as split checks its input.
   const InputOffsets offsets = read_input_offsets(ctx, file);
   Context with_offsets = ctx;
   with_offsets.offsets = &offsets;
   const h5::Id out_root = open_root(output, ctx.out_where("/"));
-  merge_attributes(with_offsets, root, ids, out_root.get());
+  merge_attributes(with_offsets, root, input_root.get(), out_root.get());
   LinkCheck links;
-  merge_members(with_offsets, links, root, ids, out_root.get());
+  merge_members(with_offsets, links, root, input_root.get(), out_root.get());
 }
 
 }  // namespace mb::io::merging
