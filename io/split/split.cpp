@@ -1,5 +1,7 @@
 #include "io/split/split.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <thread>
@@ -18,7 +20,16 @@ namespace {
 
 // At most this many microbatch files are open at once; the input is walked
 // once per batch of outputs, so each dataset is opened ceil(N/K) times.
-constexpr std::size_t kOpenOutputs = 64;
+// Fewer under a low descriptor limit, leaving room for the input, the
+// directory lock, logging and libhdf5's own files.
+std::size_t open_outputs() {
+  constexpr std::size_t kMost = 64;
+  constexpr rlim_t kReserved = 16;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMost;
+  if (limit.rlim_cur <= kReserved + 1) return 1;
+  return std::min<std::size_t>(kMost, limit.rlim_cur - kReserved);
+}
 
 // The output files, by final and temporary name.
 struct OutputFiles {
@@ -53,8 +64,9 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
                  std::uint64_t end, bool show_progress) {
   h5::Id input = h5::open_read_only(job.input);
   const SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy};
-  for (std::uint64_t first = begin; first < end; first += kOpenOutputs) {
-    const std::uint64_t n = std::min<std::uint64_t>(kOpenOutputs, end - first);
+  const std::size_t at_once = open_outputs();
+  for (std::uint64_t first = begin; first < end; first += at_once) {
+    const std::uint64_t n = std::min<std::uint64_t>(at_once, end - first);
     const auto from = files.finals.begin() + static_cast<std::ptrdiff_t>(first);
     const std::vector<std::string> names(from, from + static_cast<std::ptrdiff_t>(n));
     std::vector<h5::Id> handles;

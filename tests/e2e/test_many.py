@@ -72,13 +72,9 @@ def split300(tmp_path_factory):
 
 def test_split_into_more_files_than_descriptors(tmp_path):
     src = make_batch(tmp_path / "batch.h5")
+    # Split keeps fewer outputs open at once under a low descriptor limit.
     res = limited("split", src, "-n", PIECES, "-o", tmp_path / "mb")
-    if res.code != 0:
-        # Split holds every output file open at once: past the limit it must
-        # refuse cleanly, leaving nothing that could pass for its output.
-        assert_one_line_error(res, 1, "cannot create the file (Too many open files)")
-        assert listing(tmp_path / "mb") == []
-        pytest.xfail("split opens all its output files at once")
+    assert res.code == 0, res
     files = sorted((tmp_path / "mb").glob("microbatch-*.h5"))
     assert len(files) == PIECES and (tmp_path / "mb" / "manifest.json").exists()
     with h5py.File(src) as f:
@@ -103,6 +99,8 @@ def test_merge_virtual_of_more_files_than_descriptors(tmp_path, split300):
     src, mb = split300
     res = limited("merge", mb, "--virtual", "-o", tmp_path / "v.h5")
     assert res.code == 0, res
+    # libhdf5 would read the sources past the limit as fill values: merge says so.
+    assert "warning" in res.err and "descriptor limit (64)" in res.err and "fill values" in res.err
     # Reading a virtual dataset opens its sources: without the limit.
     with h5py.File(tmp_path / "v.h5") as v, h5py.File(src) as f:
         assert v["ids"].is_virtual and v["x"].is_virtual
@@ -111,6 +109,13 @@ def test_merge_virtual_of_more_files_than_descriptors(tmp_path, split300):
         assert v["x"].dtype == np.float32 and v["x"].attrs["unit"] == "logit"
         assert v["temperature"][()] == 0.7 and v.attrs["step"] == 1234
     assert h5diff(src, tmp_path / "v.h5") == 0
+
+
+def test_merge_virtual_within_the_limit_does_not_warn(tmp_path):
+    src = make_batch(tmp_path / "batch.h5")
+    run("split", src, "-n", 20, "-o", tmp_path / "mb", check=0)
+    res = limited("merge", tmp_path / "mb", "--virtual", "-o", tmp_path / "v.h5", check=0)
+    assert "warning" not in res.err
 
 
 def test_merge_files_without_manifest_surveys_more_files_than_descriptors(tmp_path, split300):
