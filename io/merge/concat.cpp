@@ -25,14 +25,13 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
   const std::string& path = in.node.path;
   if (!ctx.first()) {
     const auto it = ctx.carried.assembled.find(path);
-    return it == ctx.carried.assembled.end() ? nullptr : &it->second.data;
+    return it == ctx.carried.assembled.end() ? nullptr : &it->second;
   }
   const h5::Location at = ctx.out_where(path);
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
   h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
   if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
-  h5::Id type(H5Tcopy(in.model.type), at, "cannot copy the datatype");
-  h5::Buffer& whole = ctx.carried.assembled.emplace(path, Assembly(std::move(type))).first->second.data;
+  h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
   whole.prepare(element_count(leaf.dims));
   return &whole;
 }

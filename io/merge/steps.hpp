@@ -27,14 +27,6 @@
 
 namespace mb::io::merging {
 
-// A result assembled in memory, with its own copy of the datatype (the
-// input that started it is closed before the result is written).
-struct Assembly {
-  h5::Id type;
-  h5::Buffer data;
-  explicit Assembly(h5::Id t) : type(std::move(t)), data(type.get()) {}
-};
-
 // An attribute value of the model, kept without HDF5 ids of its own:
 // libhdf5 slows down with every live id (its registry is searched on each
 // new one), and a tree of 20,000 datasets has tens of thousands of values.
@@ -63,7 +55,7 @@ struct Carried {
   std::uint64_t budget = 0;                      // bytes still free
   std::vector<h5::Id> types;                     // interned datatypes; outlive what refers to them
   std::map<std::string, ModelInfo> models;       // by object path
-  std::map<std::string, Assembly> assembled;     // small results, written at the last input
+  std::map<std::string, h5::Buffer> assembled;   // small results (of interned types), written at the last input
   std::map<std::string, Accumulator> reducing;   // reduced datasets ("path") and attributes ("path@name")
   std::vector<std::string> deferred;             // reduced datasets over the budget: reduced after the walk
   std::map<std::string, std::uint64_t> tokens;   // offsets: the tokens of the inputs merged so far
