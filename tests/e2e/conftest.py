@@ -74,3 +74,14 @@ def batch(tmp_path):
         f["t"] = np.float32(0.5)
         f.attrs["step"] = 7
     return path
+
+
+def make_layout_batch(path, length):
+    """A batch for the layout tests: rows on axis 0 (ids, text) and on axis 1
+    (cols), and a replicated scalar; returns `path`."""
+    with h5py.File(path, "w") as f:
+        f["ids"] = np.arange(length * 3, dtype=np.int64).reshape(length, 3)
+        f["cols"] = np.arange(length * 2, dtype=np.float32).reshape(2, length)
+        f["text"] = np.array([f"row {i}" for i in range(length)], dtype=h5py.string_dtype())
+        f["scale"] = np.float64(2.5)
+    return path

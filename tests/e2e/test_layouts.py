@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_layout_batch, run, write_spec
 
 
 def reference_split(rows, d, n, align, size=None):
@@ -26,14 +26,6 @@ def reference_split(rows, d, n, align, size=None):
     return [np.concatenate([c[i] for c in cut]) for i in range(len(cut[0]))]
 
 
-def make_batch(path, length):
-    with h5py.File(path, "w") as f:
-        f["ids"] = np.arange(length * 3, dtype=np.int64).reshape(length, 3)
-        f["cols"] = np.arange(length * 2, dtype=np.float32).reshape(2, length)
-        f["text"] = np.array([f"row {i}" for i in range(length)], dtype=h5py.string_dtype())
-        f["scale"] = np.float64(2.5)
-
-
 @pytest.mark.parametrize("d,n,align,size", [
     (2, 3, False, None), (2, 3, True, None), (4, 2, True, None), (3, 5, False, None),
     (1, 4, True, None), (4, 3, True, None), (2, None, False, 2), (2, None, True, 3),
@@ -41,7 +33,7 @@ def make_batch(path, length):
 def test_data_parallel_split_matches_reference_and_merge_inverts(tmp_path, d, n, align, size):
     length = 24
     src = tmp_path / "in.h5"
-    make_batch(src, length)
+    make_layout_batch(src, length)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     flags = ["--dp-degree", d] + (["--align"] if align else [])
     cut = ["-n", n] if size is None else ["--micro-batch-size", size]
@@ -68,7 +60,7 @@ def test_data_parallel_split_matches_reference_and_merge_inverts(tmp_path, d, n,
 
 def test_manifest_records_strided_rows(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, 8)
+    make_layout_batch(src, 8)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--align", "-o", tmp_path / "mb", check=0)
     m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
@@ -79,7 +71,7 @@ def test_manifest_records_strided_rows(tmp_path):
 
 def test_data_parallel_errors(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, 10)
+    make_layout_batch(src, 10)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "--dp-degree", 3, "-o", tmp_path / "mb"), 1,
                           "/cols has 10 rows on its split axis, not divisible by --dp-degree 3")
@@ -97,7 +89,7 @@ def test_data_parallel_errors(tmp_path):
 
 def test_on_short_with_data_parallel_shards(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, 6)
+    make_layout_batch(src, 6)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     run("split", src, "-s", spec, "-n", 5, "--dp-degree", 2, "--on-short", "empty", "-o", tmp_path / "e", check=0)
     with h5py.File(tmp_path / "e" / "microbatch-00004.h5") as m:
@@ -115,7 +107,7 @@ def test_on_short_with_data_parallel_shards(tmp_path):
 def test_per_rank_layout_one_file_per_rank_and_microbatch(tmp_path, d, n, align):
     length = 18
     src = tmp_path / "in.h5"
-    make_batch(src, length)
+    make_layout_batch(src, length)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     flags = ["--dp-degree", d, "--layout", "per-rank"] + (["--align"] if align else [])
     run("split", src, "-s", spec, "-n", n, *flags, "-o", tmp_path / "mb", check=0)
@@ -140,7 +132,7 @@ def test_per_rank_layout_one_file_per_rank_and_microbatch(tmp_path, d, n, align)
 
 def test_per_rank_merge_errors(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, 12)
+    make_layout_batch(src, 12)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--layout", "per-rank", "-o", tmp_path / "mb", check=0)
     files = sorted((tmp_path / "mb").glob("rank-*.h5"))

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_layout_batch, run, write_spec
 from test_reducers import bits, numpy_fold, numpy_sum
 
 NOFILE = 64  # descriptors a limited run may hold: far fewer than its inputs
@@ -136,18 +136,9 @@ def test_merge_files_without_manifest_surveys_more_files_than_descriptors(tmp_pa
 DP_SPEC = {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"}
 
 
-def make_dp_batch(path, length):
-    with h5py.File(path, "w") as f:
-        f["ids"] = np.arange(length * 3, dtype=np.int64).reshape(length, 3)
-        f["cols"] = np.arange(length * 2, dtype=np.float32).reshape(2, length)
-        f["text"] = np.array([f"row {i}" for i in range(length)], dtype=h5py.string_dtype())
-        f["scale"] = np.float64(2.5)
-    return path
-
-
 @pytest.mark.parametrize("layout,align", [("per-microbatch", False), ("per-rank", True)])
 def test_data_parallel_merge_of_many_files(tmp_path, layout, align):
-    src = make_dp_batch(tmp_path / "in.h5", 1000)
+    src = make_layout_batch(tmp_path / "in.h5", 1000)
     spec = write_spec(tmp_path / "s.json", DP_SPEC)
     flags = ["--dp-degree", 2, "--layout", layout] + (["--align"] if align else [])
     run("split", src, "-s", spec, "-n", 100, *flags, "-o", tmp_path / "mb", check=0)
@@ -347,7 +338,7 @@ def test_missing_member_names_the_input_among_many(tmp_path, missing, needles):
 
 def test_split_files_tampered_without_manifest_name_the_input(tmp_path):
     # A split's files on their own: one with another replicated value, one with a row too many.
-    src = make_dp_batch(tmp_path / "in.h5", 200)
+    src = make_layout_batch(tmp_path / "in.h5", 200)
     spec = write_spec(tmp_path / "s.json", DP_SPEC)
     run("split", src, "-s", spec, "-n", 50, "-o", tmp_path / "mb", check=0)
     loose = loose_copy(tmp_path / "mb", tmp_path / "loose")
