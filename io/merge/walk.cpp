@@ -1,6 +1,7 @@
 // The walk over one input: the first input's tree, object by object, each
-// object of the input opened once, next to the model's and the output's.
-// Input 0 creates the output's objects; later inputs open them.
+// object of the input opened once and checked against what input 0 left of
+// the model in Carried. Input 0 creates the output's objects; later inputs
+// open one only to write to it.
 #include "core/selection.hpp"
 #include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
