@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -241,8 +242,12 @@ void register_temporary(const std::string& path) {
 
 void unregister_temporary(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_temps_mutex);
+  // Searched from the end: outputs are unregistered in the reverse order of
+  // their registration (AtomicOutputs), so a split of 64,000 files removes
+  // each from the back instead of scanning them all (quadratic).
   auto& list = temps();
-  list.erase(std::remove(list.begin(), list.end(), path), list.end());
+  const auto it = std::find(list.rbegin(), list.rend(), path);
+  if (it != list.rend()) list.erase(std::next(it).base());
 }
 
 }  // namespace mb::io

@@ -128,7 +128,7 @@ void AtomicOutputs::publish() {
 }
 
 AtomicOutputs::~AtomicOutputs() {
-  for (const auto& e : entries_) unregister_temporary(e.temp);
+  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) unregister_temporary(e->temp);  // from the back
   if (kept_) return;
   for (const auto& e : entries_) std::remove((e.published ? e.final_path : e.temp).c_str());
 }

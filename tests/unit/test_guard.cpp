@@ -110,3 +110,24 @@ TEST_CASE("a long name is cut at 1023 characters, as before") {
   CHECK(out.err == "microbatch: error: " + named + ": the HDF5 library crashed reading this (SIGABRT); the file is "
                    "probably corrupt; partial outputs removed\n");
 }
+
+TEST_CASE("an unregistered temporary is left alone; each registration is undone once") {
+  const std::string kept = make_temporary(), first = make_temporary(), middle = make_temporary(),
+                    twice = make_temporary();
+  const Outcome out = run_in_child([&] {
+    for (const auto* path : {&first, &middle, &twice, &kept, &twice}) mb::io::register_temporary(*path);
+    mb::io::unregister_temporary(middle);  // from anywhere in the list, not only its end
+    mb::io::unregister_temporary(first);
+    mb::io::unregister_temporary(twice);   // registered twice: still one owner left
+    mb::io::note_activity("in.h5", "/x");
+    mb::io::start_stall_watchdog(1);
+    ::sleep(30);
+  });
+  CHECK(out.status == 1);
+  CHECK_FALSE(exists(kept));
+  CHECK_FALSE(exists(twice));
+  CHECK(exists(first));
+  CHECK(exists(middle));
+  for (const auto* path : {&kept, &first, &middle, &twice})
+    if (exists(*path)) ::unlink(path->c_str());
+}
