@@ -10,6 +10,7 @@ packages=(
   hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
+  dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
 )
 
 missing=()

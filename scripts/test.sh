@@ -4,7 +4,9 @@
 #      doctest unit tests and the end-to-end suite;
 #   2. build again with clang-14 + AddressSanitizer + UndefinedBehaviorSanitizer
 #      (and the libFuzzer targets) and run the whole suite on that binary;
-#   3. fuzz each target for FUZZ_SECONDS (default 60) from the kept corpus.
+#   3. fuzz each target for FUZZ_SECONDS (default 60) from the kept corpus;
+#   4. build the Debian package, install it, run it from PATH, remove it
+#      (scripts/test-package.sh; needs root or sudo).
 # `scripts/test.sh --quick` stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +25,6 @@ ctest --test-dir build-san --output-on-failure -j"$(nproc)"
 
 echo "== fuzzing"
 scripts/fuzz.sh
+
+echo "== package"
+scripts/test-package.sh

@@ -1,0 +1,51 @@
+# bash completion for microbatch (installed as
+# /usr/share/bash-completion/completions/microbatch). Self-contained: works
+# with or without the bash-completion package. The option lists follow
+# `microbatch COMMAND --help` (tests/e2e/test_docs.py checks them).
+
+_microbatch_files() {  # files matching the glob $1, and directories
+  local IFS=$'\n'
+  COMPREPLY=($(compgen -d -S / -- "$cur") $(compgen -f -X "!$1" -- "$cur"))
+  compopt -o nospace -o filenames 2>/dev/null
+}
+
+_microbatch() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in split | merge | inspect) cmd=${COMP_WORDS[i]}; break ;; esac
+  done
+  local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
+  local plan="-s --spec -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout"
+  case $prev in
+    --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
+    --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
+    --layout) COMPREPLY=($(compgen -W "per-microbatch per-rank" -- "$cur")); return ;;
+    --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
+    -s | --spec) _microbatch_files '*.json'; return ;;
+    -o | --output)
+      if [[ $cmd == split ]]; then
+        COMPREPLY=($(compgen -d -S / -- "$cur")); compopt -o nospace 2>/dev/null
+      else
+        _microbatch_files '*.h5'
+      fi
+      return ;;
+    -n | --chunks | --micro-batch-size | --dp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
+  esac
+  if [[ -z $cmd ]]; then
+    COMPREPLY=($(compgen -W "split merge inspect --version $common" -- "$cur"))
+    return
+  fi
+  if [[ $cur == -* ]]; then
+    local options
+    case $cmd in
+      split) options="$plan -o --output --force --buffer-size -j --jobs" ;;
+      merge) options="-s --spec -o --output --force --virtual --no-verify --dp-degree --align --layout --buffer-size" ;;
+      inspect) options="$plan --json" ;;
+    esac
+    COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
+    return
+  fi
+  _microbatch_files '*.h5'
+}
+
+complete -F _microbatch microbatch

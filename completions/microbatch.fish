@@ -1,0 +1,39 @@
+# fish completion for microbatch (installed in /usr/share/fish/vendor_completions.d).
+# The option lists follow `microbatch COMMAND --help` (tests/e2e/test_docs.py).
+set -l commands split merge inspect
+complete -c microbatch -f
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a split -d 'Cut a batch into microbatch files'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a merge -d 'Glue microbatch files back'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a inspect -d 'Show a file and a plan'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -l version -d 'Print the version'
+
+# Every command
+complete -c microbatch -s h -l help -d 'Print help and exit'
+complete -c microbatch -s q -l quiet -d 'Only print errors'
+complete -c microbatch -s v -l verbose -d 'Print debug details'
+complete -c microbatch -l log-level -x -a 'trace debug info warn error off'
+complete -c microbatch -l stall-timeout -x -d 'Give up when no data moves for this many seconds'
+
+# split and inspect: the plan
+set -l planning "__fish_seen_subcommand_from split inspect"
+complete -c microbatch -n $planning -s n -l chunks -x -d 'Number of microbatches'
+complete -c microbatch -n $planning -l micro-batch-size -x -d 'Rows per microbatch'
+complete -c microbatch -n $planning -l on-short -x -a 'error downsize empty'
+complete -c microbatch -n $planning -l balance -x -a 'tokens sequences'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -s s -l spec -r -F -d 'Chunk-spec JSON'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l dp-degree -x -d 'Data-parallel shards'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l align -d 'PaddlePaddle align mode'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l layout -x -a 'per-microbatch per-rank'
+
+# split and merge
+set -l writing "__fish_seen_subcommand_from split merge"
+complete -c microbatch -n $writing -s o -l output -r -F -d 'Output (directory for split, file for merge)'
+complete -c microbatch -n $writing -l force -d 'Replace an earlier output'
+complete -c microbatch -n $writing -l buffer-size -x -d 'MiB per read/write'
+complete -c microbatch -n "__fish_seen_subcommand_from split" -s j -l jobs -x -d 'Worker processes'
+complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'
+complete -c microbatch -n "__fish_seen_subcommand_from merge" -l no-verify -d 'Skip content digests'
+complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Machine-readable output'
+
+# Batch and microbatch files
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -k -a "(__fish_complete_suffix .h5)"

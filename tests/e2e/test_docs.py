@@ -1,0 +1,104 @@
+"""The man page and the shell completions follow `--help`: every option a
+command takes is documented in microbatch(1) and completed by bash, zsh and
+fish; option values offered by completion are the ones the command accepts.
+Bash completion is driven for real (compgen through the completion function)."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import run
+
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+MAN = os.path.join(REPO, "docs", "microbatch.1")
+BASH = os.path.join(REPO, "completions", "microbatch.bash")
+ZSH = os.path.join(REPO, "completions", "_microbatch")
+FISH = os.path.join(REPO, "completions", "microbatch.fish")
+COMMANDS = ["split", "merge", "inspect"]
+
+
+def help_text(*command):
+    res = run(*command, "--help", check=0)
+    return res.out
+
+
+def options(text):
+    """The option names in a --help text: ['-s', '--spec', '-n', ...]."""
+    names = []
+    for line in text.splitlines():
+        m = re.match(r"^  (-\w)?,?(--[\w-]+)", line)
+        if m:
+            names += [n for n in m.groups() if n]
+    return names
+
+
+def choices(text):
+    """Option -> its closed set of values, from CLI11's 'TEXT:{a,b,c}'."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^  (?:-\w,)?(--[\w-]+) TEXT:\{([^}]*)\}", line)
+        if m:
+            out[m.group(1)] = m.group(2).split(",")
+    return out
+
+
+def bash_complete(*words):
+    """What the bash completion offers after `microbatch WORDS...` (the last word is being completed)."""
+    script = f"""source {BASH}
+COMP_WORDS=(microbatch {' '.join(repr(w) for w in words)}); COMP_CWORD={len(words)}
+_microbatch; printf '%s\\n' "${{COMPREPLY[@]}}" """
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+    return [w for w in out.splitlines() if w]
+
+
+@pytest.mark.parametrize("command", [[], *([c] for c in COMMANDS)], ids=["top", *COMMANDS])
+def test_every_option_is_in_the_man_page(command):
+    man = open(MAN).read().replace("\\-", "-")
+    found = options(help_text(*command))
+    assert "--help" in found and len(found) > 4  # the parser reads this --help at all
+    missing = [o for o in found if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", man)]
+    assert missing == [], f"in `microbatch {' '.join(command)} --help` but not in docs/microbatch.1"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bash_completes_every_option_of_each_command(command):
+    offered = set(bash_complete(command, "-"))
+    expected = set(options(help_text(command)))
+    assert expected - offered == set(), "options --help lists that bash does not complete"
+    assert offered - expected == set(), "options bash completes that the command does not take"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bash_completes_option_values_as_the_command_accepts_them(command):
+    for option, values in choices(help_text(command)).items():
+        assert sorted(bash_complete(command, option, "")) == sorted(values), option
+
+
+def test_bash_completes_subcommands_and_files(tmp_path):
+    assert bash_complete("sp") == ["split"]
+    assert set(bash_complete("")) >= {"split", "merge", "inspect"}
+    (tmp_path / "batch.h5").touch()
+    (tmp_path / "spec.json").touch()
+    (tmp_path / "notes.txt").touch()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert bash_complete("split", "") == ["batch.h5"]
+        assert bash_complete("split", "batch.h5", "-s", "") == ["spec.json"]
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.parametrize("path", [ZSH, FISH], ids=["zsh", "fish"])
+def test_zsh_and_fish_completions_name_every_option(path):
+    text = open(path).read()
+    every = set()
+    for command in [[], *([c] for c in COMMANDS)]:
+        every |= set(options(help_text(*command)))
+    for option in sorted(every):
+        if path == FISH:  # fish spells them `-s X` / `-l long`
+            flag = f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
+            assert flag in text, option
+        else:
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text), option
