@@ -60,6 +60,7 @@ class WeightReader {
 
   // Every link on the way exists and the last one leads to an object.
   static bool object_exists(hid_t file, const std::string& path) {
+    if (path == "/") return true;
     for (std::size_t from = 1; from <= path.size();) {
       const std::size_t to = std::min(path.find('/', from), path.size());
       if (to == from) return false;

@@ -414,6 +414,7 @@ def weight_case(tmp_path, tweak, n=3, weight_spec=None, leaf_spec=None):
         tweak(f, i)
 
     paths = write_files(tmp_path, n, fill)
+    (tmp_path / "out").mkdir()
     spec = {"loss": leaf_spec or {"reduce": "mean", "weight": "/w"}, "w": weight_spec or {"reduce": "sum"},
             "@w": {"reduce": "sum"}}
     res = run("merge", *paths, "-s", write_spec(tmp_path / "s.json", spec), "-o", tmp_path / "out" / "m.h5")

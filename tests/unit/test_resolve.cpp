@@ -128,7 +128,7 @@ TEST_CASE("stack and weighted means resolve on datasets and attributes; weights 
             .find("the mean of /@step is weighted by /input_ids, but it has shape (8, 16)") != std::string::npos);
   // split refuses them as every reducer (test_plan); a weight of a null dataspace is refused too
   mb::NodeInfo null_tree = root({dataset("x", {4}), dataset("w", {})});
-  null_tree.children[1].null_space = true;
+  null_tree.children[0].null_space = true;  // sorted: w, x
   CHECK(error_of(null_tree, R"({"x": {"reduce": "mean", "weight": "/w"}, "w": null})")
             .find("but it has a null dataspace") != std::string::npos);
 }
