@@ -66,11 +66,12 @@ def values_of(dtype, rng, shape, i):
     out = np.zeros(n, dt)  # compound
     out["a"] = rng.integers(-100, 100, n)
     out["b"] = rng.normal(size=n)
+    out["c"] = rng.integers(-100, 100, (n, 3))
     return out.reshape(shape)
 
 
 DTYPES = ["int8", "uint64", "float16", "float32", "float64", "bool", "complex64", "S4", "str",
-          [("a", "<i4"), ("b", "<f8")]]
+          [("a", "<i4"), ("b", "<f8"), ("c", "<i2", (3,))]]  # a compound with an array member
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d if isinstance(d, str) else "compound")
