@@ -49,7 +49,9 @@ std::string rule_text(const LeafRule& r) {
   switch (r.mode) {
     case LeafRule::Mode::Split: return fmt::format("split axis {}", r.axis);
     case LeafRule::Mode::Replicate: return "replicate";
-    case LeafRule::Mode::Reduce: return std::string("reduce ") + reducer_name(r.reducer);
+    case LeafRule::Mode::Reduce:
+      if (r.weighted()) return "reduce mean weighted by " + r.weight_text();
+      return std::string("reduce ") + reducer_name(r.reducer);
     case LeafRule::Mode::Offsets: return "offsets";
     case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", r.offsets, r.axis);
     case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", r.offsets, r.axis);

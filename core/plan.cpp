@@ -163,6 +163,7 @@ const char* reducer_name(Reducer r) {
     case Reducer::Mean: return "mean";
     case Reducer::Min: return "min";
     case Reducer::Max: return "max";
+    case Reducer::Stack: return "stack";
   }
   return "?";
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -61,9 +62,8 @@ bool store_int(NumKind k, void* p, std::size_t i, Int128 v) {
   }
 }
 
-// Exact sum / n rounded to nearest, ties to even.
-Int128 rounded_mean(Int128 sum, std::uint64_t n) {
-  const Int128 d = n;
+// Exact sum / d (d > 0) rounded to nearest, ties to even.
+Int128 rounded_quotient(Int128 sum, Int128 d) {
   Int128 q = sum / d;
   Int128 r = sum % d;
   if (r < 0) {  // make the remainder non-negative: q = floor(sum / n)
@@ -72,6 +72,30 @@ Int128 rounded_mean(Int128 sum, std::uint64_t n) {
   }
   if (2 * r > d || (2 * r == d && (q & 1) != 0)) q += 1;
   return q;
+}
+
+// The smallest and largest value of an integer kind.
+std::pair<Int128, Int128> int_range(NumKind k) {
+  const std::size_t bits = 8 * num_kind_size(k);
+  const bool is_signed = k == NumKind::I8 || k == NumKind::I16 || k == NumKind::I32 || k == NumKind::I64;
+  if (!is_signed) return {0, (Int128{1} << bits) - 1};
+  return {-(Int128{1} << (bits - 1)), (Int128{1} << (bits - 1)) - 1};
+}
+
+// A finite double rounded to the nearest integer, ties to even, held inside
+// the kind's range (the exact mean is inside it; double's own rounding of
+// 64-bit values may not be).
+Int128 nearest_in_range(NumKind k, double v) {
+  const double r = std::nearbyint(v);  // the default rounding mode: to nearest, ties to even
+  const auto [lo, hi] = int_range(k);
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<Int128>(r);
+}
+
+void check_reducer(Reducer reducer, bool weighted) {
+  if (reducer == Reducer::Stack) throw Error("internal: stack is not accumulated");
+  if (weighted && reducer != Reducer::Mean) throw Error("internal: a weighted reducer other than mean");
 }
 
 // acc + v as numpy's float64 add gives it: of two NaNs the first, quieted.
@@ -103,14 +127,16 @@ std::size_t num_kind_size(NumKind k) {
   return sizes[static_cast<int>(k)];
 }
 
-Accumulator::Accumulator(Reducer reducer, NumKind kind, std::size_t count)
-    : reducer_(reducer), kind_(kind), count_(count) {
+Accumulator::Accumulator(Reducer reducer, NumKind kind, std::size_t count, bool weighted)
+    : reducer_(reducer), kind_(kind), count_(count), weighted_(weighted) {
+  check_reducer(reducer, weighted);
   if (kind == NumKind::Float) throw Error("internal: a float accumulator needs its format");
-  ints_.assign(count, 0);
+  if (!weighted) ints_.assign(count, 0);  // weighted: integers or doubles, as the weights are (first add)
 }
 
-Accumulator::Accumulator(Reducer reducer, const FloatFormat& format, std::size_t count)
-    : reducer_(reducer), kind_(NumKind::Float), format_(format), count_(count) {
+Accumulator::Accumulator(Reducer reducer, const FloatFormat& format, std::size_t count, bool weighted)
+    : reducer_(reducer), kind_(NumKind::Float), format_(format), count_(count), weighted_(weighted) {
+  check_reducer(reducer, weighted);
   if (!widens_to_double(format)) throw Error("internal: a float format that double does not hold");
   if (format.same_layout(FloatFormat::binary32())) path_ = FloatPath::Binary32;
   if (format.same_layout(FloatFormat::binary64())) path_ = FloatPath::Binary64;
@@ -155,6 +181,7 @@ void Accumulator::add_floats(const void* values, bool first) {
 }
 
 void Accumulator::add(const void* values) {
+  if (weighted_) throw Error("internal: a weighted mean given no weight");
   const bool first = inputs_ == 0;
   ++inputs_;
   if (kind_ == NumKind::Float) {
@@ -169,7 +196,51 @@ void Accumulator::add(const void* values) {
       case Reducer::Mean: acc = first ? v : acc + v; break;
       case Reducer::Min: acc = first ? v : std::min(acc, v); break;
       case Reducer::Max: acc = first ? v : std::max(acc, v); break;
+      case Reducer::Stack: break;  // refused by the constructor
     }
+  }
+}
+
+void Accumulator::add(const void* values, const Weight& weight) {
+  if (!weighted_) throw Error("internal: a weight for an unweighted reducer");
+  const bool first = inputs_ == 0;
+  if (first) {
+    integer_weights_ = weight.integer;
+  } else if (weight.integer != integer_weights_) {
+    throw Error("internal: integer and float weights in one mean");
+  }
+  ++inputs_;
+  if (weight.integer) {
+    weight_total_ += weight.exact;
+  } else {
+    float_weight_total_ = first ? weight.value : float_weight_total_ + weight.value;
+  }
+  if (kind_ == NumKind::Float) return add_weighted_floats(values, weight.as_double(), first);
+  add_weighted_ints(values, weight, first);
+}
+
+void Accumulator::add_weighted_floats(const void* values, double weight, bool first) {
+  const auto* bytes = static_cast<const unsigned char*>(values);
+  for (std::size_t i = 0; i < count_; ++i) {
+    const double term = weight * widen(load_float_bits(format_, bytes + i * format_.size));
+    floats_[i] = first ? term : add_in_order(floats_[i], term);
+  }
+}
+
+void Accumulator::add_weighted_ints(const void* values, const Weight& weight, bool first) {
+  if (first && weight.integer) ints_.assign(count_, 0);
+  if (first && !weight.integer) floats_.assign(count_, 0.0);
+  for (std::size_t i = 0; i < count_; ++i) {
+    const Int128 x = load_int(kind_, values, i);
+    if (!weight.integer) {
+      const double term = weight.value * static_cast<double>(x);
+      floats_[i] = first ? term : floats_[i] + term;
+      continue;
+    }
+    Int128 term, sum;
+    const bool over = __builtin_mul_overflow(x, weight.exact, &term) || __builtin_add_overflow(ints_[i], term, &sum);
+    if (over && (overflowed_ == 0 || i + 1 < overflowed_)) overflowed_ = i + 1;
+    if (!over) ints_[i] = sum;
   }
 }
 
@@ -187,14 +258,37 @@ void Accumulator::finish_floats(void* out) const {
   }
 }
 
+void Accumulator::finish_weighted(void* out, const std::string& what, std::uint64_t first_index) const {
+  const double total = integer_weights_ ? static_cast<double>(weight_total_) : float_weight_total_;
+  if (!(total > 0) || !std::isfinite(total))
+    throw Error(fmt::format("{}: the weights of its mean sum to {}, not a positive float64", what, total));
+  if (overflowed_ != 0)
+    throw Error(fmt::format("{}: weighted mean: weight * value summed over the inputs exceeds 128 bits at element {}",
+                            what, first_index + overflowed_ - 1));
+  if (kind_ == NumKind::Float) {
+    auto* bytes = static_cast<unsigned char*>(out);
+    for (std::size_t i = 0; i < count_; ++i)
+      store_float_bits(format_, bytes + i * format_.size, narrow(floats_[i] / total));  // the one rounding
+    return;
+  }
+  for (std::size_t i = 0; i < count_; ++i) {
+    const Int128 v = integer_weights_ ? rounded_quotient(ints_[i], weight_total_)
+                                      : nearest_in_range(kind_, floats_[i] / total);
+    if (!store_int(kind_, out, i, v))  // the mean of values of the dtype is one of them: never
+      throw Error(fmt::format("internal: {}: weighted mean {} outside {} at element {}", what, v,
+                              num_kind_name(kind_), first_index + i));
+  }
+}
+
 void Accumulator::finish(void* out, const std::string& what, std::uint64_t first_index) const {
   if (inputs_ == 0) throw Error(fmt::format("internal: reducing {} over no input", what));
+  if (weighted_) return finish_weighted(out, what, first_index);
   if (kind_ == NumKind::Float) {
     finish_floats(out);
     return;
   }
   for (std::size_t i = 0; i < count_; ++i) {
-    const Int128 v = reducer_ == Reducer::Mean ? rounded_mean(ints_[i], inputs_) : ints_[i];
+    const Int128 v = reducer_ == Reducer::Mean ? rounded_quotient(ints_[i], inputs_) : ints_[i];
     if (!store_int(kind_, out, i, v))
       throw Error(fmt::format("{}: {} overflows {} at element {} (exact value {})", what, reducer_name(reducer_),
                               num_kind_name(kind_), first_index + i, v));  // fmt prints __int128 exactly

@@ -24,6 +24,7 @@ class Resolver {
     visit(root, spec);
     check_further_names(root);
     check_offsets_references();
+    check_weights(root);
     return std::move(out_);
   }
 
@@ -59,6 +60,7 @@ class Resolver {
 
   LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) {
     LeafRule rule = spec.leaf;
+    if (rule.weighted()) weights_.push_back({ds.path, rule.weight, rule.weight_attribute, spec.pos});
     if (rule.mode == LeafRule::Mode::Offsets) {
       if (ds.null_space || ds.rank() != 1)
         fail(spec, fmt::format("\"offsets\" needs a 1-D dataset of S+1 integers; {} has rank {}", ds.path, ds.rank()));
@@ -145,7 +147,10 @@ class Resolver {
       fail(spec,
            fmt::format("attribute {}@{} cannot be split: attributes are replicated or reduced", group.path, name));
     // Only reducers are recorded: "replicate" is what every other attribute gets.
-    if (spec.leaf.mode == LeafRule::Mode::Reduce) out_.attributes[{group.path, name}] = spec.leaf;
+    if (spec.leaf.mode != LeafRule::Mode::Reduce) return;
+    out_.attributes[{group.path, name}] = spec.leaf;
+    if (spec.leaf.weighted())
+      weights_.push_back({group.path + "@" + name, spec.leaf.weight, spec.leaf.weight_attribute, spec.pos});
   }
 
   // The names of one object (hard links) are one object in every output:
@@ -179,7 +184,9 @@ class Resolver {
     switch (rule.mode) {
       case LeafRule::Mode::Split: return fmt::format("split on axis {}", rule.axis);
       case LeafRule::Mode::Replicate: return "replicate";
-      case LeafRule::Mode::Reduce: return fmt::format("reduce {}", reducer_name(rule.reducer));
+      case LeafRule::Mode::Reduce:
+        if (rule.weighted()) return fmt::format("reduce mean weighted by {}", rule.weight_text());
+        return fmt::format("reduce {}", reducer_name(rule.reducer));
       case LeafRule::Mode::Offsets: return "offsets";
       case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", rule.offsets, rule.axis);
       case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", rule.offsets, rule.axis);
@@ -198,9 +205,50 @@ class Resolver {
     }
   }
 
+  // Every weight of a weighted mean is a rank-0 dataset, or a rank-0
+  // attribute, of the file (each input's is checked again when it is read).
+  void check_weights(const NodeInfo& root) const {
+    std::set<std::pair<std::string, std::string>> checked;
+    for (const auto& use : weights_) {
+      if (!checked.insert({use.path, use.attribute}).second) continue;
+      const std::string weight = use.attribute.empty() ? use.path : use.path + "@" + use.attribute;
+      const auto refuse = [&](const std::string& why) {
+        throw Error(fmt::format("{}: the mean of {} is weighted by {}, but {}", where(spec_name_, use.pos), use.leaf,
+                                weight, why));
+      };
+      const NodeInfo* node = nullptr;
+      for_each_node(root, [&](const NodeInfo& n) {
+        if (!node && n.path == use.path) node = &n;
+      });
+      if (!node) refuse(fmt::format("the file has no {} {}", use.attribute.empty() ? "dataset" : "object", use.path));
+      Shape shape = node->shape;
+      bool null_space = node->null_space;
+      if (!use.attribute.empty()) {
+        const auto it = std::find_if(node->attributes.begin(), node->attributes.end(),
+                                     [&](const AttributeInfo& a) { return a.name == use.attribute; });
+        if (it == node->attributes.end()) refuse(fmt::format("{} has no attribute {}", use.path, use.attribute));
+        shape = it->shape;
+        null_space = it->null_space;
+      } else if (node->is_group()) {
+        refuse(fmt::format("{} is a group (a weight is a rank-0 dataset, or an attribute: \"{}@name\")", use.path,
+                           use.path));
+      }
+      if (null_space) refuse("it has a null dataspace (a weight is one number per input)");
+      if (!shape.empty())
+        refuse(fmt::format("it has shape {} (a weight is one number per input: rank 0)", shape_text(shape)));
+    }
+  }
+
   struct Reference {
     std::string dataset;
     std::string offsets;
+    SourcePos pos;
+  };
+
+  struct WeightUse {
+    std::string leaf;  // the weighted dataset's path, or "path@name"
+    std::string path;
+    std::string attribute;
     SourcePos pos;
   };
 
@@ -208,6 +256,7 @@ class Resolver {
   Resolution out_;
   std::map<std::string, SourcePos> positions_;  // of the spec node that gave each dataset its rule
   std::vector<Reference> references_;
+  std::vector<WeightUse> weights_;
 };
 
 }  // namespace

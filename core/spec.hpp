@@ -11,7 +11,9 @@
 
 namespace mb {
 
-enum class Reducer { Sum, Mean, Min, Max };
+// Stack is not element-wise: every input's value becomes one slice of a
+// new leading axis of length N (the number of inputs).
+enum class Reducer { Sum, Mean, Min, Max, Stack };
 
 const char* reducer_name(Reducer r);
 
@@ -20,7 +22,7 @@ struct LeafRule {
   enum class Mode {
     Split,        // cut along `axis`, concatenate on merge
     Replicate,    // whole copy; equal on merge
-    Reduce,       // merge only: element-wise `reducer`
+    Reduce,       // merge only: element-wise `reducer` (Stack: a new leading axis)
     Offsets,      // packed-sequence offsets (S+1 rising integers): cut by sequence, rebased to 0
     Packed,       // token-level data packed along `axis`, described by the offsets at `offsets`
     PerSequence,  // one row per sequence along `axis`, sequences described by `offsets`
@@ -29,17 +31,31 @@ struct LeafRule {
   int axis = 0;  // as written (may be negative) or, once resolved, normalised
   Reducer reducer = Reducer::Sum;
   std::string offsets;  // Packed, PerSequence: HDF5 path of the offsets dataset
+  // Reduce with Mean: weighted by one rank-0 number per input, the dataset
+  // at `weight` or, when `weight_attribute` is not empty, that attribute of
+  // the object at `weight`. Empty: unweighted.
+  std::string weight;
+  std::string weight_attribute;
 
-  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum, {}}; }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}}; }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}}; }
-  static LeafRule packed(std::string offsets, int axis) { return {Mode::Packed, axis, Reducer::Sum, std::move(offsets)}; }
+  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum, {}, {}, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}}; }
+  static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute)};
+  }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}}; }
+  static LeafRule packed(std::string offsets, int axis) {
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}};
+  }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets)};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}};
   }
   // True when each microbatch holds some of the rows along `axis`.
   bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce; }
+  bool stacks() const { return mode == Mode::Reduce && reducer == Reducer::Stack; }
+  bool weighted() const { return mode == Mode::Reduce && !weight.empty(); }
+  // "/path" or "/path@name", as messages show the weight.
+  std::string weight_text() const { return weight_attribute.empty() ? weight : weight + "@" + weight_attribute; }
   friend bool operator==(const LeafRule&, const LeafRule&) = default;
 };
 

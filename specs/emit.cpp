@@ -77,12 +77,24 @@ std::string member_key(const std::string& name) {
 
 std::string attribute_key(const std::string& name) { return "@" + escape_name(name); }
 
+std::string weight_key(const LeafRule& rule) {
+  // "@" separates the path from the attribute's name: one inside a name is \x40.
+  const auto part = [](const std::string& name) {
+    std::string out;
+    for (char c : escape_name(name)) out += c == '@' ? std::string("\\x40") : std::string(1, c);
+    return out;
+  };
+  return rule.weight_attribute.empty() ? part(rule.weight) : part(rule.weight) + "@" + part(rule.weight_attribute);
+}
+
 
 nlohmann::ordered_json rule_json(const LeafRule& rule) {
   switch (rule.mode) {
     case LeafRule::Mode::Split: return rule.axis;
     case LeafRule::Mode::Replicate: return "replicate";
-    case LeafRule::Mode::Reduce: return {{"reduce", reducer_name(rule.reducer)}};
+    case LeafRule::Mode::Reduce:
+      if (rule.weighted()) return {{"reduce", reducer_name(rule.reducer)}, {"weight", weight_key(rule)}};
+      return {{"reduce", reducer_name(rule.reducer)}};
     case LeafRule::Mode::Offsets: return "offsets";
     case LeafRule::Mode::Packed: return {{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}};
     case LeafRule::Mode::PerSequence: return {{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}};

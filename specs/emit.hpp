@@ -31,6 +31,10 @@ std::string member_key(const std::string& name);
 // The spec key naming an attribute: "@" and its escaped name.
 std::string attribute_key(const std::string& name);
 
+// A weighted mean's "weight" in JSON: the escaped path and, after an "@",
+// the escaped attribute name, with every "@" inside them written \x40.
+std::string weight_key(const LeafRule& rule);
+
 // Text that is shown, not read back (values, dtypes, warnings): bytes that
 // are not valid UTF-8 are written \xNN, nothing else changes.
 std::string printable_text(std::string_view raw);

@@ -283,16 +283,50 @@ class Converter {
     const std::string& key = j.keys[at];
     const JNode& value = j.values[at];
     if (key == "packed" || key == "per_sequence") return sequence_leaf(j, at);
+    if (key == "reduce") return reduce_leaf(j, at);
     if (j.keys.size() != 1)
       b_.fail(j.pos, "a leaf object takes exactly one key, \"split_axis\" or \"reduce\" (to name group members "
                      "called so, they cannot be mixed with other keys)");
-    if (key == "split_axis") return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
-    static const std::pair<const char*, Reducer> reducers[] = {
-        {"sum", Reducer::Sum}, {"mean", Reducer::Mean}, {"min", Reducer::Min}, {"max", Reducer::Max}};
-    if (value.type == JNode::Type::String)
-      for (const auto& [name, r] : reducers)
-        if (value.text == name) return SpecNode::make_leaf(LeafRule::reduce(r));
-    b_.fail(value.pos, "\"reduce\" takes \"sum\", \"mean\", \"min\" or \"max\"");
+    return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
+  }
+
+  // {"reduce": op}, and {"reduce": "mean", "weight": "/path"} or
+  // "/path@attribute".
+  SpecNode reduce_leaf(const JNode& j, std::size_t at) const {
+    const JNode& value = j.values[at];
+    static const std::pair<const char*, Reducer> reducers[] = {{"sum", Reducer::Sum},   {"mean", Reducer::Mean},
+                                                               {"min", Reducer::Min},   {"max", Reducer::Max},
+                                                               {"stack", Reducer::Stack}};
+    const auto named = std::find_if(std::begin(reducers), std::end(reducers), [&](const auto& r) {
+      return value.type == JNode::Type::String && value.text == r.first;
+    });
+    if (named == std::end(reducers))
+      b_.fail(value.pos, "\"reduce\" takes \"sum\", \"mean\", \"min\", \"max\" or \"stack\"");
+    LeafRule rule = LeafRule::reduce(named->second);
+    for (std::size_t i = 0; i < j.keys.size(); ++i) {
+      if (i == at) continue;
+      if (j.keys[i] != "weight")
+        b_.fail(j.key_pos[i], fmt::format("a \"reduce\" leaf takes only \"weight\" besides the reducer, not \"{}\" "
+                                          "(to name group members called so, they cannot be mixed with \"reduce\")",
+                                          printable(j.keys[i])));
+      if (named->second != Reducer::Mean)
+        b_.fail(j.key_pos[i], "\"weight\" goes with {\"reduce\": \"mean\"} only");
+      rule = weight_of(j.values[i]);
+    }
+    return SpecNode::make_leaf(rule);
+  }
+
+  // "/path" (a dataset) or "/path@name" (an attribute of the object at
+  // /path; "/@name" of the root group). An "@" inside a name is \x40.
+  LeafRule weight_of(const JNode& value) const {
+    const char* form = "\"weight\" takes the absolute HDF5 path of a rank-0 dataset (\"/num_tokens\") or of an "
+                       "attribute (\"/@num_tokens\", \"/group@name\")";
+    if (value.type != JNode::Type::String) b_.fail(value.pos, form);
+    const std::size_t at = value.text.find('@');
+    const std::string path = name_at(value.text.substr(0, at), value.pos);
+    const std::string attribute = at == std::string::npos ? "" : name_at(value.text.substr(at + 1), value.pos);
+    if (path.empty() || path[0] != '/' || (at != std::string::npos && attribute.empty())) b_.fail(value.pos, form);
+    return LeafRule::weighted_mean(path, attribute);
   }
 
   // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.

@@ -21,7 +21,8 @@ std::vector<std::string> attribute_names(hid_t object, const Location& where) {
   return names;
 }
 
-bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& name, std::size_t rank) {
+bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& name, std::size_t rank,
+                                    std::uint64_t copies) {
   constexpr std::uint64_t kMessageMax = 65535;  // a message's size field has 16 bits
   constexpr std::uint64_t kMargin = 64;         // newer message versions, a charset byte, ...
   std::size_t type_bytes = 0;
@@ -30,7 +31,9 @@ bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& n
     type_bytes = kMessageMax;
   }
   // The stored values (variable-length values count their heap ids).
-  const std::uint64_t data = H5Aget_storage_size(attr);
+  const std::uint64_t stored = H5Aget_storage_size(attr);
+  if (stored > 0 && copies > kMessageMax / stored) return true;
+  const std::uint64_t data = stored * copies;
   if (data >= kMessageMax || name.size() >= kMessageMax || type_bytes >= kMessageMax || rank > 32) return true;
   const auto aligned = [](std::uint64_t n) { return (n + 7) / 8 * 8; };
   // The message's parts, each 8-byte aligned: its header, name, datatype,

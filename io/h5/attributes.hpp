@@ -24,7 +24,10 @@ std::vector<std::string> attribute_names(hid_t object, const Location& where);
 // for one object header message (64 KiB), so that only a version 2 object
 // header, with dense attribute storage, can hold it. Errs on the side of
 // "too large" by a few bytes; that only costs a newer object header.
-bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& name, std::size_t rank);
+// `copies`: the same for an attribute of `rank` holding that many copies
+// of `attr`'s values (a stacked attribute).
+bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& name, std::size_t rank,
+                                    std::uint64_t copies = 1);
 
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);

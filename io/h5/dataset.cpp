@@ -57,6 +57,19 @@ Prototype read_prototype(hid_t dataset, const Location& where) {
   return p;
 }
 
+Prototype stacked_prototype(Prototype prototype, std::uint64_t count, const Location& where) {
+  if (prototype.space.null_space) return prototype;
+  prototype.space.dims.insert(prototype.space.dims.begin(), count);
+  prototype.space.max_dims.insert(prototype.space.max_dims.begin(), MaxDim{count});
+  if (layout_of(prototype.dcpl.get(), where) != H5D_CHUNKED) return prototype;
+  const hid_t dcpl = prototype.dcpl.get();
+  const int rank = check(H5Pget_chunk(dcpl, 0, nullptr), where, "cannot read the chunk shape");
+  std::vector<hsize_t> chunk(static_cast<std::size_t>(rank) + 1, 1);
+  check(H5Pget_chunk(dcpl, rank, chunk.data() + 1), where, "cannot read the chunk shape");
+  check(H5Pset_chunk(dcpl, rank + 1, chunk.data()), where, "cannot set the chunk shape");
+  return prototype;
+}
+
 Extent make_extent(const Prototype& prototype, const Shape& dims, const Location& where) {
   Extent extent;
   extent.dims = dims;

@@ -19,6 +19,10 @@ struct Prototype {
   Id dcpl;
 };
 Prototype read_prototype(hid_t dataset, const Location& where);
+// The prototype of `count` copies stacked along a new leading axis: its
+// dataspace [count, dims...] (max dims [count, max dims...]), and chunks
+// [1, chunk...] where it is chunked. A null dataspace stays null.
+Prototype stacked_prototype(Prototype prototype, std::uint64_t count, const Location& where);
 
 // A prototype's creation properties and dataspace adapted to one extent,
 // shared by every copy of that extent. Chunked copies keep the source's

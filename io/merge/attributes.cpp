@@ -40,6 +40,11 @@ std::uint64_t kept_bytes(const std::vector<KeptValue>& values) {
   return n;
 }
 
+void reduce_or_stack(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
+  if (attribute.rule.stacks()) return stack_attribute(ctx, attribute, model, dst);
+  reduce_attribute(ctx, attribute, model, dst);
+}
+
 // Input 0: the values are the model's; they are written (reduced ones at
 // the last input), and kept for the later inputs while the budget allows.
 void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
@@ -51,7 +56,7 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
     values.push_back(ctx.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
-      reduce_attribute(ctx, {node.path + "@" + attr.name, attr.name, rule.reducer, object}, values.back(), dst);
+      reduce_or_stack(ctx, {node.path + "@" + attr.name, attr.name, rule, object}, values.back(), dst);
   }
   ModelInfo& model = ctx.carried.models[node.path];
   if (!ctx.carried.take(kept_bytes(values))) return;
@@ -73,7 +78,7 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     const KeptValue& model = model_value(ctx, node, k, reread);
     check_alike(ctx, what, model, value);
     if (rule.mode == LeafRule::Mode::Reduce) {
-      reduce_attribute(ctx, {what, name, rule.reducer, object}, model, dst);
+      reduce_or_stack(ctx, {what, name, rule, object}, model, dst);
       continue;
     }
     check_equal(ctx, what, model, value);

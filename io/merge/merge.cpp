@@ -87,7 +87,8 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output, replaces);
-  h5::Id out = h5::create_file(temp, job.output, {tree.has_large_attribute()});
+  const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
+  h5::Id out = h5::create_file(temp, job.output, {merging::needs_newer_header(ctx, tree, model_root.get())});
   // Each input is opened once, merged, and closed before the next is opened.
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;

@@ -17,22 +17,28 @@ namespace {
 // Floats: in the object's own type, so that HDF5 converts nothing (its
 // float16 conversions round wrongly) and the one rounding is core's.
 struct ValueIo {
-  Reducer reducer;
+  const LeafRule& rule;
   NumKind kind;
   hid_t mem_type;  // not owned
   std::optional<FloatFormat> format;
 
   std::size_t element_size() const { return format ? format->size : num_kind_size(kind); }
   Accumulator accumulator(std::size_t count) const {
-    return format ? Accumulator(reducer, *format, count) : Accumulator(reducer, kind, count);
+    return format ? Accumulator(rule.reducer, *format, count, rule.weighted())
+                  : Accumulator(rule.reducer, kind, count, rule.weighted());
+  }
+  // Folds in input `input`'s values, with its weight for a weighted mean.
+  void add(const Context& ctx, Accumulator& acc, const void* values, std::size_t input) const {
+    if (rule.weighted()) return acc.add(values, input_weight(ctx, rule, input));
+    acc.add(values);
   }
 };
 
-ValueIo value_io(Reducer reducer, NumKind kind, hid_t type) {
-  if (kind != NumKind::Float) return {reducer, kind, h5::native_type(kind), std::nullopt};
+ValueIo value_io(const LeafRule& rule, NumKind kind, hid_t type) {
+  if (kind != NumKind::Float) return {rule, kind, h5::native_type(kind), std::nullopt};
   const auto format = h5::float_format(type);
   if (!format) throw Error("internal: a reducible float without a format");
-  return {reducer, kind, type, format};
+  return {rule, kind, type, format};
 }
 
 }  // namespace
@@ -44,7 +50,8 @@ NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type) 
     throw Error(fmt::format("{}: {}: cannot reduce dtype {} (reducers take IEEE-like floats whose every value "
                             "float64 holds exactly)",
                             ctx.job.inputs[0].path, what, h5::dtype_name(type)));
-  throw Error(fmt::format("{}: {}: cannot reduce dtype {} (reducers take integers and floats)",
+  throw Error(fmt::format("{}: {}: cannot reduce dtype {} (sum, mean, min and max take integers and "
+                          "floats; \"stack\" takes any dtype)",
                           ctx.job.inputs[0].path, what, h5::dtype_name(type)));
 }
 
@@ -64,13 +71,13 @@ void write_result(const Context& ctx, const std::string& path, const ValueIo& io
 
 }  // namespace
 
-void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, hid_t dst) {
+void reduce_dataset(const Context& ctx, const DatasetPair& in, const LeafRule& rule, hid_t dst) {
   if (in.model.space.null_space) return;
   const std::string& path = in.node.path;
   const NumKind kind = reducible_kind(ctx, path, in.model.type);
   // Every input's type equals the model's (describe_pair), so reading them
   // all with it converts nothing.
-  const ValueIo io = value_io(reducer, kind, in.model.type);
+  const ValueIo io = value_io(rule, kind, in.model.type);
   const Selection all = Selection::all(in.model.space.dims);
   if (ctx.first()) {
     if (!ctx.carried.take(carried_bytes(io, all.elements()))) {
@@ -83,7 +90,7 @@ void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, 
   if (it == ctx.carried.reducing.end()) return;  // deferred
   h5::Buffer values(io.mem_type);
   h5::read(in.object, all, values, ctx.where(path));
-  it->second.add(values.data());
+  io.add(ctx, it->second, values.data(), ctx.input);
   if (!ctx.last()) return;
   write_result(ctx, path, io, it->second, all, 0, dst);
   ctx.carried.reducing.erase(it);
@@ -97,21 +104,20 @@ void reduce_deferred(const Context& ctx, hid_t output) {
     h5::Id dst = h5::open_object(output, path, out_at);
     h5::Id type(H5Dget_type(dst.get()), out_at, "cannot read the datatype");
     const Shape shape = h5::dataset_space(dst.get(), out_at).dims;
-    const ValueIo io = value_io(ctx.resolution.dataset_rule(path).reducer,
-                                reducible_kind(ctx, path, type.get()), type.get());
+    const ValueIo io = value_io(ctx.resolution.dataset_rule(path), reducible_kind(ctx, path, type.get()), type.get());
     h5::Buffer values(io.mem_type);
     // One input block, the output block and the 16-byte accumulators at once.
     const std::size_t per_element = 2 * io.element_size() + 16;
     for_each_block(shape, ctx.job.policy.buffer_bytes / per_element, [&](const Shape& start, const Shape& block) {
       const Selection part = Selection::all(shape).part(start, block);
       Accumulator acc = io.accumulator(part.elements());
-      for (const auto& input : ctx.job.inputs) {  // each opened for this block only
+      for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {  // each opened for this block only
         throw_if_interrupted();
-        const h5::Location at{input.path, path};
-        h5::Id file = h5::open_read_only(input.path);
+        const h5::Location at{ctx.job.inputs[i].path, path};
+        h5::Id file = h5::open_read_only(at.file);
         h5::Id dataset = h5::open_object(file.get(), path, at);
         h5::read(dataset.get(), part, values, at);
-        acc.add(values.data());
+        io.add(ctx, acc, values.data(), i);
       }
       write_result(ctx, path, io, acc, part, flat_index(shape, start), dst.get());
     });
@@ -121,7 +127,7 @@ void reduce_deferred(const Context& ctx, hid_t output) {
 void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
   const NumKind kind = reducible_kind(ctx, attribute.what, model.type);
   // The input's attribute type equals the model's (merge_attributes checks).
-  const ValueIo io = value_io(attribute.reducer, kind, model.type);
+  const ValueIo io = value_io(attribute.rule, kind, model.type);
   const std::uint64_t n = model.shape.elements();
   if (ctx.first()) ctx.carried.reducing.emplace(attribute.what, io.accumulator(n));  // attributes are small
   Accumulator& acc = ctx.carried.reducing.at(attribute.what);
@@ -129,7 +135,7 @@ void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, con
   const h5::Location at = ctx.where(attribute.what);
   h5::Id attr(H5Aopen(attribute.object, attribute.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
   if (n > 0) h5::check(H5Aread(attr.get(), io.mem_type, values.data()), at, "cannot read the attribute");
-  acc.add(values.data());
+  io.add(ctx, acc, values.data(), ctx.input);
   if (!ctx.last()) return;
   acc.finish(values.data(), attribute.what);
   ctx.carried.reducing.erase(attribute.what);

@@ -2,7 +2,8 @@
 // The steps of a merge, one file each: the survey of the inputs' lengths
 // (survey.cpp), the walk over one input (walk.cpp), structure and equality
 // checks (checks.cpp), attributes (attributes.cpp), concatenation
-// (concat.cpp), reducers (reduce.cpp) and virtual datasets (virtual.cpp).
+// (concat.cpp), reducers (reduce.cpp, weights.cpp, stack.cpp) and virtual
+// datasets (virtual.cpp).
 //
 // Inputs are merged one at a time: each is opened once, walked against the
 // first input's tree (the model, which stays open), its rows written where
@@ -48,6 +49,17 @@ struct ModelInfo {
   bool attributes_kept = false;
 };
 
+// A weighted mean's weight (one rank-0 number per input): the dataset at
+// `first`, or (when `second` is not empty) that attribute of the object
+// at `first`.
+using WeightSource = std::pair<std::string, std::string>;
+
+struct WeightRecord {
+  std::string used_by;           // a leaf weighted by it, for messages
+  hid_t type = H5I_INVALID_HID;  // the first input's datatype; interned
+  std::vector<Weight> values;    // by input, read at the start of its walk
+};
+
 // What the walk carries from one input to the next. The model's
 // attributes, accumulators and assembled results are held only while they
 // fit `budget` bytes.
@@ -59,6 +71,10 @@ struct Carried {
   std::map<std::string, Accumulator> reducing;   // reduced datasets ("path") and attributes ("path@name")
   std::vector<std::string> deferred;             // reduced datasets over the budget: reduced after the walk
   std::map<std::string, std::uint64_t> tokens;   // offsets: the tokens of the inputs merged so far
+  std::map<WeightSource, WeightRecord> weights;  // weighted means' weights
+  // Stacked attributes ("path@name"): every input's value so far (attribute
+  // values are written whole, at the last input).
+  std::map<std::string, std::vector<h5::Buffer>> stacks;
 
   // One id for every datatype equal to `type` (the first 256 distinct
   // ones; the rest get their own copy).
@@ -174,7 +190,7 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type);
 // Folds the input's values into the carried accumulator (the result is
 // written at the last input), or defers a dataset too large to carry.
-void reduce_dataset(const Context& ctx, const DatasetPair& in, Reducer reducer, hid_t dst);
+void reduce_dataset(const Context& ctx, const DatasetPair& in, const LeafRule& rule, hid_t dst);
 // The deferred datasets, block by block, each block read from every input
 // (opened for it and closed again), into the output file.
 void reduce_deferred(const Context& ctx, hid_t output);
@@ -182,13 +198,35 @@ void reduce_deferred(const Context& ctx, hid_t output);
 struct ReducedAttribute {
   const std::string& what;  // "path@name"
   const std::string& name;
-  Reducer reducer;
+  const LeafRule& rule;
   hid_t object;  // holding it; not owned
 };
 // Folds the attribute into its carried accumulator; at the last input,
 // writes the result to `dst`. `model` is the model's value: its type and
 // dataspace are the output's.
 void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst);
+
+// weights.cpp: reads every weight of a weighted mean from the input
+// `ctx.input` (open as `file`) before its walk, refusing one that is
+// missing, not a rank-0 integer or float, of another dtype than the first
+// input's, negative or not finite; at the last input, a total that is not
+// positive.
+void read_input_weights(const Context& ctx, hid_t file);
+// The weight of input `input` for a leaf of the weighted-mean `rule`.
+const Weight& input_weight(const Context& ctx, const LeafRule& rule, std::size_t input);
+
+// stack.cpp: {"reduce": "stack"}: the value of input i is slice i of a new
+// leading axis of length N (the number of inputs). The output's dataset is
+// created with its final shape at input 0; every input writes its slice.
+h5::Id create_stacked(const Context& ctx, const DatasetPair& in, hid_t parent);
+void stack_dataset(const Context& ctx, const DatasetPair& in, hid_t dst);
+// Keeps the input's value of the attribute; at the last input, writes all
+// of them to `dst` as one attribute of `model`'s type.
+void stack_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst);
+// Whether the output's object for `node` (open as `object` in the first
+// input) needs a version 2 object header: an attribute over 64 KiB, now or
+// once stacked.
+bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object);
 
 // virtual.cpp: a virtual dataset over every input's rows (nothing copied;
 // no input is opened).

@@ -27,6 +27,7 @@ h5::Id create_output(const Context& ctx, const DatasetPair& in, const MergedLeaf
   const NodeInfo& ds = in.node;
   return h5::with_newer_object_header(parent, ds.has_large_attribute(), ctx.out_where(ds.path), [&] {
     if (as_virtual) return create_virtual(ctx, in, *leaf, parent);
+    if (ctx.resolution.dataset_rule(ds.path).stacks()) return create_stacked(ctx, in, parent);
     return h5::create_dataset(h5::read_prototype(in.object, ctx.model_where(ds.path)),
                               leaf ? leaf->dims : in.model.space.dims, parent, ds.name, ctx.out_where(ds.path));
   });
@@ -46,7 +47,9 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
                      transfer::Side::of(dst, ctx.out_where(in.node.path)), all, ctx.job.policy);
       return;
     }
-    case LeafRule::Mode::Reduce: reduce_dataset(ctx, in, rule.reducer, dst); return;
+    case LeafRule::Mode::Reduce:
+      if (rule.stacks()) return stack_dataset(ctx, in, dst);
+      return reduce_dataset(ctx, in, rule, dst);
   }
 }
 
@@ -62,7 +65,7 @@ bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule,
     case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
     case LeafRule::Mode::Offsets: return true;
     case LeafRule::Mode::Replicate: return false;
-    case LeafRule::Mode::Reduce: return ctx.last() && ctx.carried.reducing.count(ds.path);
+    case LeafRule::Mode::Reduce: return rule.stacks() || (ctx.last() && ctx.carried.reducing.count(ds.path));
   }
   return true;
 }
@@ -74,7 +77,7 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   check_rows(ctx, in, leaf);
   require_same_shape(ctx, in, leaf ? std::optional<std::size_t>(leaf->axis) : std::nullopt);
   check_sequence_lengths(ctx, in, rule);
-  if (rule.mode == LeafRule::Mode::Reduce) reducible_kind(ctx, ds.path, in.model.type);
+  if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   h5::Id dst;
   if (ctx.first()) {
@@ -101,7 +104,8 @@ void merge_members(const Context& ctx, LinkCheck& links, const NodeInfo& group, 
       merge_dataset(ctx, child, member.get(), dst);
       continue;
     }
-    h5::Id out = ctx.first() ? h5::create_group(dst, child.name, child.has_large_attribute(), ctx.out_where(child.path))
+    h5::Id out = ctx.first() ? h5::create_group(dst, child.name, needs_newer_header(ctx, child, member.get()),
+                                                ctx.out_where(child.path))
                              : h5::open_object(dst, child.name, ctx.out_where(child.path));
     merge_attributes(ctx, child, member.get(), out.get());
     merge_members(ctx, links, child, member.get(), out.get());
@@ -139,6 +143,8 @@ void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t out
   // The input's offsets are read and checked first: packed lengths are
   // checked against them on the walk, as split checks its input.
   const InputOffsets offsets = read_input_offsets(ctx, file);
+  // Weights too: a weight may come after the leaves it weighs in the walk.
+  read_input_weights(ctx, file);
   Context with_offsets = ctx;
   with_offsets.offsets = &offsets;
   const h5::Id out_root = open_root(output, ctx.out_where("/"));

@@ -70,6 +70,10 @@ TEST_CASE("micro-batch size needs equal split lengths") {
 TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
   CHECK(error_of(R"({"*": null, "s": {"reduce": "sum"}})", cut_into(2)) ==
         "spec gives a reducer for /s: a reducer only applies to merge");
+  CHECK(error_of(R"({"*": null, "s": {"reduce": "stack"}})", cut_into(2)) ==
+        "spec gives a reducer for /s: a reducer only applies to merge");
+  CHECK(error_of(R"({"*": null, "a": {"reduce": "mean", "weight": "/s"}})", cut_into(2)) ==
+        "spec gives a reducer for /a: a reducer only applies to merge");
   try {
     plan("null", cut_into(1'000'000'000'000));
     FAIL("expected an error");

@@ -181,3 +181,117 @@ TEST_CASE("a float accumulator needs a format double holds") {
   wide.mant_bits = 53;
   CHECK_THROWS_AS(Accumulator(Reducer::Sum, wide, 1), mb::Error);
 }
+
+// -- weighted means -----------------------------------------------------------------------------------------------
+
+namespace {
+using mb::Weight;
+
+template <typename T>
+std::vector<T> weighted(NumKind k, std::vector<std::vector<T>> inputs, std::vector<Weight> weights) {
+  const std::size_t n = inputs.front().size();
+  Accumulator acc(Reducer::Mean, k, n, true);
+  for (std::size_t i = 0; i < inputs.size(); ++i) acc.add(inputs[i].data(), weights[i]);
+  std::vector<T> out(n);
+  acc.finish(out.data(), "/x");
+  return out;
+}
+
+template <typename T>
+std::vector<T> weighted_bits(const FloatFormat& format, std::vector<std::vector<T>> inputs,
+                             std::vector<Weight> weights) {
+  const std::size_t n = inputs.front().size();
+  Accumulator acc(Reducer::Mean, format, n, true);
+  for (std::size_t i = 0; i < inputs.size(); ++i) acc.add(inputs[i].data(), weights[i]);
+  std::vector<T> out(n);
+  acc.finish(out.data(), "/x");
+  return out;
+}
+
+Weight iw(std::int64_t w) { return Weight::of_integer(w); }
+Weight fw(double w) { return Weight::of_float(w); }
+
+std::string finish_error(Accumulator& acc, std::size_t n, std::size_t size) {
+  std::vector<unsigned char> out(n * size);
+  try {
+    acc.finish(out.data(), "/x");
+  } catch (const mb::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("weighted mean of integers with integer weights is exact, rounded to nearest, ties to even") {
+  // (1*1 + 4*3) / 4 = 3.25 -> 3; (10 + 60) / 4 = 17.5 -> 18; (-3 + 0) / 4 = -0.75 -> -1; (2 + 9) / 4 = 2.75 -> 3
+  CHECK(weighted<std::int32_t>(NumKind::I32, {{1, 10, -3, 2}, {4, 20, 0, 3}}, {iw(1), iw(3)}) ==
+        std::vector<std::int32_t>{3, 18, -1, 3});
+  // ties: 1.5 -> 2, 2.5 -> 2, -1.5 -> -2, -2.5 -> -2
+  CHECK(weighted<std::int16_t>(NumKind::I16, {{1, 2, -1, -2}, {2, 3, -2, -3}}, {iw(5), iw(5)}) ==
+        std::vector<std::int16_t>{2, 2, -2, -2});
+  // a weight of 0 leaves its input out
+  CHECK(weighted<std::uint8_t>(NumKind::U8, {{7, 255}, {200, 0}}, {iw(2), iw(0)}) ==
+        std::vector<std::uint8_t>{7, 255});
+  // exact where double is not: int64 max, and 2^62 + 1 with weights 2^40 and 3
+  const auto big = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t odd = (std::int64_t{1} << 62) + 1;
+  CHECK(weighted<std::int64_t>(NumKind::I64, {{big, odd}, {big, odd}}, {iw(std::int64_t{1} << 40), iw(3)}) ==
+        std::vector<std::int64_t>{big, odd});
+  const auto umax = std::numeric_limits<std::uint64_t>::max();
+  CHECK(weighted<std::uint64_t>(NumKind::U64, {{umax}, {umax - 2}}, {iw(1), iw(1)}) ==
+        std::vector<std::uint64_t>{umax - 1});
+}
+
+TEST_CASE("weighted integer sums past 128 bits are an error naming the element") {
+  const auto umax = std::numeric_limits<std::uint64_t>::max();
+  Accumulator acc(Reducer::Mean, NumKind::U64, 2, true);
+  const std::vector<std::uint64_t> a{1, umax};
+  acc.add(a.data(), Weight::of_integer(umax));
+  acc.add(a.data(), Weight::of_integer(umax));
+  CHECK(finish_error(acc, 2, 8) == "/x: weighted mean: weight * value summed over the inputs exceeds 128 bits at "
+                                   "element 1");
+}
+
+TEST_CASE("weighted mean of integers with float weights: float64, rounded to nearest even, inside the dtype") {
+  // (10 + 20) / 2 = 15; 1.5 -> 2; 2.5 -> 2; (4 + 8) / 2 = 6; then (0.25 * 4 + 0.75 * 8) / 1 = 7
+  CHECK(weighted<std::int16_t>(NumKind::I16, {{10, 1, 2, 4}, {20, 2, 3, 8}}, {fw(0.5), fw(0.5)}) ==
+        std::vector<std::int16_t>{15, 2, 2, 6});
+  CHECK(weighted<std::int16_t>(NumKind::I16, {{4}, {8}}, {fw(0.25), fw(0.75)}) == std::vector<std::int16_t>{7});
+  // int64 max is 2^63 in double: held at the dtype's largest value, not wrapped
+  const auto big = std::numeric_limits<std::int64_t>::max();
+  const auto small = std::numeric_limits<std::int64_t>::min();
+  CHECK(weighted<std::int64_t>(NumKind::I64, {{big, small}, {big, small}}, {fw(1.5), fw(0.5)}) ==
+        std::vector<std::int64_t>{big, small});
+}
+
+TEST_CASE("weighted mean of floats: w * x summed in double, divided by the total, rounded once") {
+  CHECK(weighted_bits<std::uint64_t>(FloatFormat::binary64(), {{bits64(1.0), bits64(2.0)}, {bits64(3.0), bits64(5.0)}},
+                                     {fw(0.25), fw(0.75)}) == std::vector<std::uint64_t>{bits64(2.5), bits64(4.25)});
+  // float16: (1 + (1 + 2^-10)) / 2 is a tie -> 1.0 (even); (1 + 3 (1 + 2^-10)) / 4 -> 1 + 2^-10
+  CHECK(weighted_bits<std::uint16_t>(FloatFormat::binary16(), {{kOne, kOne}, {kOnePlusUlp, kOnePlusUlp}},
+                                     {iw(1), iw(1)}) == std::vector<std::uint16_t>{kOne, kOne});
+  CHECK(weighted_bits<std::uint16_t>(FloatFormat::binary16(), {{kOne}, {kOnePlusUlp}}, {iw(1), iw(3)}) ==
+        std::vector<std::uint16_t>{kOnePlusUlp});
+  // float32: 0.1f * 3 + 0.2f * 7 over 10, in double, then one rounding to float32
+  const double want = (3.0 * static_cast<double>(0.1f) + 7.0 * static_cast<double>(0.2f)) / 10.0;
+  CHECK(weighted_bits<std::uint32_t>(FloatFormat::binary32(), {{bits32(0.1f)}, {bits32(0.2f)}}, {iw(3), iw(7)}) ==
+        std::vector<std::uint32_t>{bits32(static_cast<float>(want))});
+  // 3 * 65504 overflows float16, not the double it is summed in
+  CHECK(weighted_bits<std::uint16_t>(FloatFormat::binary16(), {{kMax}, {kMax}}, {fw(2.0), fw(1.0)}) ==
+        std::vector<std::uint16_t>{kMax});
+}
+
+TEST_CASE("weighted means refuse weights that sum to 0, and misuse") {
+  Accumulator acc(Reducer::Mean, NumKind::I32, 1, true);
+  const std::int32_t v = 5;
+  acc.add(&v, iw(0));
+  acc.add(&v, iw(0));
+  CHECK(finish_error(acc, 1, 4).find("/x: the weights of its mean sum to 0") == 0);
+  CHECK_THROWS_AS(acc.add(&v), mb::Error);           // a weighted mean needs the weight
+  CHECK_THROWS_AS(acc.add(&v, fw(1.0)), mb::Error);  // integer and float weights mixed
+  Accumulator plain(Reducer::Mean, NumKind::I32, 1);
+  CHECK_THROWS_AS(plain.add(&v, iw(1)), mb::Error);
+  CHECK_THROWS_AS(Accumulator(Reducer::Sum, NumKind::I32, 1, true), mb::Error);
+  CHECK_THROWS_AS(Accumulator(Reducer::Stack, NumKind::I32, 1), mb::Error);
+  CHECK_THROWS_AS(Accumulator(Reducer::Stack, FloatFormat::binary32(), 1), mb::Error);
+}

@@ -96,3 +96,39 @@ TEST_CASE("every name of a hard-linked object needs the same rule") {
             .find("/g@n and /h@n are one object (hard links), but the spec gives them different rules (reduce sum vs "
                   "replicate)") != std::string::npos);
 }
+
+TEST_CASE("stack and weighted means resolve on datasets and attributes; weights must be rank 0") {
+  const auto tree = sample_tree();  // /temperature and /out/loss are rank 0; /@step and /out@tokens scalars
+  const auto r = resolve_text(tree, R"({"*": null, "temperature": {"reduce": "stack"},
+    "@step": {"reduce": "mean", "weight": "/out/loss"},
+    "out": {"@tokens": {"reduce": "stack"}, "logits": {"reduce": "mean", "weight": "/out@tokens"}, "*": null}})");
+  CHECK(r.dataset_rule("/temperature") == LeafRule::reduce(mb::Reducer::Stack));
+  CHECK(r.attribute_rule("/", "step") == LeafRule::weighted_mean("/out/loss"));
+  CHECK(r.attribute_rule("/out", "tokens") == LeafRule::reduce(mb::Reducer::Stack));
+  CHECK(r.dataset_rule("/out/logits") == LeafRule::weighted_mean("/out", "tokens"));
+  // a tree prefix gives every dataset below the same weight
+  const auto prefix = resolve_text(tree, R"({"*": null, "pos": {"reduce": "mean", "weight": "/@step"}})");
+  CHECK(prefix.dataset_rule("/pos/1") == LeafRule::weighted_mean("/", "step"));
+
+  const auto weighted_by = [&](const std::string& weight) {
+    return error_of(tree, R"({"*": null, "input_ids": {"reduce": "mean", "weight": ")" + weight + "\"}}");
+  };
+  CHECK(weighted_by("/nope") ==
+        "s.json:1:26: the mean of /input_ids is weighted by /nope, but the file has no dataset /nope");
+  CHECK(weighted_by("/nope@n").find("but the file has no object /nope") != std::string::npos);
+  CHECK(weighted_by("/out@nope").find("is weighted by /out@nope, but /out has no attribute nope") !=
+        std::string::npos);
+  CHECK(weighted_by("/out").find("but /out is a group (a weight is a rank-0 dataset, or an attribute: "
+                                 "\"/out@name\")") != std::string::npos);
+  CHECK(weighted_by("/out/logits").find("but it has shape (8, 4) (a weight is one number per input: rank 0)") !=
+        std::string::npos);
+  CHECK(weighted_by("/temperature").find("no error") != std::string::npos);
+  CHECK(weighted_by("/@step").find("no error") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "@step": {"reduce": "mean", "weight": "/input_ids"}})")
+            .find("the mean of /@step is weighted by /input_ids, but it has shape (8, 16)") != std::string::npos);
+  // split refuses them as every reducer (test_plan); a weight of a null dataspace is refused too
+  mb::NodeInfo null_tree = root({dataset("x", {4}), dataset("w", {})});
+  null_tree.children[0].null_space = true;  // sorted: w, x
+  CHECK(error_of(null_tree, R"({"x": {"reduce": "mean", "weight": "/w"}, "w": null})")
+            .find("but it has a null dataspace") != std::string::npos);
+}

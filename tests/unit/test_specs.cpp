@@ -203,3 +203,50 @@ TEST_CASE("every name resolves through the emitted spec to the same rules") {
   const mb::Resolution defaults = mb::resolve(tree, parse_spec("null", "s"), "s");
   CHECK(round_trip(tree, defaults).datasets == defaults.datasets);
 }
+
+TEST_CASE("stack and weighted-mean leaves") {
+  using mb::Reducer;
+  CHECK(parse_spec(R"({"reduce": "stack"})", "s").leaf == LeafRule::reduce(Reducer::Stack));
+  CHECK(parse_spec(R"({"reduce": "stack"})", "s").leaf.stacks());
+  CHECK(parse_spec(R"({"reduce": "mean", "weight": "/num_tokens"})", "s").leaf ==
+        LeafRule::weighted_mean("/num_tokens"));
+  CHECK(parse_spec(R"({"weight": "/@num_tokens", "reduce": "mean"})", "s").leaf ==
+        LeafRule::weighted_mean("/", "num_tokens"));
+  CHECK(parse_spec(R"({"reduce": "mean", "weight": "/g/x@n"})", "s").leaf == LeafRule::weighted_mean("/g/x", "n"));
+  // "@" separates the path from the attribute; one inside a name is \x40
+  CHECK(parse_spec(R"({"reduce": "mean", "weight": "/a\\x40b@c\\x40d"})", "s").leaf ==
+        LeafRule::weighted_mean("/a@b", "c@d"));
+  CHECK(parse_spec(R"({"reduce": "mean", "weight": "/a\\x40b"})", "s").leaf == LeafRule::weighted_mean("/a@b"));
+  CHECK(LeafRule::weighted_mean("/g", "n").weight_text() == "/g@n");
+  CHECK(!LeafRule::reduce(Reducer::Mean).weighted());
+  // a group with a member called "weight" is still a group
+  CHECK(parse_spec(R"({"weight": 0})", "s").kind == SpecNode::Kind::Object);
+}
+
+TEST_CASE("stack and weighted-mean errors name the spec, line and column") {
+  CHECK(error_of(R"({"reduce": "median"})") ==
+        "s.json:1:12: \"reduce\" takes \"sum\", \"mean\", \"min\", \"max\" or \"stack\"");
+  CHECK(error_of(R"({"reduce": "sum", "weight": "/w"})") ==
+        "s.json:1:19: \"weight\" goes with {\"reduce\": \"mean\"} only");
+  CHECK(error_of(R"({"reduce": "stack", "weight": "/w"})").find("goes with {\"reduce\": \"mean\"} only") !=
+        std::string::npos);
+  CHECK(error_of(R"({"reduce": "mean", "weights": "/w"})").rfind(
+            "s.json:1:20: a \"reduce\" leaf takes only \"weight\" besides the reducer, not \"weights\"", 0) == 0);
+  for (const char* bad : {R"("w")", R"("")", R"("@n")", R"("/w@")", "3", "null", R"(["/w"])", R"("/a\\q")"})
+    CHECK(error_of(std::string(R"({"reduce": "mean", "weight": )") + bad + "}").rfind("s.json:1:30: ", 0) == 0);
+  CHECK(error_of(R"({"reduce": "mean", "weight": "w"})").find("absolute HDF5 path of a rank-0 dataset") !=
+        std::string::npos);
+}
+
+TEST_CASE("stack and weighted means emit JSON that parses back to the same rules") {
+  using mb::Reducer;
+  CHECK(mb::specs::rule_json(LeafRule::reduce(Reducer::Stack)).dump() == R"({"reduce":"stack"})");
+  CHECK(mb::specs::rule_json(LeafRule::weighted_mean("/", "num_tokens")).dump() ==
+        R"({"reduce":"mean","weight":"/@num_tokens"})");
+  CHECK(mb::specs::rule_json(LeafRule::weighted_mean("/a@b", "c@d")).dump() ==
+        R"({"reduce":"mean","weight":"/a\\x40b@c\\x40d"})");
+  for (auto rule : {LeafRule::reduce(Reducer::Stack), LeafRule::weighted_mean("/num_tokens"),
+                    LeafRule::weighted_mean("/", "n"), LeafRule::weighted_mean("/a@b", "c@d"),
+                    LeafRule::weighted_mean("/g\\h/\xff", "\\@x"), LeafRule::weighted_mean("/@", "@")})
+    CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
