@@ -78,13 +78,24 @@ def test_spec_from_a_fifo(tmp_path, batch, expected):
     os.mkfifo(fifo)
 
     def write():
-        with open(fifo, "w") as f:
-            f.write(json.dumps(SPEC)[:5])
-            f.flush()
-            time.sleep(0.1)
-            f.write(json.dumps(SPEC)[5:])
+        # Waits for a reader without blocking, so that a run that never opens the FIFO cannot hang the test.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:  # ENXIO: no reader yet
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+        os.set_blocking(fd, True)
+        text = json.dumps(SPEC).encode()
+        os.write(fd, text[:5])
+        time.sleep(0.1)
+        os.write(fd, text[5:])
+        os.close(fd)
 
-    writer = threading.Thread(target=write)
+    writer = threading.Thread(target=write, daemon=True)
     writer.start()
     res = run("inspect", batch, "-s", fifo, "-n", 3, "--json")
     writer.join()
