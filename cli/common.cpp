@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "io/guard.hpp"
 #include "specs/parse.hpp"
@@ -20,6 +23,25 @@ struct CommonFlags {
 CommonFlags g_flags;
 }  // namespace
 
+// CLI11 reads an unsigned option with strtoull, which takes "-3" for
+// 2^64 - 3 and "010" for 8: accept decimal digits only, leading zeros dropped.
+// A usage error naming the option as the help spells it ("-n/--chunks").
+CLI::Validator whole_number(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& value) -> std::string {
+        const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+        if (!digits && !value.empty() && value[0] == '-')
+          throw usage_error(fmt::format("{}: {} is negative; give a whole number (see --help)", option, value));
+        if (!digits)
+          throw usage_error(fmt::format("{}: '{}' is not a whole number (see --help)", option, value));
+        value.erase(0, std::min(value.find_first_not_of('0'), value.size() - 1));
+        return {};
+      },
+      "");
+}
+
 void add_common_options(CLI::App& app) {
   app.add_flag("-q,--quiet", g_flags.quiet, "only print errors");
   app.add_flag("-v,--verbose", g_flags.verbose, "print debug details, HDF5's error stack included");
@@ -27,7 +49,8 @@ void add_common_options(CLI::App& app) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--stall-timeout", g_flags.stall_seconds,
                  "give up (exit 1, outputs removed) when no data moves for this many seconds; a corrupt file can "
-                 "make the HDF5 library loop forever (default 600, 0 = never)");
+                 "make the HDF5 library loop forever (default 600, 0 = never)")
+      ->transform(whole_number("--stall-timeout"));
 }
 
 unsigned stall_timeout_seconds() { return g_flags.stall_seconds; }
@@ -42,9 +65,11 @@ void apply_common_options() {
 }
 
 void add_partition_options(CLI::App& app, SplitOptions& options) {
-  auto* n = app.add_option("-n,--chunks", options.count, "number of microbatches (numpy.array_split sizes)");
+  auto* n = app.add_option("-n,--chunks", options.count, "number of microbatches (numpy.array_split sizes)")
+                ->transform(whole_number("-n/--chunks"));
   auto* m = app.add_option("--micro-batch-size", options.micro_batch_size,
-                           "rows per microbatch, the last one shorter (torch.split)");
+                           "rows per microbatch, the last one shorter (torch.split)")
+                ->transform(whole_number("--micro-batch-size"));
   n->excludes(m);
   app.add_option_function<std::string>(
          "--on-short",
@@ -66,6 +91,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
   app.add_option("--dp-degree", dp.degree,
                  "the split axis holds D contiguous data-parallel shards; each shard is cut, and microbatch i joins "
                  "piece i of every shard")
+      ->transform(whole_number("--dp-degree"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
   app.add_flag("--align", dp.align, "PaddlePaddle's align mode: shard s is the rows s, s+D, s+2D, ...");
   app.add_option_function<std::string>(
@@ -83,6 +109,7 @@ void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {
   app.add_option_function<std::size_t>(
          "--buffer-size", [&policy](std::size_t mib) { policy.buffer_bytes = mib << 20; },
          "MiB of data moved per read/write; bounds memory (default 64)")
+      ->transform(whole_number("--buffer-size"))
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
 }
 
@@ -96,13 +123,28 @@ io::Progress terminal_progress(const std::string& verb) {
   };
 }
 
-SpecNode load_spec_or_default(const std::string& path, std::string& spec_name) {
-  if (path.empty()) {
+void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help) {
+  app.add_option_function<std::string>(
+      "-s,--spec", [&source](const std::string& path) { source.path = path; },
+      help + "; a file, a pipe (-s <(jq ...)) or - for standard input");
+  app.add_option_function<std::string>(
+      "--spec-json", [&source](const std::string& text) { source.json = text; },
+      "the spec as JSON text on the command line, instead of -s: --spec-json '{\"*\": 0}'");
+}
+
+SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name) {
+  if (source.path && source.json)
+    throw usage_error("give the spec once: -s/--spec or --spec-json, not both");
+  if (source.json) {
+    spec_name = "--spec-json";
+    return specs::parse_spec(*source.json, spec_name);
+  }
+  if (!source.path) {
     spec_name = "default spec";
     return SpecNode::make_default();
   }
-  spec_name = path;
-  return specs::load_spec_file(path);
+  spec_name = specs::spec_file_name(*source.path);
+  return specs::load_spec_file(*source.path);
 }
 
 }  // namespace mb::cli

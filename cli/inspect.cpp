@@ -19,7 +19,7 @@ namespace {
 
 struct InspectCommand {
   std::string input;
-  std::string spec;
+  SpecSource spec;
   SplitOptions partition;
   bool json = false;
 };
@@ -193,7 +193,7 @@ void run_inspect(const InspectCommand& cmd) {
   const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
   std::string spec_name;
   std::optional<SpecNode> spec;
-  if (!cmd.spec.empty() || planning) spec = load_spec_or_default(cmd.spec, spec_name);
+  if (cmd.spec.given() || planning) spec = load_spec_or_default(cmd.spec, spec_name);
   io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true};
   if (planning) request.partition = cmd.partition;
   const Inspection in = io::prepare(request);
@@ -215,7 +215,7 @@ void setup_inspect(CLI::App& app) {
       "  microbatch inspect batch.h5 -s spec.json -n 4      # the plan: per-microbatch rows\n"
       "  microbatch inspect batch.h5 --json | jq .tree");
   sub->add_option("input", cmd->input, "HDF5 file, opened read-only")->required();
-  sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON to show the rule of every leaf");
+  add_spec_options(*sub, cmd->spec, "chunk-spec JSON to show the rule of every leaf");
   add_partition_options(*sub, cmd->partition);  // with -n or --micro-batch-size: the split plan
   sub->add_flag("--json", cmd->json, "machine-readable output");
   add_common_options(*sub);

@@ -1,5 +1,6 @@
 // microbatch: wires the subcommands, logs, and maps errors to exit codes
 // (0 success, 1 data or spec wrong, 2 command line wrong, 130 interrupted).
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/hints.hpp"
 #include "core/error.hpp"
 #include "io/guard.hpp"
 #include "io/library.hpp"
@@ -61,8 +63,11 @@ int run(int argc, char** argv) {
   mb::io::install_interrupt_handlers();
   mb::io::install_crash_guard();
 
-  CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back"};
-  app.set_version_flag("--version", MICROBATCH_VERSION);
+  // Named, so that usage lines say "microbatch", not argv[0]'s whole path.
+  CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back", "microbatch"};
+  app.set_version_flag("-V,--version", [] {
+    return fmt::format("microbatch {} (HDF5 {})", MICROBATCH_VERSION, mb::io::hdf5_version());
+  });
   app.require_subcommand(1);
   app.footer(
       "Run 'microbatch COMMAND --help' for a command's options and an example.\n"
@@ -76,7 +81,7 @@ int run(int argc, char** argv) {
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
   if (!known) {
-    spdlog::error("unknown command '{}' (expected split, merge or inspect; see --help)", argv[1]);
+    spdlog::error("{}", mb::cli::unknown_command_message(app, argv[1]));
     return 2;
   }
   try {
@@ -88,7 +93,12 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    spdlog::error("{} (see --help)", e.what());
+    // A misspelt option also shows as a missing required one or a stray value: name the typo instead.
+    if (const auto typo = mb::cli::misspelt_option(app, argc, argv)) {
+      spdlog::error("{}", *typo);
+    } else {
+      spdlog::error("{} (see --help)", e.what());
+    }
     return 2;
   } catch (const mb::Error& e) {
     spdlog::error("{}", e.what());

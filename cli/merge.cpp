@@ -17,7 +17,7 @@ namespace {
 
 struct MergeCommand {
   std::vector<std::string> inputs;
-  std::string spec;
+  SpecSource spec;
   std::string output;
   bool force = false;
   bool virtual_datasets = false;
@@ -49,7 +49,7 @@ void run_merge(const MergeCommand& cmd) {
       job.layout = sources.manifest->options.layout;
     }
   }
-  if (sources.manifest && cmd.spec.empty()) {
+  if (sources.manifest && !cmd.spec.given()) {
     spec_name = sources.manifest_path + " (spec)";
     spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
   } else {
@@ -73,11 +73,11 @@ void setup_merge(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("merge", "Concatenate, check and reduce microbatch files back into one batch");
   sub->footer(
       "Examples:\n"
-      "  microbatch merge mb/ -o batch.h5                # order, files and spec from mb/manifest.json\n"
+      "  microbatch merge mb/ -o merged.h5               # order, files and spec from mb/manifest.json\n"
       "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5");
   sub->add_option("inputs", cmd->inputs, "a split's output directory, or microbatch files in order")->required();
-  sub->add_option("-s,--spec", cmd->spec,
-                  "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
+  add_spec_options(*sub, cmd->spec,
+                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
   sub->add_flag("--virtual", cmd->virtual_datasets,

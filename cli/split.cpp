@@ -15,7 +15,7 @@ namespace {
 
 struct SplitCommand {
   std::string input;
-  std::string spec;
+  SpecSource spec;
   std::string output_dir;
   SplitOptions partition;
   bool force = false;
@@ -59,7 +59,7 @@ void setup_split(CLI::App& app) {
       "  microbatch split batch.h5 -s spec.json -n 4 -o mb/\n"
       "  writes mb/microbatch-00000.h5 ... mb/microbatch-00003.h5 and mb/manifest.json");
   sub->add_option("input", cmd->input, "batch file (HDF5), opened read-only")->required();
-  sub->add_option("-s,--spec", cmd->spec, "chunk-spec JSON (default: split rank>=1 on axis 0, replicate the rest)");
+  add_spec_options(*sub, cmd->spec, "chunk-spec JSON (default: split rank>=1 on axis 0, replicate the rest)");
   add_partition_options(*sub, cmd->partition);
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
@@ -67,6 +67,7 @@ void setup_split(CLI::App& app) {
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "
                   "per-object work are per file, so they spread over cores; default 1)")
+      ->transform(whole_number("-j/--jobs"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}));
   add_common_options(*sub);
   sub->callback([cmd] {

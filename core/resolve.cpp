@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace mb {
 namespace {
@@ -14,6 +15,21 @@ namespace {
 std::string where(const std::string& spec_name, const SourcePos& pos) {
   if (pos.line == 0) return spec_name;
   return fmt::format("{}:{}:{}", spec_name, pos.line, pos.column);
+}
+
+// Only names that print as they are make a suggestion: the message stays one
+// plain line.
+bool printable_name(const std::string& name) {
+  return std::none_of(name.begin(), name.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// "; did you mean \"NAME\"?" for the member (or attribute) name nearest to a
+// key that names nothing, or "" when none is close.
+std::string did_you_mean(const std::string& key, std::vector<std::string> names, const char* prefix) {
+  std::erase_if(names, [](const std::string& n) { return !printable_name(n); });
+  const auto near = nearest(key, names);
+  return near ? fmt::format("; did you mean \"{}{}\"?", prefix, *near) : std::string();
 }
 
 class Resolver {
@@ -118,9 +134,7 @@ class Resolver {
         continue;
       }
       const NodeInfo* member = group.child(key);
-      if (member == nullptr)
-        fail(sub, fmt::format("spec key \"{}\" names nothing in the file: {} has no member {}", key, group.path,
-                              join_path(group.path, key)));
+      if (member == nullptr) no_such_member(group, spec, key, sub);
       named.insert(key);
       visit(*member, sub);
     }
@@ -128,18 +142,34 @@ class Resolver {
       if (named.count(member.name) != 0) continue;
       if (!spec.star)
         fail(spec, fmt::format("file member {} is not covered by the spec "
-                               "(no key \"{}\" and no \"*\" in the object for {})",
-                               member.path, member.name, group.path));
+                               "(no key \"{}\" and no \"*\" in the object for {}): add a key \"{}\" for it, or "
+                               "\"*\": null to give every member not named the default rule",
+                               member.path, member.name, group.path, member.name));
       visit(member, *spec.star);
     }
+  }
+
+  [[noreturn]] void no_such_member(const NodeInfo& group, const SpecNode& spec, const std::string& key,
+                                    const SpecNode& at) const {
+    std::set<std::string> keys;  // a name the spec gives elsewhere is no typo of this one
+    for (const auto& m : spec.members)
+      if (!m.attribute) keys.insert(m.key);
+    std::vector<std::string> names;
+    for (const auto& c : group.children)
+      if (keys.count(c.name) == 0) names.push_back(c.name);
+    fail(at, fmt::format("spec key \"{}\" names nothing in the file: {} has no member {}{}", key, group.path,
+                         join_path(group.path, key), did_you_mean(key, names, "")));
   }
 
   void visit_attribute_key(const NodeInfo& group, const std::string& name, const SpecNode& spec) {
     const bool exists = std::any_of(group.attributes.begin(), group.attributes.end(),
                                     [&](const AttributeInfo& a) { return a.name == name; });
-    if (!exists)
-      fail(spec, fmt::format("spec key \"@{}\" names nothing in the file: {} has no attribute {}", name, group.path,
-                             name));
+    if (!exists) {
+      std::vector<std::string> names;
+      for (const auto& a : group.attributes) names.push_back(a.name);
+      fail(spec, fmt::format("spec key \"@{}\" names nothing in the file: {} has no attribute {}{}", name, group.path,
+                             name, did_you_mean(name, names, "@")));
+    }
     if (spec.kind == SpecNode::Kind::Default) return;
     if (spec.kind != SpecNode::Kind::Leaf)
       fail(spec, fmt::format("the spec of attribute {}@{} must be \"replicate\" or a reducer", group.path, name));

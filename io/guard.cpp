@@ -124,9 +124,12 @@ void write_all(const char* text) {
   }
 }
 
-// Async-signal-safe: unlink, write, _exit (and atomic loads).
+// Async-signal-safe: unlink, rmdir, write, _exit (and atomic loads). Last
+// registered first: files go before the directory a split created for them.
 [[noreturn]] void remove_temporaries_and_exit(const char* what, int status) {
-  for (const auto& t : temps()) ::unlink(t.c_str());
+  const auto& list = temps();
+  for (auto it = list.rbegin(); it != list.rend(); ++it)
+    if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
   char activity[Activity::kSize];
   g_activity.load(activity);
   write_all("microbatch: error: ");

@@ -37,7 +37,8 @@ void note_activity(const std::string& file, const std::string& path);
 // for worker processes, which have watchdogs of their own).
 void note_progress();
 
-// Temporaries to remove on a forced exit.
+// Temporaries to remove on a forced exit, last registered first: files, and
+// directories a run created (removed only when empty by then).
 void register_temporary(const std::string& path);
 void unregister_temporary(const std::string& path);
 

@@ -2,6 +2,7 @@
 // The HDF5 library's process-wide state, for main: no HDF5 types here, so
 // that cli/ compiles without <hdf5.h>.
 #include <cstddef>
+#include <string>
 
 namespace mb::io {
 
@@ -14,6 +15,10 @@ void init_library();
 // Closes that HDF5 refused (after a failed write, say); such handles are
 // expected to be left open at exit.
 std::size_t failed_closes();
+
+// The version of the HDF5 library this process runs with ("1.10.8"), which
+// may differ from the headers it was built with.
+std::string hdf5_version();
 
 // HDF5 objects (files, groups, datasets, ...) still open in this process.
 std::size_t open_object_count();

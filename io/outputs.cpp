@@ -200,18 +200,45 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-OutputLock prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
+CreatedDirectories::CreatedDirectories(const std::string& dir) {
+  // The missing directories from `dir` up to the first that exists.
+  fs::path p(dir);
+  while (!p.has_filename() && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();  // "mb/" is "mb"
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) missing.push_back(p.string());
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0) {
+      paths_.push_back(*it);
+      register_temporary(*it);  // io/guard rmdirs it on a forced exit
+    } else if (errno != EEXIST) {  // one that appeared meanwhile is not ours to remove
+      throw Error(dir + ": cannot create the output directory: " + errno_text());
+    }
+  }
+}
+
+CreatedDirectories::CreatedDirectories(CreatedDirectories&& other) noexcept
+    : paths_(std::exchange(other.paths_, {})), kept_(other.kept_) {}
+
+CreatedDirectories::~CreatedDirectories() {
+  for (auto it = paths_.rbegin(); it != paths_.rend(); ++it) {
+    unregister_temporary(*it);
+    if (!kept_) ::rmdir(it->c_str());  // fails, leaving it, if anything else is in it
+  }
+}
+
+OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(dir + ": the output path exists and is not a directory");
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(dir + ": cannot create the output directory: " + ec.message());
+  CreatedDirectories created(dir);
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": the output path exists and is not a directory");
   OutputLock lock((fs::path(dir) / kDirectoryLockName).string(), dir);
   std::vector<fs::path> earlier;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
-  if (earlier.empty()) return lock;
+  if (earlier.empty()) return {std::move(created), std::move(lock)};
   std::sort(earlier.begin(), earlier.end());
   for (const auto& p : earlier) refuse_unless_regular(p.string());
   for (const auto& p : earlier)
@@ -226,7 +253,7 @@ OutputLock prepare_output_dir(const std::string& dir, bool force, const std::str
   });
   for (const auto& p : earlier)
     if (!fs::remove(p, ec) || ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
-  return lock;
+  return {std::move(created), std::move(lock)};
 }
 
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours) {

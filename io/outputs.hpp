@@ -74,6 +74,38 @@ class OutputLock {
   std::string path_;
 };
 
+// The directories a run created for its output (the output directory and
+// its missing parents), removed again, deepest first, unless the run keeps
+// them: a failed or interrupted split leaves no directory it made. A
+// directory that existed before is never among them, and one that is not
+// empty is not removed (rmdir(2)). Registered with io/guard, which removes
+// them on a forced exit too.
+class CreatedDirectories {
+ public:
+  CreatedDirectories() = default;
+  // Creates `dir` and its missing parents.
+  explicit CreatedDirectories(const std::string& dir);
+  CreatedDirectories(CreatedDirectories&& other) noexcept;
+  CreatedDirectories& operator=(CreatedDirectories&&) = delete;
+  CreatedDirectories(const CreatedDirectories&) = delete;
+  ~CreatedDirectories();
+
+  void keep() { kept_ = true; }
+
+ private:
+  std::vector<std::string> paths_;  // shallowest first
+  bool kept_ = false;
+};
+
+// Split's output directory for one run. `created` is declared first so that
+// it is destroyed last, after the lock has removed its file from inside it.
+struct OutputDirectory {
+  CreatedDirectories created;
+  OutputLock lock;
+  // The split is complete: the directories it made stay.
+  void keep() { created.keep(); }
+};
+
 // The lock file of split's output directory; not a split output.
 inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
 
@@ -84,13 +116,14 @@ std::string temporary_name(const std::string& final_path);
 // file that appeared at `path` meanwhile is an error, never replaced.
 void write_text_atomically(const std::string& path, const std::string& text);
 
-// Split's output directory: created if missing, and locked for the run. An
+// Split's output directory: created if missing (and removed again unless
+// the result is kept: see CreatedDirectories), and locked for the run. An
 // earlier split in it is refused unless `force`; when forced, it is removed,
 // manifest first, so that no mix of old and new can pass for finished. The
 // input itself is never among what is removed, nor is anything under a
 // split output's name that is not a regular file (a FIFO, a device, a
 // symbolic link, a directory): that is refused.
-[[nodiscard]] OutputLock prepare_output_dir(const std::string& dir, bool force, const std::string& input);
+[[nodiscard]] OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std::string& input);
 
 // Just before publishing: the directory holds no split output but `ours`
 // (the run's temporaries). Anything else appeared while the run wrote.

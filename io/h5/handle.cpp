@@ -117,6 +117,12 @@ void init_library() {
 
 std::size_t failed_closes() { return h5::g_failed_closes; }
 
+std::string hdf5_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  if (H5get_libversion(&major, &minor, &release) < 0) return "unknown";
+  return fmt::format("{}.{}.{}", major, minor, release);
+}
+
 std::size_t open_object_count() {
   const ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
   return n > 0 ? static_cast<std::size_t>(n) : 0;

@@ -83,7 +83,8 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 void write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   // Held until the manifest is written: a second split into the directory fails at once.
-  const OutputLock lock = prepare_output_dir(job.output_dir, job.force, job.input);
+  // A directory it creates is removed again if the split fails.
+  OutputDirectory directory = prepare_output_dir(job.output_dir, job.force, job.input);
   // Every output is registered (and so removed on failure) before any worker starts.
   AtomicOutputs outputs;
   OutputFiles files;
@@ -110,6 +111,7 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
   const specs::Manifest manifest = make_manifest(job, prepared, records);
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
   outputs.keep();
+  directory.keep();
 }
 
 }  // namespace mb::io

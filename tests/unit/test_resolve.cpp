@@ -61,6 +61,30 @@ TEST_CASE("object keys, star, arrays, tree prefixes and negative axes") {
   CHECK(prefix.dataset_rule("/out/logits") == LeafRule::split(0));
 }
 
+TEST_CASE("a key that names nothing suggests the nearest member or attribute") {
+  const auto tree = sample_tree();
+  CHECK(error_of(tree, R"({"*": null, "input_id": 0})") ==
+        "s.json:1:25: spec key \"input_id\" names nothing in the file: / has no member /input_id; did you mean "
+        "\"input_ids\"?");
+  CHECK(error_of(tree, R"({"*": null, "out": {"logit": 0, "*": null}})")
+            .find("/out has no member /out/logit; did you mean \"logits\"?") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "@stpe": "replicate"})")
+            .find("has no attribute stpe; did you mean \"@step\"?") != std::string::npos);
+  // nothing close: no suggestion
+  CHECK(error_of(tree, R"({"*": null, "labels": 0})").find("did you mean") == std::string::npos);
+  // a member the spec names already is not offered for another key
+  const std::string named = error_of(tree, R"({"pos": 0, "temperature": "replicate", "out": null, "input_ids": 0,
+                                               "input_idz": 0})");
+  CHECK(named.find("spec key \"input_idz\" names nothing") != std::string::npos);
+  CHECK(named.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("a member no key covers: the message says how to cover it") {
+  CHECK(error_of(sample_tree(), R"({"input_ids": 0, "temperature": "replicate", "pos": 0})") ==
+        "s.json:1:1: file member /out is not covered by the spec (no key \"out\" and no \"*\" in the object for /): "
+        "add a key \"out\" for it, or \"*\": null to give every member not named the default rule");
+}
+
 TEST_CASE("strictness: every mismatch is an error naming the path and position") {
   const auto tree = sample_tree();
   CHECK(error_of(tree, R"({"input_ids": 0})").find("file member /out is not covered") != std::string::npos);

@@ -1,6 +1,13 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -249,4 +256,78 @@ TEST_CASE("stack and weighted means emit JSON that parses back to the same rules
                     LeafRule::weighted_mean("/", "n"), LeafRule::weighted_mean("/a@b", "c@d"),
                     LeafRule::weighted_mean("/g\\h/\xff", "\\@x"), LeafRule::weighted_mean("/@", "@")})
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
+
+namespace {
+
+std::string read_error(const std::string& path) {
+  try {
+    mb::specs::read_spec_file(path);
+  } catch (const mb::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+struct TempSpecDir {
+  std::string path;
+  TempSpecDir() {
+    char name[] = "/tmp/mb-spec-read-XXXXXX";
+    REQUIRE(::mkdtemp(name) != nullptr);
+    path = name;
+  }
+  ~TempSpecDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("spec files: regular files and FIFOs are read, the rest refused by what it is") {
+  TempSpecDir dir;
+  const std::string file = dir.path + "/s.json";
+  std::ofstream(file) << "{\"*\": 0}";
+  CHECK(mb::specs::read_spec_file(file) == "{\"*\": 0}");
+  CHECK(mb::specs::load_spec_file(file).star);
+
+  // a FIFO (what `-s <(jq ...)` gives) is read to its end, however the writer splits its text
+  const std::string fifo = dir.path + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    std::ofstream out(fifo);
+    out << "{\"a\":";
+    out.flush();
+    out << " 1}";
+  });
+  CHECK(mb::specs::read_spec_file(fifo) == "{\"a\": 1}");
+  writer.join();
+
+  CHECK(read_error(dir.path + "/missing.json") == dir.path + "/missing.json: cannot read the spec: no such file");
+  CHECK(read_error(dir.path) == dir.path + ": cannot read the spec: it is a directory");
+  CHECK(read_error("/dev/zero").find("/dev/zero: cannot read the spec: it is a character device") == 0);
+  CHECK(read_error(file + "/x").find("not a directory") != std::string::npos);
+  CHECK(mb::specs::spec_file_name("-") == "<stdin>");
+  CHECK(mb::specs::spec_file_name("s.json") == "s.json");
+}
+
+TEST_CASE("spec files over the size limit are refused, from a file and from a pipe") {
+  TempSpecDir dir;
+  const std::string big = dir.path + "/big.json";
+  { std::ofstream create(big); }
+  std::filesystem::resize_file(big, mb::specs::kMaxSpecBytes + 1);  // sparse: no disk used
+  CHECK(read_error(big).find("larger than 256 MiB") != std::string::npos);
+
+  // A pipe has no size: the read stops at the limit. (The writer then meets
+  // a closed pipe: EPIPE, not SIGPIPE.)
+  const auto previous = ::signal(SIGPIPE, SIG_IGN);
+  const std::string fifo = dir.path + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    const std::string block(1 << 20, ' ');
+    for (std::size_t sent = 0; sent <= mb::specs::kMaxSpecBytes; sent += block.size())
+      if (::write(fd, block.data(), block.size()) < 0) break;  // EPIPE: the reader gave up
+    ::close(fd);
+  });
+  CHECK(read_error(fifo).find(fifo + ": cannot read the spec: it is larger than 256 MiB") == 0);
+  writer.join();
+  ::signal(SIGPIPE, previous);
 }
