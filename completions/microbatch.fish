@@ -5,7 +5,7 @@ complete -c microbatch -f
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a split -d 'Cut a batch into microbatch files'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a merge -d 'Glue microbatch files back'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a inspect -d 'Show a file and a plan'
-complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -l version -d 'Print the version'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version'
 
 # Every command
 complete -c microbatch -s h -l help -d 'Print help and exit'
@@ -21,6 +21,7 @@ complete -c microbatch -n $planning -l micro-batch-size -x -d 'Rows per microbat
 complete -c microbatch -n $planning -l on-short -x -a 'error downsize empty'
 complete -c microbatch -n $planning -l balance -x -a 'tokens sequences'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -s s -l spec -r -F -d 'Chunk-spec JSON'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l spec-json -x -d 'The spec as JSON text'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l dp-degree -x -d 'Data-parallel shards'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l align -d 'PaddlePaddle align mode'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l layout -x -a 'per-microbatch per-rank'
