@@ -3,6 +3,7 @@ files with h5py, judge results with h5diff (an independent implementation)."""
 import json
 import os
 import subprocess
+import time
 
 import h5py
 import numpy as np
@@ -85,3 +86,15 @@ def make_layout_batch(path, length):
         f["text"] = np.array([f"row {i}" for i in range(length)], dtype=h5py.string_dtype())
         f["scale"] = np.float64(2.5)
     return path
+
+
+def signalled(args, delay, sig, env=None):
+    """Runs microbatch with `args` and sends it `sig` after `delay` seconds;
+    returns (exit status, stderr): 130 when its handler ran, -sig when the
+    signal came before the handlers were installed, 0 when it finished first."""
+    proc = subprocess.Popen([BINARY, *map(str, args)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=60)[1]
+    return proc.returncode, err

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, signalled, write_spec
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -296,16 +296,12 @@ def test_an_interrupted_split_removes_the_directory_it_created(tmp_path):
     interrupted = 0
     for delay in [0.01, 0.02, 0.04, 0.08, 0.12]:
         out = tmp_path / f"new{delay}" / "mb"
-        proc = subprocess.Popen([BINARY, "split", str(src), "-n", "8", "-o", str(out), "--buffer-size", "1"],
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        err = proc.communicate(timeout=60)[1]
-        if proc.returncode == 0:
+        code, err = signalled(["split", src, "-n", "8", "-o", out, "--buffer-size", "1"], delay, signal.SIGINT)
+        if code == 0:
             continue
-        assert proc.returncode in (130, -signal.SIGINT), err
+        assert code in (130, -signal.SIGINT), err
         assert not out.parent.exists(), listing(out)
-        interrupted += proc.returncode == 130
+        interrupted += code == 130
     assert interrupted > 0
 
 

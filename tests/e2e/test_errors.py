@@ -3,14 +3,12 @@ could pass for finished output, and the input untouched."""
 import hashlib
 import os
 import signal
-import subprocess
-import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, assert_one_line_error, listing, run, write_spec
+from conftest import assert_one_line_error, listing, run, signalled
 
 
 def digest(path):
@@ -169,18 +167,14 @@ def test_signal_mid_run_leaves_nothing_that_passes_for_output(tmp_path, sig):
     interrupted = 0
     for delay in [0.0, 0.01, 0.02, 0.04, 0.08]:
         out = tmp_path / f"mb{delay}"
-        proc = subprocess.Popen([BINARY, "split", str(src), "-n", "8", "-o", str(out), "--buffer-size", "1"],
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
-        proc.send_signal(sig)
-        err = proc.communicate(timeout=60)[1]
-        if proc.returncode == 0:  # finished before the signal: a complete split
+        code, err = signalled(["split", src, "-n", "8", "-o", out, "--buffer-size", "1"], delay, sig)
+        if code == 0:  # finished before the signal: a complete split
             assert (out / "manifest.json").exists()
             continue
         assert listing(out) == [], listing(out)
-        if proc.returncode == -sig:  # killed before the handlers were installed
+        if code == -sig:  # killed before the handlers were installed
             continue
-        assert proc.returncode == 130, err
+        assert code == 130, err
         assert "interrupted by signal" in err
         interrupted += 1
     assert interrupted > 0  # the clean-up path did run

@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import ENV, assert_one_line_error, h5diff, listing, run, signalled, write_spec
 
 
 def make(path):
@@ -71,9 +71,7 @@ def test_jobs_option_is_checked(tmp_path):
 
 def test_stop_signal_reaches_the_workers(tmp_path):
     import signal
-    import subprocess
     import time
-    from conftest import BINARY, ENV
     src = tmp_path / "in.h5"
     with h5py.File(src, "w") as f:
         f.create_dataset("x", data=np.random.default_rng(3).standard_normal((512, 1 << 16)).astype(np.float32),
@@ -81,14 +79,10 @@ def test_stop_signal_reaches_the_workers(tmp_path):
     stopped = 0
     for delay in [0.3, 0.8]:
         out = tmp_path / f"mb{delay}"
-        proc = subprocess.Popen([BINARY, "split", str(src), "-n", "4", "-j", "2", "-o", str(out)], env=ENV,
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-        if proc.returncode == 0:
+        code, err = signalled(["split", src, "-n", "4", "-j", "2", "-o", out], delay, signal.SIGTERM, env=ENV)
+        if code == 0:
             continue
-        assert proc.returncode == 130, err
+        assert code == 130, err
         time.sleep(0.5)  # workers are gone too: nothing appears afterwards
         assert listing(out) == [], listing(out)
         stopped += 1
