@@ -33,5 +33,9 @@ set +x
 cd "$OLDPWD"
 cleanup
 trap - EXIT
-if command -v microbatch >/dev/null; then echo "package: still installed after removal" >&2; exit 1; fi
+hash -r  # bash remembers where it found microbatch; ask the system, not the cache
+if [ -e /usr/bin/microbatch ] || dpkg-query -W -f='${Status}' microbatch 2>/dev/null | grep -q "ok installed"; then
+  echo "package: still installed after removal" >&2
+  exit 1
+fi
 echo "package: built, installed, ran, removed ($(basename "$deb"))"
