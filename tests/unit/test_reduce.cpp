@@ -187,25 +187,25 @@ TEST_CASE("a float accumulator needs a format double holds") {
 namespace {
 using mb::Weight;
 
+// Folds each input with its weight into a weighted-mean accumulator.
 template <typename T>
-std::vector<T> weighted(NumKind k, std::vector<std::vector<T>> inputs, std::vector<Weight> weights) {
-  const std::size_t n = inputs.front().size();
-  Accumulator acc(Reducer::Mean, k, n, true);
+std::vector<T> fold_weighted(Accumulator acc, const std::vector<std::vector<T>>& inputs,
+                             const std::vector<Weight>& weights) {
   for (std::size_t i = 0; i < inputs.size(); ++i) acc.add(inputs[i].data(), weights[i]);
-  std::vector<T> out(n);
+  std::vector<T> out(inputs.front().size());
   acc.finish(out.data(), "/x");
   return out;
 }
 
 template <typename T>
+std::vector<T> weighted(NumKind k, std::vector<std::vector<T>> inputs, std::vector<Weight> weights) {
+  return fold_weighted(Accumulator(Reducer::Mean, k, inputs.front().size(), true), inputs, weights);
+}
+
+template <typename T>
 std::vector<T> weighted_bits(const FloatFormat& format, std::vector<std::vector<T>> inputs,
                              std::vector<Weight> weights) {
-  const std::size_t n = inputs.front().size();
-  Accumulator acc(Reducer::Mean, format, n, true);
-  for (std::size_t i = 0; i < inputs.size(); ++i) acc.add(inputs[i].data(), weights[i]);
-  std::vector<T> out(n);
-  acc.finish(out.data(), "/x");
-  return out;
+  return fold_weighted(Accumulator(Reducer::Mean, format, inputs.front().size(), true), inputs, weights);
 }
 
 Weight iw(std::int64_t w) { return Weight::of_integer(w); }
