@@ -24,7 +24,8 @@ struct MergeCommand {
   bool no_verify = false;
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
-  bool dp_given = false;  // --dp-degree, --align or --layout on the command line
+  std::uint64_t cp_degree = 1;
+  bool dp_given = false;  // --dp-degree, --align, --layout or --cp-degree on the command line
   transfer::Policy policy;
 };
 
@@ -42,11 +43,13 @@ void run_merge(const MergeCommand& cmd) {
   io::MergeJob job;
   job.dp = cmd.dp;
   job.layout = cmd.layout;
+  job.cp_degree = cmd.cp_degree;
   if (sources.manifest) {
     job.manifest = &*sources.manifest;
     if (!cmd.dp_given) {
       job.dp = sources.manifest->options.dp;
       job.layout = sources.manifest->options.layout;
+      job.cp_degree = sources.manifest->options.cp_degree;
     }
   }
   if (sources.manifest && !cmd.spec.given()) {
@@ -86,12 +89,14 @@ void setup_merge(CLI::App& app) {
   sub->add_flag("--no-verify", cmd->no_verify,
                 "do not check each file's content digest against its split's manifest (sizes, order and rows are "
                 "still checked)");
-  add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
+  // As given to split; a manifest records them.
+  add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
   add_copy_policy_options(*sub, cmd->policy);
   add_common_options(*sub);
   sub->callback([cmd, sub] {
     apply_common_options();
-    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0;
+    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0 ||
+                    sub->count("--cp-degree") > 0;
     run_merge(*cmd);
   });
 }
