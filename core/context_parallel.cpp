@@ -65,4 +65,19 @@ std::uint64_t causal_work(const RowMap& positions) {
   return work;
 }
 
+CpLoad cp_load(const std::string& what, const std::vector<std::uint64_t>& lengths, std::uint64_t degree) {
+  CpLoad load{what, std::vector<std::uint64_t>(degree), std::vector<std::uint64_t>(degree),
+              std::vector<std::uint64_t>(degree), 0};
+  for (const std::uint64_t length : lengths) {
+    load.total_work += causal_work({{0, length, 1}});
+    const std::uint64_t share = length / degree;
+    for (std::uint64_t r = 0; r < degree; ++r) {
+      load.tokens[r] += share;
+      load.work[r] += causal_work(zigzag({{0, length}}, degree, r));
+      load.contiguous[r] += causal_work({{r * share, share, 1}});
+    }
+  }
+  return load;
+}
+
 }  // namespace mb

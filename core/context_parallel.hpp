@@ -45,6 +45,19 @@ void require_documents_divisible(const Offsets& offsets, std::uint64_t degree, c
 // of (position + 1), each position attending to itself and all before it.
 std::uint64_t causal_work(const RowMap& positions);
 
+// How evenly CP ranks share the causal attention work of `what` (an
+// offsets dataset: every document; a dataset with a sequence axis: one
+// sequence), per CP rank: tokens held, work of the zigzag cut, and the work
+// a contiguous cut into C parts would give, against the ideal total / C.
+struct CpLoad {
+  std::string what;
+  std::vector<std::uint64_t> tokens, work, contiguous;
+  std::uint64_t total_work = 0;
+};
+
+// Of documents of these lengths (each divisible by 2 * degree).
+CpLoad cp_load(const std::string& what, const std::vector<std::uint64_t>& lengths, std::uint64_t degree);
+
 // The order of a split's files: data-parallel rank (per-rank layout), then
 // CP rank, then microbatch, so that a glob lists each CP rank's files
 // together and in order.

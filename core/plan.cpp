@@ -193,6 +193,19 @@ void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, co
     std::vector<RowMap>& maps = plan.positions[n->path];
     for (std::uint64_t f = 0; f < grid.files(); ++f) maps.push_back(zigzag({{0, length}}, degree, grid.cp_rank_of(f)));
   }
+  for (const NodeInfo* o : leaves.offsets) {
+    const Offsets& offsets = sequences.offsets.at(o->path);
+    std::vector<std::uint64_t> lengths;
+    for (std::size_t s = 0; s + 1 < offsets.size(); ++s) lengths.push_back(offsets[s + 1] - offsets[s]);
+    plan.cp_loads.push_back(cp_load(o->path, lengths, degree));
+  }
+  std::map<std::uint64_t, std::string> lengths;  // one load per sequence length, naming its datasets
+  for (const NodeInfo* n : leaves.sequence_axis) {
+    std::string& names = lengths[n->shape[static_cast<std::size_t>(*resolution.dataset_rule(n->path).sequence_axis)]];
+    names += (names.empty() ? "" : ", ") + n->path;
+  }
+  for (const auto& [length, names] : lengths)
+    plan.cp_loads.push_back(cp_load(fmt::format("one sequence of {} positions ({})", length, names), {length}, degree));
   plan.cp = degree;
 }
 

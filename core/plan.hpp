@@ -65,6 +65,9 @@ struct SplitPlan {
   // Context parallelism: per dataset with a sequence axis (by path), its
   // positions along that axis in each output file.
   std::map<std::string, std::vector<RowMap>> positions;
+  // Context parallelism: how evenly CP ranks share the attention work, of
+  // every offsets dataset's documents and of each sequence length marked.
+  std::vector<CpLoad> cp_loads;
   std::optional<SequencePlan> sequences;  // when the spec has packed sequences
   std::vector<std::string> warnings;
 };
