@@ -36,6 +36,22 @@ std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
   return out;
 }
 
+// Layout flags given beside a manifest must be its split's: with others the
+// files would be put back in the wrong places.
+void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, const std::string& manifest) {
+  const auto differs = [&](const char* flag, const std::string& given, const std::string& recorded) {
+    if (given != recorded)
+      throw usage_error(fmt::format("{} {} is not how these files were split ({} says {}): leave it out, or give "
+                                    "the split's",
+                                    flag, given, manifest, recorded));
+  };
+  differs("--dp-degree", std::to_string(cmd.dp.degree), std::to_string(split.dp.degree));
+  differs("--align", cmd.dp.align ? "on" : "off", split.dp.align ? "on" : "off");
+  differs("--layout", cmd.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch",
+          split.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch");
+  differs("--cp-degree", std::to_string(cmd.cp_degree), std::to_string(split.cp_degree));
+}
+
 void run_merge(const MergeCommand& cmd) {
   const io::MergeSources sources = io::find_sources(cmd.inputs);
   std::string spec_name;
@@ -46,6 +62,7 @@ void run_merge(const MergeCommand& cmd) {
   job.cp_degree = cmd.cp_degree;
   if (sources.manifest) {
     job.manifest = &*sources.manifest;
+    if (cmd.dp_given) require_split_layout(cmd, sources.manifest->options, sources.manifest_path);
     if (!cmd.dp_given) {
       job.dp = sources.manifest->options.dp;
       job.layout = sources.manifest->options.layout;
