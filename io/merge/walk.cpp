@@ -3,6 +3,7 @@
 // the model in Carried. Input 0 creates the output's objects; later inputs
 // open one only to write to it.
 #include "core/selection.hpp"
+#include "io/derived.hpp"
 #include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -40,8 +41,13 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
     case LeafRule::Mode::Packed:
     case LeafRule::Mode::PerSequence: concatenate(ctx, in, *leaf, dst); return;
     case LeafRule::Mode::Offsets: concatenate_offsets(ctx, in, *leaf, dst); return;
+    case LeafRule::Mode::Derive:  // input 0's value, replaced by the merged batch's after the walk
     case LeafRule::Mode::Replicate: {
-      if (!ctx.first()) return compare_replicated(ctx, in);
+      if (!ctx.first()) {
+        // A derived value differs from file to file: it was checked against the input's offsets.
+        if (rule.mode == LeafRule::Mode::Replicate) compare_replicated(ctx, in);
+        return;
+      }
       const Selection all = Selection::all(in.model.space.dims);
       transfer::copy(transfer::Side::of(in.object, ctx.where(in.node.path)), all,
                      transfer::Side::of(dst, ctx.out_where(in.node.path)), all, ctx.job.policy);
@@ -64,7 +70,8 @@ bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule,
     case LeafRule::Mode::Packed:
     case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
     case LeafRule::Mode::Offsets: return true;
-    case LeafRule::Mode::Replicate: return false;
+    case LeafRule::Mode::Replicate:
+    case LeafRule::Mode::Derive: return false;
     case LeafRule::Mode::Reduce: return rule.stacks() || (ctx.last() && ctx.carried.reducing.count(ds.path));
   }
   return true;
@@ -145,6 +152,9 @@ void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t out
   const InputOffsets offsets = read_input_offsets(ctx, file);
   // Weights too: a weight may come after the leaves it weighs in the walk.
   read_input_weights(ctx, file);
+  // Each input's derived values are what its own offsets give (the merged
+  // batch's are written after the walk).
+  check_derived_values(file, ctx.file(), derived_targets(root, ctx.resolution), offsets);
   Context with_offsets = ctx;
   with_offsets.offsets = &offsets;
   const h5::Id out_root = open_root(output, ctx.out_where("/"));
