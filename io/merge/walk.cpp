@@ -41,13 +41,11 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
     case LeafRule::Mode::Packed:
     case LeafRule::Mode::PerSequence: concatenate(ctx, in, *leaf, dst); return;
     case LeafRule::Mode::Offsets: concatenate_offsets(ctx, in, *leaf, dst); return;
-    case LeafRule::Mode::Derive:  // input 0's value, replaced by the merged batch's after the walk
+    // A derived value differs from file to file: each input's was checked
+    // against its offsets, and the merged batch's is written after the walk.
+    case LeafRule::Mode::Derive: return;
     case LeafRule::Mode::Replicate: {
-      if (!ctx.first()) {
-        // A derived value differs from file to file: it was checked against the input's offsets.
-        if (rule.mode == LeafRule::Mode::Replicate) compare_replicated(ctx, in);
-        return;
-      }
+      if (!ctx.first()) return compare_replicated(ctx, in);
       const Selection all = Selection::all(in.model.space.dims);
       transfer::copy(transfer::Side::of(in.object, ctx.where(in.node.path)), all,
                      transfer::Side::of(dst, ctx.out_where(in.node.path)), all, ctx.job.policy);

@@ -105,6 +105,7 @@ class SplitWriter {
       });
       h5::write_attributes(dst.get(), attributes, where);
       const Side to = Side::of(dst.get(), where);
+      if (rule.mode == LeafRule::Mode::Derive) continue;  // written last, from this file's offsets
       if (!rows) {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {

@@ -69,7 +69,7 @@ def check_file_values(path, dtype, attr_dtype):
 @pytest.mark.parametrize("dtype,attr_dtype,offsets_dtype", [
     ("<i4", "<i8", "<i4"), (">i2", ">u4", "<i8"), ("u1", "i1", ">u2"), (">u8", "<u2", "<u8"), ("<i8", ">i8", ">i4"),
 ])
-@pytest.mark.parametrize("cut", [["-n", 3], ["--micro-batch-size", 2], ["-n", 1]])
+@pytest.mark.parametrize("cut", [["-n", 3], ["--micro-batch-size", 2], ["-n", 1], ["-n", 4, "-j", 2]])
 def test_split_writes_each_files_values_and_merge_restores_the_batch(tmp_path, dtype, attr_dtype, offsets_dtype,
                                                                       cut):
     src = tmp_path / "in.h5"
