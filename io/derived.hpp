@@ -28,8 +28,14 @@ struct DerivedTarget {
 // further name is the same object).
 std::vector<DerivedTarget> derived_targets(const NodeInfo& tree, const Resolution& resolution);
 
-// Refuses a file (`file`, named `file_name`) whose stored value of a target
-// is not what its offsets (`offsets`, checked, by path) give.
+// Refuses a stored value that is not what the file's offsets give: the
+// dataset `object` (`attribute` empty), or that attribute of `object`;
+// `where` names it ("file: /path" or "file: /path@name").
+void check_derived_value(hid_t object, const std::string& attribute, const LeafRule& rule, const Offsets& offsets,
+                         const h5::Location& where);
+
+// The same for every target of a file (`file`, named `file_name`), with
+// its offsets (checked, by path).
 void check_derived_values(hid_t file, const std::string& file_name, const std::vector<DerivedTarget>& targets,
                           const std::map<std::string, Offsets>& offsets);
 

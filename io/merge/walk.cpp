@@ -82,6 +82,10 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   check_rows(ctx, in, leaf);
   require_same_shape(ctx, in, leaf ? std::optional<std::size_t>(leaf->axis) : std::nullopt);
   check_sequence_lengths(ctx, in, rule);
+  // Each input's derived value is what its own offsets give (the merged
+  // batch's is written after the walk).
+  if (rule.mode == LeafRule::Mode::Derive)
+    check_derived_value(object, {}, rule, ctx.offsets->at(rule.offsets), ctx.where(ds.path));
   if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   h5::Id dst;
@@ -150,9 +154,6 @@ void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t out
   const InputOffsets offsets = read_input_offsets(ctx, file);
   // Weights too: a weight may come after the leaves it weighs in the walk.
   read_input_weights(ctx, file);
-  // Each input's derived values are what its own offsets give (the merged
-  // batch's are written after the walk).
-  check_derived_values(file, ctx.file(), derived_targets(root, ctx.resolution), offsets);
   Context with_offsets = ctx;
   with_offsets.offsets = &offsets;
   const h5::Id out_root = open_root(output, ctx.out_where("/"));

@@ -241,3 +241,30 @@ def test_members_named_like_the_keys_stay_members(tmp_path):
     for p in files_of(tmp_path / "mb"):
         with h5py.File(p) as m:
             assert m["max_seqlen"][()] == 9 and m["num_tokens"][()] == 15  # the batch's, copied
+
+
+@pytest.mark.parametrize("where", ["dataset", "attribute"])
+def test_first_input_checked_too(tmp_path, where):
+    """Input 0 is the model every other input is checked against: its own values are checked against its offsets."""
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    make_batch(a, [3, 8])
+    make_batch(b, [2, 2])
+    with h5py.File(a, "r+") as f:
+        if where == "dataset":
+            f["num_tokens"][()] = 12
+        else:
+            f.attrs.modify("num_tokens", 12)
+    res = run("merge", a, b, "-s", spec, "-o", tmp_path / "out.h5")
+    leaf = "/num_tokens" if where == "dataset" else "/@num_tokens"
+    assert_one_line_error(res, 1, f"{a}: {leaf}: holds num_tokens 12", "give num_tokens 11")
+    assert not (tmp_path / "out.h5").exists()
+
+
+def test_input_with_another_dtype_is_refused_as_any_leaf(tmp_path):
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    make_batch(a, [3, 8])
+    make_batch(b, [2, 2], dtype="<i2")
+    res = run("merge", a, b, "-s", spec, "-o", tmp_path / "out.h5")
+    assert_one_line_error(res, 1, "/max_seqlen differs between microbatch 0", "int32", "int16")
