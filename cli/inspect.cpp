@@ -57,6 +57,7 @@ std::string rule_text(const LeafRule& r) {
     case LeafRule::Mode::Offsets: return "offsets";
     case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", r.offsets, r.axis);
     case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", r.offsets, r.axis);
+    case LeafRule::Mode::Derive: return fmt::format("{} of {}, per file", quantity_name(r.quantity), r.offsets);
   }
   return "?";
 }

@@ -48,7 +48,8 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
       case LeafRule::Mode::Packed: out.packed.push_back(&n); break;
       case LeafRule::Mode::PerSequence: out.per_sequence.push_back(&n); break;
-      case LeafRule::Mode::Replicate: break;
+      case LeafRule::Mode::Replicate:
+      case LeafRule::Mode::Derive: break;  // one value per file, written by the split itself
     }
   });
   return out;

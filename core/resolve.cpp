@@ -82,6 +82,11 @@ class Resolver {
         fail(spec, fmt::format("\"offsets\" needs a 1-D dataset of S+1 integers; {} has rank {}", ds.path, ds.rank()));
       return rule;
     }
+    if (rule.mode == LeafRule::Mode::Derive) {
+      check_derived_target(spec, ds.path, ds.shape, ds.null_space, ds.dtype);
+      references_.push_back({ds.path, rule.offsets, spec.pos});
+      return rule;
+    }
     if (!rule.cuts_rows()) return rule;
     if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos});
     if (ds.null_space || ds.rank() == 0)
@@ -101,6 +106,19 @@ class Resolver {
                                ds.path, seq));
     }
     return rule;
+  }
+
+  // A derived value is one integer per file (a rank-0 dataset or attribute;
+  // a 1-element array would be a second way to say the same). Its width and
+  // sign are the leaf's own: each file's value is checked to fit when written.
+  void check_derived_target(const SpecNode& spec, const std::string& what, const Shape& shape, bool null_space,
+                            const std::string& dtype) const {
+    const char* quantity = quantity_name(spec.leaf.quantity);
+    if (null_space || !shape.empty())
+      fail(spec, fmt::format("\"{}\" needs a rank-0 integer (one value per file); {} has {}", quantity, what,
+                             null_space ? std::string("a null dataspace") : "shape " + shape_text(shape)));
+    if (dtype.rfind("int", 0) != 0 && dtype.rfind("uint", 0) != 0)
+      fail(spec, fmt::format("\"{}\" needs a rank-0 integer; {} is {}", quantity, what, dtype));
   }
 
   // A leaf placed on a group applies to every dataset below it (tree prefix).
@@ -185,7 +203,15 @@ class Resolver {
     if (spec.leaf.cuts_rows())
       fail(spec,
            fmt::format("attribute {}@{} cannot be split: attributes are replicated or reduced", group.path, name));
-    // Only reducers are recorded: "replicate" is what every other attribute gets.
+    if (spec.leaf.mode == LeafRule::Mode::Derive) {
+      const AttributeInfo& a = *std::find_if(group.attributes.begin(), group.attributes.end(),
+                                             [&](const AttributeInfo& x) { return x.name == name; });
+      check_derived_target(spec, group.path + "@" + name, a.shape, a.null_space, a.dtype);
+      references_.push_back({group.path + "@" + name, spec.leaf.offsets, spec.pos});
+      out_.attributes[{group.path, name}] = spec.leaf;
+      return;
+    }
+    // Only reducers (and derived values) are recorded: "replicate" is what every other attribute gets.
     if (spec.leaf.mode != LeafRule::Mode::Reduce) return;
     out_.attributes[{group.path, name}] = spec.leaf;
     if (spec.leaf.weighted())
@@ -231,11 +257,12 @@ class Resolver {
       case LeafRule::Mode::Offsets: return "offsets";
       case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", rule.offsets, rule.axis);
       case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", rule.offsets, rule.axis);
+      case LeafRule::Mode::Derive: return fmt::format("{} of {}", quantity_name(rule.quantity), rule.offsets);
     }
     return "?";
   }
 
-  // Every packed / per-sequence leaf must name a dataset whose spec is "offsets".
+  // Every packed / per-sequence / derived leaf must name a dataset whose spec is "offsets".
   void check_offsets_references() const {
     for (const auto& ref : references_) {
       auto it = out_.datasets.find(ref.offsets);

@@ -18,6 +18,13 @@ enum class Reducer { Sum, Mean, Min, Max, Stack };
 
 const char* reducer_name(Reducer r);
 
+// A number a Derive leaf computes from an offsets dataset (S+1 values):
+// the longest sequence, max of offsets[i+1] - offsets[i] (0 with no
+// sequences), or the token count, offsets[S] - offsets[0].
+enum class Quantity { MaxSeqlen, NumTokens };
+
+const char* quantity_name(Quantity q);  // "max_seqlen", "num_tokens": the spec's keys
+
 // What happens to one leaf (dataset or attribute).
 struct LeafRule {
   enum class Mode {
@@ -27,35 +34,42 @@ struct LeafRule {
     Offsets,      // packed-sequence offsets (S+1 rising integers): cut by sequence, rebased to 0
     Packed,       // token-level data packed along `axis`, described by the offsets at `offsets`
     PerSequence,  // one row per sequence along `axis`, sequences described by `offsets`
+    Derive,       // a rank-0 integer recomputed per file: `quantity` of the offsets at `offsets`
   };
   Mode mode = Mode::Replicate;
   int axis = 0;  // as written (may be negative) or, once resolved, normalised
   Reducer reducer = Reducer::Sum;
-  std::string offsets;  // Packed, PerSequence: HDF5 path of the offsets dataset
+  std::string offsets;  // Packed, PerSequence, Derive: HDF5 path of the offsets dataset
   // Reduce with Mean: weighted by one rank-0 number per input, the dataset
   // at `weight` or, when `weight_attribute` is not empty, that attribute of
   // the object at `weight`. Empty: unweighted.
   std::string weight;
   std::string weight_attribute;
+  Quantity quantity = Quantity::MaxSeqlen;  // Derive
   // Split only: the axis along which --cp-degree cuts each sequence (as
   // written, or once resolved, normalised); none: the same for every CP rank.
   std::optional<int> sequence_axis;
 
-  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, {}}; }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, {}}; }
-  static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
-    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), {}};
+  static LeafRule split(int axis) {
+    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}};
   }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
+  static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}};
+  }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
   static LeafRule packed(std::string offsets, int axis) {
-    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, {}};
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}};
   }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, {}};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}};
+  }
+  static LeafRule derived(Quantity q, std::string offsets) {
+    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}};
   }
   // True when each microbatch holds some of the rows along `axis`.
-  bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce; }
+  bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive; }
   bool stacks() const { return mode == Mode::Reduce && reducer == Reducer::Stack; }
   bool weighted() const { return mode == Mode::Reduce && !weight.empty(); }
   // "/path" or "/path@name", as messages show the weight.

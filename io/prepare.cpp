@@ -1,5 +1,6 @@
 #include "io/prepare.hpp"
 
+#include "io/derived.hpp"
 #include "io/h5/file.hpp"
 #include "io/tree_reader.hpp"
 
@@ -20,8 +21,16 @@ Prepared prepare(const PrepareRequest& request) {
     out.resolution = about_file(input, [&] { return resolve(out.tree, *request.spec, request.spec_name); });
   if (!request.partition || !out.resolution) return out;
   const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);
-  file.reset();
   out.plan = about_file(input, [&] { return plan_split(out.tree, *out.resolution, *request.partition, offsets); });
+  // The batch's derived values must be what its offsets give: a split of an
+  // inconsistent batch would hide the inconsistency (its files' values are
+  // recomputed) and its merge could not give the batch back.
+  const std::vector<DerivedTarget> derived = derived_targets(out.tree, *out.resolution);
+  if (!derived.empty()) {
+    std::map<std::string, Offsets> checked;
+    for (const auto& [path, raw] : offsets) checked[path] = check_offsets(raw, path);
+    check_derived_values(file.get(), input, derived, checked);
+  }
   return out;
 }
 

@@ -20,5 +20,7 @@ h5dump -a /num_tokens -d /loss "$out/outputs.h5"
 # packed variable-length sequences: whole sequences per microbatch, balanced on tokens
 $mb inspect sample_data/packed.h5 -s sample_data/packed_spec.json -n 4 | tail -7
 $mb split sample_data/packed.h5 -s sample_data/packed_spec.json -n 4 -o "$out/packed"
+# max_seqlen and @num_tokens are recomputed for each microbatch from its own offsets
+h5dump -d /max_seqlen -a /num_tokens "$out"/packed/microbatch-00001.h5 | grep -E 'DATASET|ATTRIBUTE|\(0\)'
 $mb merge "$out/packed" -o "$out/packed.h5"
 h5diff sample_data/packed.h5 "$out/packed.h5" && echo "packed round trip exact: h5diff found no difference"

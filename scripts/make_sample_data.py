@@ -60,7 +60,9 @@ def write_packed(path, rng, sequences=48):
         f["position_ids"] = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
         f["cu_seqlens"] = offsets
         f["doc_ids"] = np.array([f"doc-{i:04d}" for i in range(sequences)], dtype=h5py.string_dtype())
+        # Derived per file ({"max_seqlen": ...}, {"num_tokens": ...} in packed_spec.json): a dataset and an attribute.
         f["max_seqlen"] = np.int32(lengths.max())
+        f.attrs["num_tokens"] = np.int32(total)
 
 
 def main():
@@ -76,7 +78,8 @@ def main():
     with open(os.path.join(OUT, "packed_spec.json"), "w") as f:
         json.dump({"input_ids": {"packed": "/cu_seqlens"}, "labels": {"packed": "/cu_seqlens"},
                    "position_ids": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets",
-                   "doc_ids": {"per_sequence": "/cu_seqlens"}, "max_seqlen": "replicate"}, f, indent=2)
+                   "doc_ids": {"per_sequence": "/cu_seqlens"}, "max_seqlen": {"max_seqlen": "/cu_seqlens"},
+                   "@num_tokens": {"num_tokens": "/cu_seqlens"}}, f, indent=2)
         f.write("\n")
     with open(os.path.join(OUT, "outputs_spec.json"), "w") as f:
         json.dump({"@num_tokens": {"reduce": "sum"}, "logits": 0, "loss": {"reduce": "mean"}}, f, indent=2)

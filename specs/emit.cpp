@@ -100,6 +100,7 @@ nlohmann::ordered_json rule_json(const LeafRule& rule) {
     case LeafRule::Mode::Offsets: return "offsets";
     case LeafRule::Mode::Packed: return {{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}};
     case LeafRule::Mode::PerSequence: return {{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::Derive: return {{quantity_name(rule.quantity), escape_name(rule.offsets)}};
   }
   return nullptr;
 }
@@ -109,7 +110,8 @@ nlohmann::ordered_json resolved_spec_json(const NodeInfo& node, const Resolution
   auto out = nlohmann::ordered_json::object();
   for (const auto& a : node.attributes) {
     const LeafRule rule = resolution.attribute_rule(node.path, a.name);
-    if (rule.mode == LeafRule::Mode::Reduce) out[attribute_key(a.name)] = rule_json(rule);
+    if (rule.mode == LeafRule::Mode::Reduce || rule.mode == LeafRule::Mode::Derive)
+      out[attribute_key(a.name)] = rule_json(rule);
   }
   for (const auto& child : node.children) out[member_key(child.name)] = resolved_spec_json(child, resolution);
   return out;

@@ -239,7 +239,8 @@ class Converter {
         if (j.text == "offsets") return SpecNode::make_leaf(LeafRule::offsets_leaf());
         b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\" (expected an axis, \"replicate\", \"offsets\", "
                                    "{{\"split_axis\": k}}, {{\"reduce\": ...}}, {{\"packed\": ...}}, "
-                                   "{{\"per_sequence\": ...}}, null, an object or an array)",
+                                   "{{\"per_sequence\": ...}}, {{\"max_seqlen\": \"/offsets\"}}, {{\"num_tokens\": \"/offsets\"}}, null, "
+                                   "an object or an array)",
                                    j.text));
       case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
       case JNode::Type::Array: {
@@ -271,19 +272,33 @@ class Converter {
     return k == "split_axis" || k == "reduce" || k == "packed" || k == "per_sequence";
   }
 
+  // {"max_seqlen": "/offsets"} and {"num_tokens": "/offsets"}: those are
+  // common member names ({"num_tokens": "replicate"} is a group's member),
+  // so they make a leaf only with an absolute path, which no member's spec is.
+  static const Quantity* derived_quantity(const std::string& k, const JNode& value) {
+    static const Quantity quantities[] = {Quantity::MaxSeqlen, Quantity::NumTokens};
+    if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/') return nullptr;
+    for (const auto& q : quantities)
+      if (k == quantity_name(q)) return &q;
+    return nullptr;
+  }
+
+  static bool is_leaf_entry(const JNode& j, std::size_t i) {
+    if (derived_quantity(j.keys[i], j.values[i])) return true;
+    return is_leaf_key(j.keys[i]) && j.values[i].type != JNode::Type::Object && j.values[i].type != JNode::Type::Array;
+  }
+
   static bool is_leaf_object(const JNode& j) {
     for (std::size_t i = 0; i < j.keys.size(); ++i)
-      if (is_leaf_key(j.keys[i]) && j.values[i].type != JNode::Type::Object && j.values[i].type != JNode::Type::Array)
-        return true;
+      if (is_leaf_entry(j, i)) return true;
     return false;
   }
 
   SpecNode leaf_object(const JNode& j) const {
     std::size_t at = 0;
-    while (!is_leaf_key(j.keys[at]) || j.values[at].type == JNode::Type::Object ||
-           j.values[at].type == JNode::Type::Array)
-      ++at;
+    while (!is_leaf_entry(j, at)) ++at;
     const std::string& key = j.keys[at];
+    if (const Quantity* q = derived_quantity(key, j.values[at])) return derived_leaf(j, at, *q);
     if (key == "packed" || key == "per_sequence") return sequence_leaf(j, at);
     if (key == "reduce") return reduce_leaf(j, at);
     return split_leaf(j, at);
@@ -341,6 +356,17 @@ class Converter {
     const std::string attribute = at == std::string::npos ? "" : name_at(value.text.substr(at + 1), value.pos);
     if (path.empty() || path[0] != '/' || (at != std::string::npos && attribute.empty())) b_.fail(value.pos, form);
     return LeafRule::weighted_mean(path, attribute);
+  }
+
+  // {"max_seqlen": "/path/of/offsets"} or {"num_tokens": ...}, alone.
+  SpecNode derived_leaf(const JNode& j, std::size_t at, Quantity q) const {
+    const JNode& value = j.values[at];
+    for (std::size_t i = 0; i < j.keys.size(); ++i)
+      if (i != at)
+        b_.fail(j.key_pos[i], fmt::format("a \"{}\" leaf takes only the offsets path, not \"{}\" (to name group "
+                                          "members called so, give them a spec other than a path)",
+                                          quantity_name(q), printable(j.keys[i])));
+    return SpecNode::make_leaf(LeafRule::derived(q, name_at(value.text, value.pos)));
   }
 
   // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "io/derived.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
@@ -53,6 +54,8 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
   for (const auto& attr : node.attributes) {
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, attr.name);
     h5::AttributeValue value = h5::read_attribute(object, attr.name, at);
+    if (rule.mode == LeafRule::Mode::Derive)  // the merged batch's value replaces it after the walk
+      check_derived_value(object, attr.name, rule, ctx.offsets->at(rule.offsets), at.attribute(attr.name));
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
     values.push_back(ctx.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
@@ -79,6 +82,11 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     check_alike(ctx, what, model, value);
     if (rule.mode == LeafRule::Mode::Reduce) {
       reduce_or_stack(ctx, {what, name, rule, object}, model, dst);
+      continue;
+    }
+    // A derived value differs from file to file: each is what its own file's offsets give.
+    if (rule.mode == LeafRule::Mode::Derive) {
+      check_derived_value(object, name, rule, ctx.offsets->at(rule.offsets), ctx.where(what));
       continue;
     }
     check_equal(ctx, what, model, value);

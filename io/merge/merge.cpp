@@ -9,6 +9,7 @@
 
 #include "core/merge_plan.hpp"
 #include "core/resolve.hpp"
+#include "io/derived.hpp"
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
@@ -98,6 +99,8 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
     if (job.progress) job.progress(i + 1, paths.size());
   }
   merging::reduce_deferred(ctx, out.get());
+  // The merged batch's derived values, from the merged offsets as written.
+  write_derived_values(out.get(), job.output, derived_targets(tree, resolution));
   out.close({job.output, ""});
   outputs.publish();
   outputs.keep();

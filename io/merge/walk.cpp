@@ -3,6 +3,7 @@
 // the model in Carried. Input 0 creates the output's objects; later inputs
 // open one only to write to it.
 #include "core/selection.hpp"
+#include "io/derived.hpp"
 #include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -40,6 +41,9 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
     case LeafRule::Mode::Packed:
     case LeafRule::Mode::PerSequence: concatenate(ctx, in, *leaf, dst); return;
     case LeafRule::Mode::Offsets: concatenate_offsets(ctx, in, *leaf, dst); return;
+    // A derived value differs from file to file: each input's was checked
+    // against its offsets, and the merged batch's is written after the walk.
+    case LeafRule::Mode::Derive: return;
     case LeafRule::Mode::Replicate: {
       if (!ctx.first()) return compare_replicated(ctx, in);
       const Selection all = Selection::all(in.model.space.dims);
@@ -65,7 +69,8 @@ bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule,
     case LeafRule::Mode::Packed:
     case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
     case LeafRule::Mode::Offsets: return true;
-    case LeafRule::Mode::Replicate: return false;
+    case LeafRule::Mode::Replicate:
+    case LeafRule::Mode::Derive: return false;
     case LeafRule::Mode::Reduce: return rule.stacks() || (ctx.last() && ctx.carried.reducing.count(ds.path));
   }
   return true;
@@ -78,6 +83,10 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   check_rows(ctx, in, leaf);
   require_same_shape(ctx, in, leaf ? std::optional<std::size_t>(leaf->axis) : std::nullopt);
   check_sequence_lengths(ctx, in, rule);
+  // Each input's derived value is what its own offsets give (the merged
+  // batch's is written after the walk).
+  if (rule.mode == LeafRule::Mode::Derive)
+    check_derived_value(object, {}, rule, ctx.offsets->at(rule.offsets), ctx.where(ds.path));
   if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   // Context parallelism: of a dataset the same for every CP rank, only CP

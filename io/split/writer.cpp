@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "core/selection.hpp"
+#include "io/derived.hpp"
 #include "io/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
@@ -29,6 +30,11 @@ class SplitWriter {
     const h5::Attributes attributes = h5::read_attributes(root.get(), where);
     for (std::size_t i = 0; i < roots.size(); ++i) h5::write_attributes(roots[i], attributes, out_where(i, "/"));
     write_children(source_.tree, root.get(), roots);
+    // Last, once every output holds its offsets: each derived value is
+    // computed from its own file's offsets.
+    const std::vector<DerivedTarget> derived = derived_targets(source_.tree, source_.resolution);
+    if (!derived.empty())
+      for (std::size_t i = 0; i < roots.size(); ++i) write_derived_values(roots[i], names_[i], derived);
   }
 
  private:
@@ -101,6 +107,7 @@ class SplitWriter {
       });
       h5::write_attributes(dst.get(), attributes, where);
       const Side to = Side::of(dst.get(), where);
+      if (rule.mode == LeafRule::Mode::Derive) continue;  // written last, from this file's offsets
       if (!rows) {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {

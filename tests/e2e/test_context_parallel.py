@@ -293,3 +293,22 @@ def test_inspect_shows_each_cp_rank(tmp_path, padded, packed):
     src, spec = padded
     res = run("inspect", src, "-s", spec, "-n", "2", "--cp-degree", "2", check=0)
     assert "positions CP rank 0 0:4+12:16, CP rank 1 4:12" in res.out
+
+
+def test_derived_metadata_describes_each_cp_ranks_own_tokens(tmp_path):
+    src = make_packed(tmp_path / "p.h5")
+    with h5py.File(src, "r+") as f:
+        lengths = np.diff(f["cu_seqlens"][()])
+        f["max_seqlen"] = np.int32(lengths.max())
+        f.attrs["num_tokens"] = np.uint32(lengths.sum())
+    spec = write_spec(tmp_path / "s.json", dict(PACKED_SPEC, max_seqlen={"max_seqlen": "/cu_seqlens"},
+                                                **{"@num_tokens": {"num_tokens": "/cu_seqlens"}}))
+    out = tmp_path / "mb"
+    run("split", src, "-s", spec, "-n", "2", "--cp-degree", "2", "-o", out, check=0)
+    for name in sorted(glob.glob(str(out / "*.h5"))):
+        with h5py.File(name) as g:
+            own = np.diff(g["cu_seqlens"][()])
+            assert g["max_seqlen"][()] == own.max()
+            assert g.attrs["num_tokens"] == own.sum()
+    run("merge", out, "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0

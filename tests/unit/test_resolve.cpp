@@ -156,3 +156,42 @@ TEST_CASE("stack and weighted means resolve on datasets and attributes; weights 
   CHECK(error_of(null_tree, R"({"x": {"reduce": "mean", "weight": "/w"}, "w": null})")
             .find("but it has a null dataspace") != std::string::npos);
 }
+
+TEST_CASE("derived leaves resolve on rank-0 integer datasets and attributes of an offsets leaf") {
+  using mb::Quantity;
+  mb::NodeInfo tree = root({dataset("cu", {5}), dataset("tokens", {20}), dataset("max_seqlen", {}),
+                            dataset("ratio", {}), group("g", {dataset("n", {})}, {"len"})},
+                           {"step", "name"});
+  for (auto& c : tree.children)
+    if (c.name == "ratio") c.dtype = "float32";
+  for (auto& a : tree.attributes)
+    if (a.name == "name") a.dtype = "|S4";
+  const std::string base = R"("cu": "offsets", "tokens": {"packed": "/cu"}, "ratio": "replicate", )";
+  const auto r = resolve_text(tree, "{" + base + R"("max_seqlen": {"max_seqlen": "/cu"},
+    "@step": {"num_tokens": "/cu"}, "g": {"@len": {"max_seqlen": "/cu"}, "n": {"num_tokens": "/cu"}}})");
+  CHECK(r.dataset_rule("/max_seqlen") == LeafRule::derived(Quantity::MaxSeqlen, "/cu"));
+  CHECK(r.dataset_rule("/g/n") == LeafRule::derived(Quantity::NumTokens, "/cu"));
+  CHECK(r.attribute_rule("/", "step") == LeafRule::derived(Quantity::NumTokens, "/cu"));
+  CHECK(r.attribute_rule("/g", "len") == LeafRule::derived(Quantity::MaxSeqlen, "/cu"));
+  CHECK(r.attribute_rule("/", "name") == LeafRule::replicate());
+
+  // {"KEY": VALUE, the other keys of a good spec, "*": null}: the leaf's object starts after "KEY": .
+  const auto with = [&](const std::string& key, const std::string& value) {
+    std::string text = "{\"" + key + "\": " + value;
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"cu", "\"offsets\""}, {"tokens", R"({"packed": "/cu"})"}, {"ratio", "\"replicate\""}})
+      if (k != key) text += ", \"" + k + "\": " + v;
+    return error_of(tree, text + ", \"*\": null}");
+  };
+  CHECK(with("max_seqlen", R"({"max_seqlen": "/tokens"})") ==
+        "s.json:1:16: /max_seqlen names /tokens as its offsets, but its spec is not \"offsets\"");
+  CHECK(with("max_seqlen", R"({"max_seqlen": "/nope"})") ==
+        "s.json:1:16: /max_seqlen names /nope as its offsets, but the file has no dataset there");
+  CHECK(with("tokens", R"({"num_tokens": "/cu"})") ==
+        "s.json:1:12: \"num_tokens\" needs a rank-0 integer (one value per file); /tokens has shape (20,)");
+  CHECK(with("ratio", R"({"num_tokens": "/cu"})") == "s.json:1:11: \"num_tokens\" needs a rank-0 integer; /ratio is float32");
+  CHECK(with("@name", R"({"max_seqlen": "/cu"})") == "s.json:1:11: \"max_seqlen\" needs a rank-0 integer; /@name is |S4");
+  CHECK(with("@step", R"({"max_seqlen": "/g/n"})") ==
+        "s.json:1:11: /@step names /g/n as its offsets, but its spec is not \"offsets\"");
+  CHECK(with("@step", R"({"max_seqlen": "/cu"})") == "(no error)");
+}

@@ -331,3 +331,41 @@ TEST_CASE("spec files over the size limit are refused, from a file and from a pi
   writer.join();
   ::signal(SIGPIPE, previous);
 }
+
+TEST_CASE("derived leaves: {\"max_seqlen\": path} and {\"num_tokens\": path}") {
+  using mb::Quantity;
+  CHECK(parse_spec(R"({"max_seqlen": "/cu_seqlens"})", "s").leaf == LeafRule::derived(Quantity::MaxSeqlen, "/cu_seqlens"));
+  CHECK(parse_spec(R"({"num_tokens": "/g/cu"})", "s").leaf == LeafRule::derived(Quantity::NumTokens, "/g/cu"));
+  CHECK(parse_spec(R"({"num_tokens": "/a\\x40b"})", "s").leaf.offsets == "/a@b");
+  CHECK(!LeafRule::derived(Quantity::NumTokens, "/cu").cuts_rows());
+  CHECK(LeafRule::derived(Quantity::NumTokens, "/cu") != LeafRule::derived(Quantity::MaxSeqlen, "/cu"));
+  // members named so stay members: their specs are no paths
+  for (const char* text : {R"({"num_tokens": "replicate", "cu": "offsets"})", R"({"max_seqlen": 0})",
+                           R"({"max_seqlen": null, "num_tokens": {"x": 1}})", R"({"num_tokens": [1]})"}) {
+    const SpecNode n = parse_spec(text, "s");
+    CHECK(n.kind == SpecNode::Kind::Object);
+  }
+  CHECK(parse_spec(R"({"num_tokens": "replicate"})", "s").members.at(0).spec.leaf == LeafRule::replicate());
+}
+
+TEST_CASE("derived-leaf errors name the spec, line and column") {
+  CHECK(error_of(R"({"max_seqlen": "/cu", "axis": 0})") ==
+        "s.json:1:23: a \"max_seqlen\" leaf takes only the offsets path, not \"axis\" (to name group members called "
+        "so, give them a spec other than a path)");
+  CHECK(error_of("{\n  \"num_tokens\": \"/cu\",\n  \"x\": 1\n}").rfind(
+            "s.json:3:3: a \"num_tokens\" leaf takes only the offsets path, not \"x\"", 0) == 0);
+  CHECK(error_of(R"({"max_seqlen": "/a\\q"})").rfind("s.json:1:16: unknown escape", 0) == 0);
+  // a relative path is a member's spec, which names no known form
+  CHECK(error_of(R"({"max_seqlen": "cu_seqlens"})").rfind("s.json:1:16: unknown leaf spec \"cu_seqlens\"", 0) == 0);
+  CHECK(error_of(R"({"max_seqlen": "cu_seqlens"})").find("{\"max_seqlen\": \"/offsets\"}") != std::string::npos);
+}
+
+TEST_CASE("derived leaves emit JSON that parses back to the same rules") {
+  using mb::Quantity;
+  CHECK(mb::specs::rule_json(LeafRule::derived(Quantity::MaxSeqlen, "/cu_seqlens")).dump() ==
+        R"({"max_seqlen":"/cu_seqlens"})");
+  CHECK(mb::specs::rule_json(LeafRule::derived(Quantity::NumTokens, "/g/cu")).dump() == R"({"num_tokens":"/g/cu"})");
+  for (auto rule : {LeafRule::derived(Quantity::MaxSeqlen, "/cu_seqlens"), LeafRule::derived(Quantity::NumTokens, "/"),
+                    LeafRule::derived(Quantity::NumTokens, "/g\\h/\xff"), LeafRule::derived(Quantity::MaxSeqlen, "/@")})
+    CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+}
