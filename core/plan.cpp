@@ -160,23 +160,55 @@ void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Seq
   for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
 }
 
-// Context parallelism: every file of the plan so far becomes one file per
-// CP rank. A dataset with a sequence axis keeps its rows and takes the
-// rank's zigzag positions along that axis; packed data takes, of every
-// document, the rank's zigzag tokens; everything else is the same for every
-// CP rank. Lengths that 2C does not divide are refused, never rounded.
-void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                          std::uint64_t degree, SplitPlan& plan) {
+std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
+  return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
+}
+
+// Context parallelism needs something to cut, and lengths that 2C divides:
+// they are refused, never rounded down.
+void check_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                            std::uint64_t degree) {
   if (leaves.sequence_axis.empty() && leaves.packed.empty())
     throw Error(fmt::format("--cp-degree {} has nothing to cut: no dataset's spec marks a sequence axis "
                             "({{\"split_axis\": 0, \"sequence_axis\": 1}}) and no dataset is packed",
                             degree));
   for (const NodeInfo* o : leaves.offsets) require_documents_divisible(sequences.offsets.at(o->path), degree, o->path);
-  for (const NodeInfo* n : leaves.sequence_axis) {
-    const auto axis = static_cast<std::size_t>(*resolution.dataset_rule(n->path).sequence_axis);
-    require_zigzag_divisible(n->shape[axis], degree,
-                             fmt::format("{} has {} positions on its sequence axis {}", n->path, n->shape[axis], axis));
+  for (const NodeInfo* n : leaves.sequence_axis)
+    require_zigzag_divisible(sequence_length(*n, resolution), degree,
+                             fmt::format("{} has {} positions on its sequence axis {}", n->path,
+                                         sequence_length(*n, resolution),
+                                         *resolution.dataset_rule(n->path).sequence_axis));
+}
+
+// How evenly the CP ranks share the attention work: of every offsets
+// dataset's documents, and of one sequence of each marked length.
+std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                             std::uint64_t degree) {
+  std::vector<CpLoad> out;
+  for (const NodeInfo* o : leaves.offsets) {
+    const Offsets& offsets = sequences.offsets.at(o->path);
+    std::vector<std::uint64_t> lengths;
+    for (std::size_t s = 0; s + 1 < offsets.size(); ++s) lengths.push_back(offsets[s + 1] - offsets[s]);
+    out.push_back(cp_load(o->path, lengths, degree));
   }
+  std::map<std::uint64_t, std::string> names;  // the datasets of each sequence length
+  for (const NodeInfo* n : leaves.sequence_axis) {
+    std::string& of = names[sequence_length(*n, resolution)];
+    of += (of.empty() ? "" : ", ") + n->path;
+  }
+  for (const auto& [length, of] : names)
+    out.push_back(cp_load(fmt::format("one sequence of {} positions ({})", length, of), {length}, degree));
+  return out;
+}
+
+// Context parallelism: every file of the plan so far becomes one file per
+// CP rank. A dataset with a sequence axis keeps its rows and takes the
+// rank's zigzag positions along that axis; packed data takes, of every
+// document, the rank's zigzag tokens; everything else is the same for every
+// CP rank.
+void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                          std::uint64_t degree, SplitPlan& plan) {
+  check_context_parallel(leaves, resolution, sequences, degree);
   const FileGrid grid{plan.ranks, degree, plan.count};
   for (auto& entry : plan.pieces) {
     std::vector<RowMap> maps(grid.files());
@@ -190,23 +222,11 @@ void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, co
       maps[f] = zigzag(documents_of(offsets, plan.sequences->runs[grid.microbatch_of(f)]), degree, grid.cp_rank_of(f));
   }
   for (const NodeInfo* n : leaves.sequence_axis) {
-    const std::uint64_t length = n->shape[static_cast<std::size_t>(*resolution.dataset_rule(n->path).sequence_axis)];
     std::vector<RowMap>& maps = plan.positions[n->path];
-    for (std::uint64_t f = 0; f < grid.files(); ++f) maps.push_back(zigzag({{0, length}}, degree, grid.cp_rank_of(f)));
+    for (std::uint64_t f = 0; f < grid.files(); ++f)
+      maps.push_back(zigzag({{0, sequence_length(*n, resolution)}}, degree, grid.cp_rank_of(f)));
   }
-  for (const NodeInfo* o : leaves.offsets) {
-    const Offsets& offsets = sequences.offsets.at(o->path);
-    std::vector<std::uint64_t> lengths;
-    for (std::size_t s = 0; s + 1 < offsets.size(); ++s) lengths.push_back(offsets[s + 1] - offsets[s]);
-    plan.cp_loads.push_back(cp_load(o->path, lengths, degree));
-  }
-  std::map<std::uint64_t, std::string> lengths;  // one load per sequence length, naming its datasets
-  for (const NodeInfo* n : leaves.sequence_axis) {
-    std::string& names = lengths[n->shape[static_cast<std::size_t>(*resolution.dataset_rule(n->path).sequence_axis)]];
-    names += (names.empty() ? "" : ", ") + n->path;
-  }
-  for (const auto& [length, names] : lengths)
-    plan.cp_loads.push_back(cp_load(fmt::format("one sequence of {} positions ({})", length, names), {length}, degree));
+  plan.cp_loads = cp_loads(leaves, resolution, sequences, degree);
   plan.cp = degree;
 }
 
