@@ -11,6 +11,7 @@
 #include "io/merge/steps.hpp"
 #include "io/prepare.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/transfer/gather.hpp"
 #include "io/tree_reader.hpp"
 
 namespace mb::io::merging {
@@ -45,6 +46,12 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
+  const RowMap& map = leaf.maps[ctx.input];
+  if (!leaf.sequence_axis && transfer::gathers(map)) {
+    transfer::copy_gathered(to, from, {map, leaf.axis, true}, ctx.job.policy);
+    if (whole) write_assembled(ctx, path, leaf, dst);
+    return;
+  }
   auto places = place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims);
   if (leaf.sequence_axis) places = place_positions(places, leaf.positions[ctx.input], *leaf.sequence_axis);
   for (const auto& place : places) transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);

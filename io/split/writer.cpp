@@ -10,6 +10,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/transfer/gather.hpp"
 #include "io/tree_reader.hpp"
 
 namespace mb::io {
@@ -112,6 +113,8 @@ class SplitWriter {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {
         write_rebased_offsets({src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
+      } else if (!positions && transfer::gathers(*rows)) {
+        transfer::copy_gathered(from, to, {*rows, static_cast<std::size_t>(rule.axis), false}, source_.policy);
       } else {
         auto places = place_segments(*rows, static_cast<std::size_t>(rule.axis), ds.shape, dims);
         if (positions) places = place_positions(places, *positions, static_cast<std::size_t>(*rule.sequence_axis));

@@ -312,3 +312,43 @@ def test_derived_metadata_describes_each_cp_ranks_own_tokens(tmp_path):
             assert g.attrs["num_tokens"] == own.sum()
     run("merge", out, "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+@pytest.mark.parametrize("storage", ["small", "large", "gzip", "strings"])
+@pytest.mark.parametrize("buffer", [None, "1"])
+def test_many_documents_move_in_windows(tmp_path, storage, buffer):
+    """Thousands of documents: each CP rank's two chunks of every one are moved a window at a
+    time (a union of hyperslabs), in memory, between datasets, filtered, variable-length, and
+    with documents longer than a window (--buffer-size 1: 1 MiB)."""
+    rng = np.random.default_rng(7)
+    lengths = 4 * rng.integers(1, 8, 3000)
+    lengths[1500] = 4 * 80000  # one document whose chunks are longer than a 1 MiB window of 16-byte rows
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype("i8")
+    src = tmp_path / "p.h5"
+    with h5py.File(src, "w") as f:
+        f["cu"] = cu
+        n = int(cu[-1])
+        if storage == "small":
+            f["tok"] = (np.arange(n) % 30000).astype("i2")
+        elif storage == "large":
+            f["tok"] = np.stack([np.arange(n), -np.arange(n)], axis=1).astype("i8")
+        elif storage == "gzip":
+            f.create_dataset("tok", data=np.arange(n).astype("f4"), chunks=(4096,), compression="gzip")
+        else:
+            f.create_dataset("tok", data=np.array([f"t{i}" for i in range(n)], dtype=object),
+                             dtype=h5py.string_dtype())
+    spec = write_spec(tmp_path / "s.json", {"cu": "offsets", "tok": {"packed": "/cu"}})
+    extra = ["--buffer-size", buffer] if buffer else []
+    out = tmp_path / "mb"
+    run("split", src, "-s", spec, "-n", "3", "--cp-degree", "2", "-o", out, *extra, check=0)
+    runs = json.loads((out / "manifest.json").read_text())["sequences"]["runs"]
+    with h5py.File(src) as f:
+        tok = f["tok"][()]
+    for r in range(2):
+        m = 1
+        a, b = runs[m]
+        rows = np.concatenate([cu[s] + zigzag(cu[s + 1] - cu[s], 2, r) for s in range(a, b)])
+        with h5py.File(out / f"cp-{r:05d}-microbatch-{m:05d}.h5") as g:
+            assert np.array_equal(g["tok"][()], tok[rows])
+    run("merge", out, "-o", tmp_path / "m.h5", *extra, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
