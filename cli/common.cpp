@@ -84,10 +84,10 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
          "packed sequences: fewest tokens in the largest microbatch (tokens, default) or array_split of the "
          "sequence count (sequences)")
       ->check(CLI::IsMember({"tokens", "sequences"}));
-  add_data_parallel_options(app, options.dp, options.layout);
+  add_data_parallel_options(app, options.dp, options.layout, options.cp_degree);
 }
 
-void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout) {
+void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree) {
   app.add_option("--dp-degree", dp.degree,
                  "the split axis holds D contiguous data-parallel shards; each shard is cut, and microbatch i joins "
                  "piece i of every shard")
@@ -102,6 +102,11 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
          "per-microbatch (default): one file per microbatch; per-rank: one file per (data-parallel rank, "
          "microbatch), rank-major")
       ->check(CLI::IsMember({"per-microbatch", "per-rank"}));
+  app.add_option("--cp-degree", cp_degree,
+                 "context parallelism: every sequence axis the spec marks, and every packed document, is cut into "
+                 "2C chunks; CP rank r holds chunks r and 2C-1-r (zigzag); one file per CP rank")
+      ->transform(whole_number("--cp-degree"))
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
 }
 
 void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {

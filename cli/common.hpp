@@ -29,7 +29,7 @@ CLI::Validator whole_number(const std::string& option);
 void add_partition_options(CLI::App& app, SplitOptions& options);
 
 // --dp-degree D, --align and --layout (split, inspect and merge).
-void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout);
+void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree);
 
 // Adds --buffer-size (MiB) bound to the policy's buffer; the byte paths
 // are on unless MICROBATCH_NO_RAW_COPY is set (the tests compare both).

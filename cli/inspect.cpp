@@ -47,7 +47,9 @@ std::string storage_text(const StorageInfo& s) {
 
 std::string rule_text(const LeafRule& r) {
   switch (r.mode) {
-    case LeafRule::Mode::Split: return fmt::format("split axis {}", r.axis);
+    case LeafRule::Mode::Split:
+      if (r.sequence_axis) return fmt::format("split axis {}, sequence axis {}", r.axis, *r.sequence_axis);
+      return fmt::format("split axis {}", r.axis);
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce:
       if (r.weighted()) return "reduce mean weighted by " + r.weight_text();
@@ -65,6 +67,42 @@ std::string rows_text(const std::vector<RowMap>& rows) {
   for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += fmt::format("{}{}", i ? "," : "", rows_in(rows[i]));
   if (rows.size() > 16) out += ",…";
   return out;
+}
+
+// "0:2+6:8" (Python slices of the positions one CP rank holds).
+std::string positions_text(const RowMap& positions) {
+  std::string out;
+  for (const Segment& s : positions) out += fmt::format("{}{}:{}", out.empty() ? "" : "+", s.begin, s.stop());
+  return out;
+}
+
+// The plan of one cut dataset: rows per file and, under CP, the positions
+// of each CP rank along the sequence axis.
+std::string cut_text(const SplitPlan& plan, const std::string& path) {
+  std::string out = rows_text(plan.pieces.at(path));
+  const auto positions = plan.positions.find(path);
+  if (positions == plan.positions.end()) return out;
+  const FileGrid grid = plan.grid();
+  out += "; positions";
+  for (std::uint64_t r = 0; r < plan.cp && r < 8; ++r)
+    out += fmt::format("{} CP rank {} {}", r ? "," : "", r, positions_text(positions->second[grid.file_of(0, r)]));
+  return out;
+}
+
+// Per CP rank: the tokens it holds and its causal attention work (the sum
+// over its positions of position + 1), against the ideal total / C and what
+// a contiguous cut would give.
+void print_cp_loads(const SplitPlan& plan) {
+  std::printf("context parallel: %llu CP ranks, zigzag (rank r holds chunks r and 2C-1-r of 2C)\n",
+              static_cast<unsigned long long>(plan.cp));
+  for (const CpLoad& load : plan.cp_loads) {
+    std::printf("  %s: ideal work %.1f per rank\n", load.what.c_str(),
+                static_cast<double>(load.total_work) / static_cast<double>(plan.cp));
+    for (std::uint64_t r = 0; r < plan.cp && r < 16; ++r)
+      std::printf("    CP rank %llu: %llu tokens, work %llu (a contiguous cut: %llu)\n",
+                  static_cast<unsigned long long>(r), static_cast<unsigned long long>(load.tokens[r]),
+                  static_cast<unsigned long long>(load.work[r]), static_cast<unsigned long long>(load.contiguous[r]));
+  }
 }
 
 struct Row {
@@ -102,7 +140,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     if (in.resolution && !n.is_group()) {
       const LeafRule& rule = in.resolution->dataset_rule(n.path);
       r.plan = rule_text(rule);
-      if (in.plan && rule.cuts_rows()) r.plan += ": " + rows_text(in.plan->pieces.at(n.path));
+      if (in.plan && rule.cuts_rows()) r.plan += ": " + cut_text(*in.plan, n.path);
     }
     rows.push_back(r);
     for (const auto& a : n.attributes) {
@@ -140,6 +178,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     std::printf("plan: %llu microbatches\n", static_cast<unsigned long long>(in.plan->count));
     for (const auto& w2 : in.plan->warnings) std::printf("warning: %s\n", w2.c_str());
     if (in.plan->sequences) print_sequences(*in.plan->sequences, in.plan->count);
+    if (in.plan->cp > 1) print_cp_loads(*in.plan);
   }
 }
 
@@ -167,6 +206,8 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
       if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
       if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
         j["rows"] = specs::row_maps_json(in.plan->pieces.at(n.path));
+        const auto positions = in.plan->positions.find(n.path);
+        if (positions != in.plan->positions.end()) j["positions"] = specs::row_maps_json(positions->second);
       }
     }
     auto attrs = json::array();
@@ -186,6 +227,13 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
     auto& warnings = out["warnings"] = json::array();
     for (const auto& w : in.plan->warnings) warnings.push_back(specs::printable_text(w));
     if (in.plan->sequences) out["sequences"] = specs::sequences_json(*in.plan->sequences);
+    out["cp_degree"] = in.plan->cp;
+    if (in.plan->cp > 1) {
+      auto& loads = out["context_parallel"] = json::array();
+      for (const CpLoad& l : in.plan->cp_loads)
+        loads.push_back({{"of", specs::escape_name(l.what)}, {"tokens", l.tokens}, {"work", l.work},
+                         {"contiguous_work", l.contiguous}, {"total_work", l.total_work}});
+    }
   }
   std::printf("%s\n", out.dump(2).c_str());
 }

@@ -24,7 +24,8 @@ struct MergeCommand {
   bool no_verify = false;
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
-  bool dp_given = false;  // --dp-degree, --align or --layout on the command line
+  std::uint64_t cp_degree = 1;
+  bool dp_given = false;  // --dp-degree, --align, --layout or --cp-degree on the command line
   transfer::Policy policy;
 };
 
@@ -35,6 +36,22 @@ std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
   return out;
 }
 
+// Layout flags given beside a manifest must be its split's: with others the
+// files would be put back in the wrong places.
+void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, const std::string& manifest) {
+  const auto differs = [&](const char* flag, const std::string& given, const std::string& recorded) {
+    if (given != recorded)
+      throw usage_error(fmt::format("{} {} is not how these files were split ({} says {}): leave it out, or give "
+                                    "the split's",
+                                    flag, given, manifest, recorded));
+  };
+  differs("--dp-degree", std::to_string(cmd.dp.degree), std::to_string(split.dp.degree));
+  differs("--align", cmd.dp.align ? "on" : "off", split.dp.align ? "on" : "off");
+  differs("--layout", cmd.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch",
+          split.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch");
+  differs("--cp-degree", std::to_string(cmd.cp_degree), std::to_string(split.cp_degree));
+}
+
 void run_merge(const MergeCommand& cmd) {
   const io::MergeSources sources = io::find_sources(cmd.inputs);
   std::string spec_name;
@@ -42,11 +59,14 @@ void run_merge(const MergeCommand& cmd) {
   io::MergeJob job;
   job.dp = cmd.dp;
   job.layout = cmd.layout;
+  job.cp_degree = cmd.cp_degree;
   if (sources.manifest) {
     job.manifest = &*sources.manifest;
+    if (cmd.dp_given) require_split_layout(cmd, sources.manifest->options, sources.manifest_path);
     if (!cmd.dp_given) {
       job.dp = sources.manifest->options.dp;
       job.layout = sources.manifest->options.layout;
+      job.cp_degree = sources.manifest->options.cp_degree;
     }
   }
   if (sources.manifest && !cmd.spec.given()) {
@@ -86,12 +106,14 @@ void setup_merge(CLI::App& app) {
   sub->add_flag("--no-verify", cmd->no_verify,
                 "do not check each file's content digest against its split's manifest (sizes, order and rows are "
                 "still checked)");
-  add_data_parallel_options(*sub, cmd->dp, cmd->layout);  // as given to split; a manifest records them
+  // As given to split; a manifest records them.
+  add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
   add_copy_policy_options(*sub, cmd->policy);
   add_common_options(*sub);
   sub->callback([cmd, sub] {
     apply_common_options();
-    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0;
+    cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0 ||
+                    sub->count("--cp-degree") > 0;
     run_merge(*cmd);
   });
 }

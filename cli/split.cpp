@@ -44,9 +44,9 @@ void run_split(const SplitCommand& cmd) {
   job.tool_version = MICROBATCH_VERSION;
   job.progress = terminal_progress("split");
   io::write_split(job, prepared);
-  spdlog::info("split {} into {} microbatches{} in {} ({} split datasets)", cmd.input, plan.count,
-               plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "", cmd.output_dir,
-               plan.pieces.size());
+  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", cmd.input, plan.count,
+               plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
+               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
 }
 
 }  // namespace

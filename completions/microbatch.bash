@@ -15,7 +15,7 @@ _microbatch() {
     case ${COMP_WORDS[i]} in split | merge | inspect) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
-  local plan="-s --spec --spec-json -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout"
+  local plan="-s --spec --spec-json -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout --cp-degree"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
     --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
@@ -30,7 +30,7 @@ _microbatch() {
       fi
       return ;;
     --spec-json) return ;;
-    -n | --chunks | --micro-batch-size | --dp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
+    -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
   esac
   if [[ -z $cmd ]]; then
     COMPREPLY=($(compgen -W "split merge inspect -V --version $common" -- "$cur"))
@@ -40,7 +40,7 @@ _microbatch() {
     local options
     case $cmd in
       split) options="$plan -o --output --force --buffer-size -j --jobs" ;;
-      merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --buffer-size" ;;
+      merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size" ;;
       inspect) options="$plan --json" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))

@@ -25,6 +25,7 @@ complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l spec-json -
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l dp-degree -x -d 'Data-parallel shards'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l align -d 'PaddlePaddle align mode'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l layout -x -a 'per-microbatch per-rank'
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l cp-degree -x -d 'Context-parallel ranks'
 
 # split and merge
 set -l writing "__fish_seen_subcommand_from split merge"

@@ -21,6 +21,7 @@ struct CutLength {
 struct Leaves {
   std::vector<CutLength> split;  // Split leaves
   std::vector<const NodeInfo*> offsets, packed, per_sequence;
+  std::vector<const NodeInfo*> sequence_axis;  // Split leaves with a sequence axis
 };
 
 std::uint64_t axis_length(const NodeInfo& n, const LeafRule& rule) {
@@ -40,7 +41,10 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
     switch (rule.mode) {
       case LeafRule::Mode::Reduce:
         throw Error(fmt::format("spec gives a reducer for {}: a reducer only applies to merge", n.path));
-      case LeafRule::Mode::Split: out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"}); break;
+      case LeafRule::Mode::Split:
+        out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"});
+        if (rule.sequence_axis) out.sequence_axis.push_back(&n);
+        break;
       case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
       case LeafRule::Mode::Packed: out.packed.push_back(&n); break;
       case LeafRule::Mode::PerSequence: out.per_sequence.push_back(&n); break;
@@ -156,6 +160,76 @@ void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Seq
   for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
 }
 
+std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
+  return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
+}
+
+// Context parallelism needs something to cut, and lengths that 2C divides:
+// they are refused, never rounded down.
+void check_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                            std::uint64_t degree) {
+  if (leaves.sequence_axis.empty() && leaves.packed.empty())
+    throw Error(fmt::format("--cp-degree {} has nothing to cut: no dataset's spec marks a sequence axis "
+                            "({{\"split_axis\": 0, \"sequence_axis\": 1}}) and no dataset is packed",
+                            degree));
+  for (const NodeInfo* o : leaves.offsets) require_documents_divisible(sequences.offsets.at(o->path), degree, o->path);
+  for (const NodeInfo* n : leaves.sequence_axis)
+    require_zigzag_divisible(sequence_length(*n, resolution), degree,
+                             fmt::format("{} has {} positions on its sequence axis {}", n->path,
+                                         sequence_length(*n, resolution),
+                                         *resolution.dataset_rule(n->path).sequence_axis));
+}
+
+// How evenly the CP ranks share the attention work: of every offsets
+// dataset's documents, and of one sequence of each marked length.
+std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                             std::uint64_t degree) {
+  std::vector<CpLoad> out;
+  for (const NodeInfo* o : leaves.offsets) {
+    const Offsets& offsets = sequences.offsets.at(o->path);
+    std::vector<std::uint64_t> lengths;
+    for (std::size_t s = 0; s + 1 < offsets.size(); ++s) lengths.push_back(offsets[s + 1] - offsets[s]);
+    out.push_back(cp_load(o->path, lengths, degree));
+  }
+  std::map<std::uint64_t, std::string> names;  // the datasets of each sequence length
+  for (const NodeInfo* n : leaves.sequence_axis) {
+    std::string& of = names[sequence_length(*n, resolution)];
+    of += (of.empty() ? "" : ", ") + n->path;
+  }
+  for (const auto& [length, of] : names)
+    out.push_back(cp_load(fmt::format("one sequence of {} positions ({})", length, of), {length}, degree));
+  return out;
+}
+
+// Context parallelism: every file of the plan so far becomes one file per
+// CP rank. A dataset with a sequence axis keeps its rows and takes the
+// rank's zigzag positions along that axis; packed data takes, of every
+// document, the rank's zigzag tokens; everything else is the same for every
+// CP rank.
+void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                          std::uint64_t degree, SplitPlan& plan) {
+  check_context_parallel(leaves, resolution, sequences, degree);
+  const FileGrid grid{plan.ranks, degree, plan.count};
+  for (auto& entry : plan.pieces) {
+    std::vector<RowMap> maps(grid.files());
+    for (std::uint64_t f = 0; f < grid.files(); ++f) maps[f] = entry.second[grid.base_of(f)];
+    entry.second = std::move(maps);
+  }
+  for (const NodeInfo* p : leaves.packed) {
+    const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
+    std::vector<RowMap>& maps = plan.pieces.at(p->path);
+    for (std::uint64_t f = 0; f < grid.files(); ++f)
+      maps[f] = zigzag(documents_of(offsets, plan.sequences->runs[grid.microbatch_of(f)]), degree, grid.cp_rank_of(f));
+  }
+  for (const NodeInfo* n : leaves.sequence_axis) {
+    std::vector<RowMap>& maps = plan.positions[n->path];
+    for (std::uint64_t f = 0; f < grid.files(); ++f)
+      maps.push_back(zigzag({{0, sequence_length(*n, resolution)}}, degree, grid.cp_rank_of(f)));
+  }
+  plan.cp_loads = cp_loads(leaves, resolution, sequences, degree);
+  plan.cp = degree;
+}
+
 }  // namespace
 
 const char* reducer_name(Reducer r) {
@@ -174,6 +248,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("give exactly one of -n/--chunks and --micro-batch-size");
   if (options.dp.degree == 0) throw usage_error("--dp-degree must be at least 1");
+  if (options.cp_degree == 0) throw usage_error("--cp-degree must be at least 1");
   SplitPlan plan;
   plan.layout = options.layout;
   if (options.layout == FileLayout::PerRank) plan.ranks = options.dp.degree;
@@ -204,9 +279,9 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
           fmt::format("-n {} is more than the limit of {} microbatches", *options.count, kMaxMicrobatches));
     plan.count = count_for_n(cuts, *options.count, options.on_short, plan.warnings);
   }
-  if (plan.files() > kMaxMicrobatches)
-    throw usage_error(fmt::format("{} microbatches for {} ranks make more files than the limit of {}", plan.count,
-                                  plan.ranks, kMaxMicrobatches));
+  if (plan.ranks * options.cp_degree * plan.count > kMaxMicrobatches)
+    throw usage_error(fmt::format("{} microbatches for {} ranks and {} CP ranks make more files than the limit of {}",
+                                  plan.count, plan.ranks, options.cp_degree, kMaxMicrobatches));
 
   // Regular split leaves: array_split (or torch.split) of each shard.
   for (std::size_t i = 0; i < split_cuts; ++i) {
@@ -229,6 +304,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     seq.run_tokens = run_tokens(sequences.tokens, seq.runs);
     cut_sequences(leaves, resolution, sequences, seq, plan);
   }
+  if (options.cp_degree > 1) cut_context_parallel(leaves, resolution, sequences, options.cp_degree, plan);
   return plan;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/context_parallel.hpp"
 #include "core/layout.hpp"
 #include "core/packed.hpp"
 #include "core/partition.hpp"
@@ -34,6 +35,7 @@ struct SplitOptions {
   DataParallel dp;                                // --dp-degree D, --align
   FileLayout layout = FileLayout::PerMicrobatch;  // --layout
   Balance balance = Balance::Tokens;              // --balance
+  std::uint64_t cp_degree = 1;                    // --cp-degree C
 };
 
 // Values of every "offsets" dataset, by path, exact as read (io reads them
@@ -54,10 +56,18 @@ struct SplitPlan {
   std::uint64_t count = 0;  // number of microbatches
   FileLayout layout = FileLayout::PerMicrobatch;
   std::uint64_t ranks = 1;  // per-rank layout: files per microbatch (the data-parallel degree)
-  std::uint64_t files() const { return ranks * count; }
+  std::uint64_t cp = 1;     // context-parallel degree: files per (rank, microbatch)
+  FileGrid grid() const { return {ranks, cp, count}; }
+  std::uint64_t files() const { return grid().files(); }
   // Per split dataset (by path): its rows in each output file (file order:
-  // microbatch, or rank-major for the per-rank layout).
+  // FileGrid's, rank, CP rank, microbatch).
   std::map<std::string, std::vector<RowMap>> pieces;
+  // Context parallelism: per dataset with a sequence axis (by path), its
+  // positions along that axis in each output file.
+  std::map<std::string, std::vector<RowMap>> positions;
+  // Context parallelism: how evenly CP ranks share the attention work, of
+  // every offsets dataset's documents and of each sequence length marked.
+  std::vector<CpLoad> cp_loads;
   std::optional<SequencePlan> sequences;  // when the spec has packed sequences
   std::vector<std::string> warnings;
 };

@@ -96,6 +96,15 @@ class Resolver {
     if (rule.axis < -rank || rule.axis >= rank)
       fail(spec, fmt::format("split axis {} is out of range for {} of rank {}", rule.axis, ds.path, rank));
     if (rule.axis < 0) rule.axis += rank;
+    if (rule.sequence_axis) {
+      int& seq = *rule.sequence_axis;
+      if (seq < -rank || seq >= rank)
+        fail(spec, fmt::format("sequence axis {} is out of range for {} of rank {}", seq, ds.path, rank));
+      if (seq < 0) seq += rank;
+      if (seq == rule.axis)
+        fail(spec, fmt::format("{}: the sequence axis is its split axis {}; context parallelism cuts another axis",
+                               ds.path, seq));
+    }
     return rule;
   }
 
@@ -238,7 +247,9 @@ class Resolver {
 
   static std::string rule_text(const LeafRule& rule) {
     switch (rule.mode) {
-      case LeafRule::Mode::Split: return fmt::format("split on axis {}", rule.axis);
+      case LeafRule::Mode::Split:
+        if (rule.sequence_axis) return fmt::format("split on axis {}, sequence axis {}", rule.axis, *rule.sequence_axis);
+        return fmt::format("split on axis {}", rule.axis);
       case LeafRule::Mode::Replicate: return "replicate";
       case LeafRule::Mode::Reduce:
         if (rule.weighted()) return fmt::format("reduce mean weighted by {}", rule.weight_text());

@@ -42,4 +42,27 @@ std::vector<SegmentPlace> place_segments(const RowMap& map, std::size_t axis, co
   return places;
 }
 
+std::vector<SegmentPlace> place_positions(const std::vector<SegmentPlace>& places, const RowMap& positions,
+                                          std::size_t axis) {
+  std::vector<SegmentPlace> out;
+  out.reserve(places.size() * positions.size());
+  for (const SegmentPlace& place : places) {
+    std::uint64_t at = 0;
+    for (const Segment& seg : positions) {
+      SegmentPlace cut = place;
+      for (Selection* s : {&cut.batch, &cut.piece})
+        if (s->stride.empty()) s->stride.assign(s->start.size(), 1);
+      cut.batch.start.at(axis) = seg.begin;
+      cut.batch.count.at(axis) = seg.count;
+      cut.batch.stride.at(axis) = seg.stride;
+      cut.piece.start.at(axis) = at;
+      cut.piece.count.at(axis) = seg.count;
+      cut.piece.stride.at(axis) = 1;
+      out.push_back(std::move(cut));
+      at += seg.count;
+    }
+  }
+  return out;
+}
+
 }  // namespace mb

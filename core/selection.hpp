@@ -49,4 +49,10 @@ struct SegmentPlace {
 std::vector<SegmentPlace> place_segments(const RowMap& map, std::size_t axis, const Shape& batch_dims,
                                          const Shape& piece_dims);
 
+// The same places cut again along a second axis (context parallelism's
+// sequence axis): `positions` of the batch, one after the other in the
+// piece.
+std::vector<SegmentPlace> place_positions(const std::vector<SegmentPlace>& places, const RowMap& positions,
+                                          std::size_t axis);
+
 }  // namespace mb

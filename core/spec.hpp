@@ -5,6 +5,7 @@
 // resolution assigns to every leaf of a file.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,24 +46,27 @@ struct LeafRule {
   std::string weight;
   std::string weight_attribute;
   Quantity quantity = Quantity::MaxSeqlen;  // Derive
+  // Split only: the axis along which --cp-degree cuts each sequence (as
+  // written, or once resolved, normalised); none: the same for every CP rank.
+  std::optional<int> sequence_axis;
 
-  static LeafRule split(int axis) { return {Mode::Split, axis, Reducer::Sum, {}, {}, {}}; }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}}; }
-  static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
-    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute)};
+  static LeafRule split(int axis) {
+    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}};
   }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
+  static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}};
+  }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}}; }
   static LeafRule packed(std::string offsets, int axis) {
-    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}};
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}};
   }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}};
   }
   static LeafRule derived(Quantity q, std::string offsets) {
-    LeafRule rule{Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}};
-    rule.quantity = q;
-    return rule;
+    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}};
   }
   // True when each microbatch holds some of the rows along `axis`.
   bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive; }

@@ -24,3 +24,13 @@ $mb split sample_data/packed.h5 -s sample_data/packed_spec.json -n 4 -o "$out/pa
 h5dump -d /max_seqlen -a /num_tokens "$out"/packed/microbatch-00001.h5 | grep -E 'DATASET|ATTRIBUTE|\(0\)'
 $mb merge "$out/packed" -o "$out/packed.h5"
 h5diff sample_data/packed.h5 "$out/packed.h5" && echo "packed round trip exact: h5diff found no difference"
+# context parallelism: each sequence (and each packed document) cut into 2C chunks, CP rank r holds r and 2C-1-r
+$mb inspect sample_data/cp_batch.h5 -s sample_data/cp_batch_spec.json -n 2 --cp-degree 2 | grep -E 'input_ids|context|rank'
+$mb split sample_data/cp_batch.h5 -s sample_data/cp_batch_spec.json -n 2 --cp-degree 2 -o "$out/cp"
+ls "$out/cp"
+$mb merge "$out/cp" -o "$out/cp.h5"
+h5diff sample_data/cp_batch.h5 "$out/cp.h5" && echo "CP round trip exact: h5diff found no difference"
+$mb inspect sample_data/cp_packed.h5 -s sample_data/cp_packed_spec.json -n 2 --cp-degree 2 | tail -4
+$mb split sample_data/cp_packed.h5 -s sample_data/cp_packed_spec.json -n 2 --cp-degree 2 -o "$out/cp_packed"
+$mb merge "$out/cp_packed" -o "$out/cp_packed.h5"
+h5diff sample_data/cp_packed.h5 "$out/cp_packed.h5" && echo "packed CP round trip exact: h5diff found no difference"

@@ -65,6 +65,36 @@ def write_packed(path, rng, sequences=48):
         f.attrs["num_tokens"] = np.int32(total)
 
 
+def write_cp(directory, rng, cp_degree=2):
+    """Context-parallel examples (--cp-degree 2): a padded batch whose sequence
+    length, and a packed batch whose every document length, 2 x C divides."""
+    with h5py.File(os.path.join(directory, "cp_batch.h5"), "w") as f:
+        f["input_ids"] = rng.integers(0, VOCAB, size=(B, S), dtype=np.int64)
+        f["labels"] = np.roll(f["input_ids"][()], -1, axis=1)
+        f["position_ids"] = np.broadcast_to(np.arange(S, dtype=np.int32), (3, B, S))  # mRoPE [3, B, S]
+        f["attention_mask"] = np.tril(np.ones((S, S), dtype=bool))[None, None].repeat(B, axis=0)  # [B, 1, S, S]
+        f["loss_weight"] = np.ones(B, dtype=np.float32)
+    lengths = 2 * cp_degree * np.clip(rng.lognormal(mean=2.2, sigma=0.8, size=24), 1, 64).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    with h5py.File(os.path.join(directory, "cp_packed.h5"), "w") as f:
+        f["input_ids"] = rng.integers(0, VOCAB, size=int(offsets[-1]), dtype=np.int64)
+        f["position_ids"] = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+        f["cu_seqlens"] = offsets
+        f["max_seqlen"] = np.int32(lengths.max())
+
+
+def write_cp_specs(directory):
+    with open(os.path.join(directory, "cp_batch_spec.json"), "w") as f:
+        json.dump({"input_ids": {"split_axis": 0, "sequence_axis": 1}, "labels": {"split_axis": 0, "sequence_axis": 1},
+                   "position_ids": {"split_axis": 1, "sequence_axis": 2},
+                   "attention_mask": {"split_axis": 0, "sequence_axis": 2}, "loss_weight": 0}, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(directory, "cp_packed_spec.json"), "w") as f:
+        json.dump({"input_ids": {"packed": "/cu_seqlens"}, "position_ids": {"packed": "/cu_seqlens"},
+                   "cu_seqlens": "offsets", "max_seqlen": {"max_seqlen": "/cu_seqlens"}}, f, indent=2)
+        f.write("\n")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261130)
@@ -81,6 +111,8 @@ def main():
                    "doc_ids": {"per_sequence": "/cu_seqlens"}, "max_seqlen": {"max_seqlen": "/cu_seqlens"},
                    "@num_tokens": {"num_tokens": "/cu_seqlens"}}, f, indent=2)
         f.write("\n")
+    write_cp(OUT, rng)
+    write_cp_specs(OUT)
     with open(os.path.join(OUT, "outputs_spec.json"), "w") as f:
         json.dump({"@num_tokens": {"reduce": "sum"}, "logits": 0, "loss": {"reduce": "mean"}}, f, indent=2)
         f.write("\n")

@@ -55,8 +55,8 @@ std::string escaped(std::string_view raw, bool double_backslash) {
 
 // Keys that would read as something else than a member name.
 bool reads_as_keyword(const std::string& key) {
-  return key == "*" || key[0] == '@' || key == "split_axis" || key == "reduce" || key == "packed" ||
-         key == "per_sequence";
+  return key == "*" || key[0] == '@' || key == "split_axis" || key == "sequence_axis" || key == "reduce" ||
+         key == "packed" || key == "per_sequence";
 }
 
 }  // namespace
@@ -90,7 +90,9 @@ std::string weight_key(const LeafRule& rule) {
 
 nlohmann::ordered_json rule_json(const LeafRule& rule) {
   switch (rule.mode) {
-    case LeafRule::Mode::Split: return rule.axis;
+    case LeafRule::Mode::Split:
+      if (rule.sequence_axis) return {{"split_axis", rule.axis}, {"sequence_axis", *rule.sequence_axis}};
+      return rule.axis;
     case LeafRule::Mode::Replicate: return "replicate";
     case LeafRule::Mode::Reduce:
       if (rule.weighted()) return {{"reduce", reducer_name(rule.reducer)}, {"weight", weight_key(rule)}};

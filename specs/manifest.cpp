@@ -46,11 +46,16 @@ json manifest_head(const Manifest& m) {
   for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
   j["split_id"] = m.split_id;
   j["files"] = files;
-  if (m.options.layout == FileLayout::PerRank) {
+  if (m.options.layout == FileLayout::PerRank || m.options.cp_degree > 1) {
     auto placement = json::array();
-    const std::uint64_t per_rank = m.files.size() / std::max<std::uint64_t>(m.ranks(), 1);
-    for (std::size_t f = 0; f < m.files.size(); ++f)
-      placement.push_back({{"rank", f / per_rank}, {"microbatch", f % per_rank}});
+    const FileGrid grid = m.grid();
+    for (std::size_t f = 0; f < m.files.size(); ++f) {
+      json at;
+      if (m.options.layout == FileLayout::PerRank) at["rank"] = grid.rank_of(f);
+      if (m.options.cp_degree > 1) at["cp_rank"] = grid.cp_rank_of(f);
+      at["microbatch"] = grid.microbatch_of(f);
+      placement.push_back(at);
+    }
     j["placement"] = placement;
   }
   j["spec"] = m.spec;
@@ -59,9 +64,9 @@ json manifest_head(const Manifest& m) {
 }
 
 void check_files(const Manifest& m, const std::string& path) {
-  if (m.files.size() != m.microbatches * m.ranks())
-    throw Error(fmt::format("{}: manifest lists {} files for {} microbatches of {} ranks", path, m.files.size(),
-                            m.microbatches, m.ranks()));
+  if (m.files.size() != m.grid().files())
+    throw Error(fmt::format("{}: manifest lists {} files for {} microbatches of {} ranks and {} CP ranks", path,
+                            m.files.size(), m.microbatches, m.ranks(), m.options.cp_degree));
   for (const auto& f : m.files)
     if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "." || f.name == "..")
       throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f.name));
@@ -72,20 +77,31 @@ std::string padded(std::uint64_t index, std::uint64_t count) {
   return fmt::format("{:0{}}", index, width);
 }
 
+// Per file, [start, stop, step] slices back into row maps.
+std::vector<RowMap> row_maps_from_json(const json& files, const std::string& path) {
+  std::vector<RowMap> out;
+  for (const auto& file : files) {
+    RowMap map;
+    for (const auto& slice : file) {
+      const auto start = slice.at(0).get<std::uint64_t>(), stop = slice.at(1).get<std::uint64_t>();
+      const auto step = slice.at(2).get<std::uint64_t>();
+      if (step == 0 || stop < start) throw Error(fmt::format("malformed manifest: a slice of {} is empty or falls", path));
+      map.push_back({start, (stop - start + step - 1) / step, step});
+    }
+    out.push_back(std::move(map));
+  }
+  return out;
+}
+
 // Each split dataset's axis, length and rows per file.
 std::map<std::string, SplitDatasetRecord> datasets_from_json(const json& j) {
   std::map<std::string, SplitDatasetRecord> out;
   for (const auto& [path, record] : j.items()) {
-    SplitDatasetRecord r{record.at("axis").get<int>(), record.at("length").get<std::uint64_t>(), {}};
-    for (const auto& file : record.at("rows")) {
-      RowMap map;
-      for (const auto& slice : file) {
-        const auto start = slice.at(0).get<std::uint64_t>(), stop = slice.at(1).get<std::uint64_t>();
-        const auto step = slice.at(2).get<std::uint64_t>();
-        if (step == 0 || stop < start) throw Error(fmt::format("malformed manifest: a slice of {} is empty or falls", path));
-        map.push_back({start, (stop - start + step - 1) / step, step});
-      }
-      r.rows.push_back(std::move(map));
+    SplitDatasetRecord r{record.at("axis").get<int>(), record.at("length").get<std::uint64_t>(), {}, {}, {}};
+    r.rows = row_maps_from_json(record.at("rows"), path);
+    if (record.contains("sequence_axis")) {
+      r.sequence_axis = record.at("sequence_axis").get<int>();
+      r.positions = row_maps_from_json(record.at("positions"), path);
     }
     out.emplace(unescape_name(path), std::move(r));  // paths are written escaped
   }
@@ -109,7 +125,8 @@ json options_json(const SplitOptions& o) {
           {"dp_degree", o.dp.degree},
           {"align", o.dp.align},
           {"balance", kBalanceNames[static_cast<int>(o.balance)]},
-          {"layout", kLayoutNames[static_cast<int>(o.layout)]}};
+          {"layout", kLayoutNames[static_cast<int>(o.layout)]},
+          {"cp_degree", o.cp_degree}};
 }
 
 SplitOptions options_from_json(const json& j) {
@@ -121,7 +138,9 @@ SplitOptions options_from_json(const json& j) {
   o.dp.align = j.value("align", false);
   o.balance = named(j, "balance", kBalanceNames, Balance::Tokens);
   o.layout = named(j, "layout", kLayoutNames, FileLayout::PerMicrobatch);
+  o.cp_degree = j.value("cp_degree", std::uint64_t{1});
   if (o.dp.degree == 0) throw Error("malformed manifest: options.dp_degree is 0");
+  if (o.cp_degree == 0) throw Error("malformed manifest: options.cp_degree is 0");
   return o;
 }
 
@@ -133,7 +152,12 @@ std::string manifest_text(const Manifest& m) {
     datasets += first ? "\n    " : ",\n    ";
     first = false;
     datasets += json(escape_name(path)).dump() + ": ";
-    datasets += json{{"axis", record.axis}, {"length", record.length}, {"rows", row_maps_json(record.rows)}}.dump();
+    json entry{{"axis", record.axis}, {"length", record.length}, {"rows", row_maps_json(record.rows)}};
+    if (record.sequence_axis) {
+      entry["sequence_axis"] = *record.sequence_axis;
+      entry["positions"] = row_maps_json(record.positions);
+    }
+    datasets += entry.dump();
   }
   datasets += m.datasets.empty() ? "}" : "\n  }";
   text.insert(text.size() - 2, datasets);  // before the closing "\n}"
@@ -190,9 +214,11 @@ Manifest read_manifest(const std::string& dir) {
 }
 
 std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
-  const std::string microbatch = "microbatch-" + padded(file % plan.count, plan.count) + ".h5";
-  if (plan.layout == FileLayout::PerMicrobatch) return microbatch;
-  return "rank-" + padded(file / plan.count, plan.ranks) + "-" + microbatch;
+  const FileGrid grid = plan.grid();
+  std::string name = "microbatch-" + padded(grid.microbatch_of(file), plan.count) + ".h5";
+  if (plan.cp > 1) name = "cp-" + padded(grid.cp_rank_of(file), plan.cp) + "-" + name;
+  if (plan.layout == FileLayout::PerRank) name = "rank-" + padded(grid.rank_of(file), plan.ranks) + "-" + name;
+  return name;
 }
 
 }  // namespace mb::specs

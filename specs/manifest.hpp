@@ -22,6 +22,10 @@ struct SplitDatasetRecord {
   int axis = 0;
   std::uint64_t length = 0;
   std::vector<RowMap> rows;  // per output file; written as [start, stop, step] slices
+  // Context parallelism: the sequence axis, and per output file the
+  // positions along it (empty: the dataset has none).
+  std::optional<int> sequence_axis;
+  std::vector<RowMap> positions;
 };
 
 // One output file: its name (relative to the manifest's directory), size
@@ -48,6 +52,8 @@ struct Manifest {
 
   // Per-rank layout: files per microbatch (the data-parallel degree); else 1.
   std::uint64_t ranks() const;
+  // Where each file sits: rank, CP rank, microbatch.
+  FileGrid grid() const { return {ranks(), options.cp_degree, microbatches}; }
 };
 
 // The manifest as written: indented JSON, but one line per split dataset
@@ -74,9 +80,11 @@ nlohmann::ordered_json sequences_json(const SequencePlan& sequences);
 // Per output file, its rows as [start, stop, step] slices (Python semantics).
 nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);
 
-// Name of output file `file` of a plan: microbatch-00003.h5, or for the
-// per-rank layout rank-00001-microbatch-00003.h5 (files are rank-major).
-// Zero-padded so that a shell glob lists them in order.
+// Name of output file `file` of a plan: microbatch-00003.h5, for the
+// per-rank layout rank-00001-microbatch-00003.h5 (files are rank-major),
+// and with CP ranks cp-00001-microbatch-00003.h5 or
+// rank-00001-cp-00001-microbatch-00003.h5. Zero-padded so that a shell
+// glob lists them in order.
 std::string output_file_name(const SplitPlan& plan, std::uint64_t file);
 
 }  // namespace mb::specs

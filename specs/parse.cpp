@@ -298,14 +298,25 @@ class Converter {
     std::size_t at = 0;
     while (!is_leaf_entry(j, at)) ++at;
     const std::string& key = j.keys[at];
-    const JNode& value = j.values[at];
-    if (const Quantity* q = derived_quantity(key, value)) return derived_leaf(j, at, *q);
+    if (const Quantity* q = derived_quantity(key, j.values[at])) return derived_leaf(j, at, *q);
     if (key == "packed" || key == "per_sequence") return sequence_leaf(j, at);
     if (key == "reduce") return reduce_leaf(j, at);
-    if (j.keys.size() != 1)
-      b_.fail(j.pos, "a leaf object takes exactly one key, \"split_axis\" or \"reduce\" (to name group members "
-                     "called so, they cannot be mixed with other keys)");
-    return SpecNode::make_leaf(LeafRule::split(axis_of(value)));
+    return split_leaf(j, at);
+  }
+
+  // {"split_axis": k} and {"split_axis": k, "sequence_axis": s}.
+  SpecNode split_leaf(const JNode& j, std::size_t at) const {
+    LeafRule rule = LeafRule::split(axis_of(j.values[at]));
+    for (std::size_t i = 0; i < j.keys.size(); ++i) {
+      if (i == at) continue;
+      if (j.keys[i] != "sequence_axis")
+        b_.fail(j.key_pos[i], fmt::format("a \"split_axis\" leaf takes only \"sequence_axis\" besides the axis, not "
+                                          "\"{}\" (to name group members called so, they cannot be mixed with "
+                                          "\"split_axis\")",
+                                          printable(j.keys[i])));
+      rule.sequence_axis = axis_of(j.values[i]);
+    }
+    return SpecNode::make_leaf(rule);
   }
 
   // {"reduce": op}, and {"reduce": "mean", "weight": "/path"} or

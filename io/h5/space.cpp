@@ -48,4 +48,16 @@ void select(hid_t space, const Selection& selection, const Location& where) {
         where, "cannot select a hyperslab");
 }
 
+void select_union(hid_t space, const std::vector<Selection>& parts, const Location& where) {
+  check(H5Sselect_none(space), where, "cannot clear a selection");
+  for (const Selection& part : parts) {
+    const std::vector<hsize_t> start(part.start.begin(), part.start.end());
+    const std::vector<hsize_t> count(part.count.begin(), part.count.end());
+    const std::vector<hsize_t> stride(part.stride.begin(), part.stride.end());
+    check(H5Sselect_hyperslab(space, H5S_SELECT_OR, start.data(), stride.empty() ? nullptr : stride.data(),
+                              count.data(), nullptr),
+          where, "cannot select a hyperslab");
+  }
+}
+
 }  // namespace mb::h5

@@ -26,5 +26,8 @@ Id make_null_space(const Location& where);
 // Selects `selection` in a simple dataspace (a scalar has its one element
 // selected already).
 void select(hid_t space, const Selection& selection, const Location& where);
+// Selects the union of `parts` (HDF5 walks a union in row-major order,
+// whatever order the parts were given in).
+void select_union(hid_t space, const std::vector<Selection>& parts, const Location& where);
 
 }  // namespace mb::h5

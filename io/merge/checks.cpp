@@ -9,6 +9,7 @@
 #include "core/values.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
@@ -137,9 +138,7 @@ void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* lea
     }
   }
   if (!leaf) return;
-  // Offsets: every input but the first repeats the leading 0 the plan counts once.
-  const bool offsets = ctx.resolution.dataset_rule(in.node.path).mode == LeafRule::Mode::Offsets;
-  const std::uint64_t planned = rows_in(leaf->maps[ctx.input]) + (offsets && !ctx.first() ? 1 : 0);
+  const std::uint64_t planned = leaf->held[ctx.input];
   if (in.space.dims[leaf->axis] != planned)
     throw Error(fmt::format("{}: {} has {} rows on axis {}, {} when the merge was planned (was the file changed "
                             "during the merge?)",
@@ -156,23 +155,50 @@ std::string difference_text(const ValueType& t, const Shape& shape, const Differ
                      format_element(t, b));
 }
 
-void compare_replicated(const Context& ctx, const DatasetPair& in) {
-  if (ctx.first() || in.model.space.null_space) return;
+namespace {
+
+// The input's dataset holds the values of `other` (of the model's type,
+// shape `shape`, in input `other_input`).
+void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::size_t other_input,
+                  const Shape& shape) {
   const hid_t type = in.model.type;
   const std::string& path = in.node.path;
-  const ValueType t = h5::value_type_of(type, ctx.model_where(path));
-  const Shape& shape = in.model.space.dims;
-  const h5::Id model = open_model(ctx, path);
+  const h5::Location other_where{ctx.job.inputs[other_input].path, path};
+  const ValueType t = h5::value_type_of(type, other_where);
   h5::Buffer a(type), b(type);
-  const std::size_t element = std::max<std::size_t>(h5::size_of(type, ctx.model_where(path)), 1);
+  const std::size_t element = std::max<std::size_t>(h5::size_of(type, other_where), 1);
   // Both sides are in memory at once: half the buffer each.
   for_each_block(shape, ctx.job.policy.buffer_bytes / 2 / element, [&](const Shape& start, const Shape& block) {
     const Selection part = Selection::all(shape).part(start, block);
-    h5::read(model.get(), part, a, ctx.model_where(path));
+    h5::read(other, part, a, other_where);
     h5::read(in.object, part, b, ctx.where(path));
     if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
-      ctx.differ(path, difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}));
+      throw Error(fmt::format("{} differs between {} and {}: {}", path, ctx.job.inputs[other_input].label,
+                              ctx.job.inputs[ctx.input].label,
+                              difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at})));
   });
+}
+
+}  // namespace
+
+void compare_replicated(const Context& ctx, const DatasetPair& in) {
+  if (ctx.first() || in.model.space.null_space) return;
+  const h5::Id model = open_model(ctx, in.node.path);
+  compare_with(ctx, in, model.get(), 0, in.model.space.dims);
+}
+
+void compare_with_twin(const Context& ctx, const DatasetPair& in) {
+  if (in.space.null_space) return;
+  const std::size_t twin = ctx.plan.twin(ctx.input);
+  const std::string& twin_path = ctx.job.inputs[twin].path;
+  const h5::Id file = twin == 0 ? h5::Id() : h5::open_read_only(twin_path);
+  const h5::Id other = h5::open_object(twin == 0 ? ctx.model_file : file.get(), in.node.path, {twin_path, in.node.path});
+  const h5::SpaceInfo space = h5::dataset_space(other.get(), {twin_path, in.node.path});
+  if (space.dims != in.space.dims)
+    throw Error(fmt::format("{} differs between {} and {}: shape {} vs {} (every CP rank holds the same rows)",
+                            in.node.path, ctx.job.inputs[twin].label, ctx.job.inputs[ctx.input].label,
+                            shape_text(space.dims), shape_text(in.space.dims)));
+  compare_with(ctx, in, other.get(), twin, in.space.dims);
 }
 
 }  // namespace mb::io::merging

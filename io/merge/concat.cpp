@@ -11,6 +11,7 @@
 #include "io/merge/steps.hpp"
 #include "io/prepare.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/transfer/gather.hpp"
 #include "io/tree_reader.hpp"
 
 namespace mb::io::merging {
@@ -45,14 +46,28 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
-  for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims))
-    transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
-  if (!whole || !ctx.last()) return;
+  const RowMap& map = leaf.maps[ctx.input];
+  if (!leaf.sequence_axis && transfer::gathers(map)) {
+    transfer::copy_gathered(to, from, {map, leaf.axis, true}, ctx.job.policy);
+    if (whole) write_assembled(ctx, path, leaf, dst);
+    return;
+  }
+  auto places = place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims);
+  if (leaf.sequence_axis) places = place_positions(places, leaf.positions[ctx.input], *leaf.sequence_axis);
+  for (const auto& place : places) transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
+  if (whole) write_assembled(ctx, path, leaf, dst);
+}
+
+void write_assembled(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst) {
+  const auto it = ctx.carried.assembled.find(path);
+  if (!ctx.last() || it == ctx.carried.assembled.end()) return;
+  const h5::Buffer& whole = it->second;
+  const h5::Location out_where = ctx.out_where(path);
   if (element_count(leaf.dims) > 0)
-    h5::check(H5Dwrite(dst, whole->type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole->data()), out_where,
+    h5::check(H5Dwrite(dst, whole.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole.data()), out_where,
               "cannot write data");
-  ctx.carried.give_back(element_count(leaf.dims) * h5::size_of(whole->type(), out_where));
-  ctx.carried.assembled.erase(path);
+  ctx.carried.give_back(element_count(leaf.dims) * h5::size_of(whole.type(), out_where));
+  ctx.carried.assembled.erase(it);
 }
 
 namespace {
@@ -121,7 +136,16 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
 void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
   std::uint64_t& tokens = ctx.carried.tokens[path];
-  const Offsets out = shifted_offsets(ctx, path, ctx.offsets->at(path), tokens, in.model.type);
+  // Context parallelism: each CP rank's offsets describe its share, L/C
+  // tokens of every document.
+  Offsets whole = ctx.offsets->at(path);
+  for (auto& value : whole) {
+    if (value > UINT64_MAX / ctx.plan.grid.cp)
+      throw Error(fmt::format("{}: offset {} times --cp-degree {} does not fit 64 bits", ctx.where(path).describe(),
+                              value, ctx.plan.grid.cp));
+    value *= ctx.plan.grid.cp;
+  }
+  const Offsets out = shifted_offsets(ctx, path, whole, tokens, in.model.type);
   if (out.empty()) return;  // no sequences after the leading 0
   tokens = out.back();
   h5::write(dst, Selection::rows(leaf.dims, 0, leaf.maps[ctx.input].at(0)), H5T_NATIVE_UINT64, out.data(),

@@ -84,7 +84,8 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   merging::Carried carried;
   carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
   merging::Context ctx{job, resolution, plan, carried, model.get()};
-  plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout);
+  plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout,
+                    merging::context_parallel_inputs(ctx));
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output, replaces);

@@ -24,6 +24,7 @@ struct MergeJob {
   bool force = false;
   DataParallel dp;  // the layout the microbatches were split with
   FileLayout layout = FileLayout::PerMicrobatch;
+  std::uint64_t cp_degree = 1;  // --cp-degree
   // Split leaves become virtual datasets over the inputs (recorded by their
   // absolute paths) instead of copies.
   bool virtual_datasets = false;

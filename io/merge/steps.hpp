@@ -123,6 +123,9 @@ struct DatasetPair {
 // where it records them, else from one pass over the inputs' shapes (each
 // input opened once, closed before the next).
 InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree);
+// Context parallelism: the degree and, with packed data, every input's
+// offsets (each input opened once more for them).
+ContextParallelInputs context_parallel_inputs(const Context& ctx);
 
 // walk.cpp: merges the input `ctx.input` (open as `file`) into the output:
 // input 0 creates the output's tree.
@@ -156,6 +159,10 @@ void require_same_shape(const Context& ctx, const DatasetPair& in, std::optional
 void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* leaf);
 // Replicated datasets hold the model's values.
 void compare_replicated(const Context& ctx, const DatasetPair& in);
+// Context parallelism: a dataset the same for every CP rank holds the
+// values of the input of CP rank 0 with the same rank and microbatch (its
+// twin, opened for it).
+void compare_with_twin(const Context& ctx, const DatasetPair& in);
 // "PATH differs ...: dtype A vs B" unless the datatypes are equal.
 void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t type);
 [[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b);
@@ -178,6 +185,8 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
 
 // concat.cpp: the input's rows where the split took them from.
 void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
+// At the last input, writes the result assembled in memory (if it was).
+void write_assembled(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst);
 // The input's offsets, shifted past the tokens of the inputs before it.
 void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
 // The input's offsets datasets, checked as split checks its input (from 0,

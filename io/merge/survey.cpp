@@ -3,10 +3,13 @@
 // size the output) while only that input is open.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "core/error.hpp"
 #include "io/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
+#include "io/tree_reader.hpp"
 
 namespace mb::io::merging {
 namespace {
@@ -25,20 +28,20 @@ std::optional<std::vector<std::uint64_t>> recorded_lengths(const Context& ctx, c
   return out;
 }
 
-// Refuses an input without the dataset at `node.path`, naming the first
+// Refuses an input without the dataset at `path`, naming the first
 // member on the way that it lacks, as the walk's member check would.
-void require_path(const Context& ctx, hid_t file, const NodeInfo& node) {
+void require_path(const Context& ctx, hid_t file, const std::string& path) {
   std::string prefix;
   std::size_t from = 1;
-  while (from <= node.path.size()) {
-    const std::size_t to = std::min(node.path.find('/', from), node.path.size());
+  while (from <= path.size()) {
+    const std::size_t to = std::min(path.find('/', from), path.size());
     const std::string parent = prefix.empty() ? "/" : prefix;
-    prefix += "/" + node.path.substr(from, to - from);
+    prefix += "/" + path.substr(from, to - from);
     const htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
     if (exists < 0) h5::forget_error();
     if (exists <= 0)
       throw Error(fmt::format("{}: member {}/{} is missing (present in {})", ctx.file(), parent == "/" ? "" : parent,
-                              node.path.substr(from, to - from), ctx.job.inputs[0].path));
+                              path.substr(from, to - from), ctx.job.inputs[0].path));
     from = to + 1;
   }
 }
@@ -48,7 +51,7 @@ void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, I
   h5::Id file = h5::open_read_only(ctx.file());
   for (const NodeInfo* node : cut) {
     const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
-    require_path(ctx, file.get(), *node);
+    require_path(ctx, file.get(), node->path);
     h5::Id dataset = h5::open_object(file.get(), node->path, ctx.where(node->path));
     check_kind(ctx, *node, dataset.get());
     const h5::SpaceInfo space = h5::dataset_space(dataset.get(), ctx.where(node->path));
@@ -79,6 +82,26 @@ InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
     survey_input(at, unknown, lengths);
   }
   return lengths;
+}
+
+ContextParallelInputs context_parallel_inputs(const Context& ctx) {
+  ContextParallelInputs cp{ctx.job.cp_degree, {}};
+  std::set<std::string> paths;  // the offsets of packed data
+  for (const auto& entry : ctx.resolution.datasets)
+    if (entry.second.mode == LeafRule::Mode::Packed) paths.insert(entry.second.offsets);
+  if (cp.degree == 1 || paths.empty()) return cp;
+  for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
+    throw_if_interrupted();
+    Context at = ctx;
+    at.input = i;
+    h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(at.file());
+    for (const auto& path : paths) {
+      require_path(at, i == 0 ? ctx.model_file : file.get(), path);
+      h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));
+      cp.offsets[path].push_back(check_offsets(h5::read_offsets(dataset.get(), at.where(path)), at.where(path).describe()));
+    }
+  }
+  return cp;
 }
 
 }  // namespace mb::io::merging

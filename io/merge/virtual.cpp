@@ -17,13 +17,15 @@ h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLea
   // HDF5 reads source names printf-style: a '%' in a path or a dataset name is written as "%%".
   const std::string dataset = h5::virtual_source_name(in.node.path);
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
+    if (leaf.shared && ctx.plan.twin(i) != i) continue;  // CP: rank 0's file holds the same
     const std::string source =
         h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string());
     // Input i's shape: the model's, with the rows the plan gives it.
     Shape dims = in.model.space.dims;
     dims[leaf.axis] = rows_in(leaf.maps[i]);
     h5::Id source_space = h5::make_space(dims, where);
-    const auto places = place_segments(leaf.maps[i], leaf.axis, leaf.dims, dims);
+    auto places = place_segments(leaf.maps[i], leaf.axis, leaf.dims, dims);
+    if (leaf.sequence_axis) places = place_positions(places, leaf.positions[i], *leaf.sequence_axis);
     for (const auto& place : places) {
       h5::Id virtual_space(H5Scopy(out_space.get()), where, "cannot copy a dataspace");
       h5::select(virtual_space.get(), place.batch, where);

@@ -59,10 +59,11 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
 
 // Whether input `ctx.input` writes to the output's dataset (input 0 creates
 // it): opening an output object costs, a virtual one's every mapping.
-bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule, bool as_virtual) {
+bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule, bool as_virtual, bool twin) {
   if (ctx.first()) return true;
   if (ctx.last() && has_reduced_attribute(ctx, ds)) return true;
   if (as_virtual) return false;
+  if (twin) return ctx.last() && ctx.carried.assembled.count(ds.path);
   switch (rule.mode) {
     case LeafRule::Mode::Split:
     case LeafRule::Mode::Packed:
@@ -88,13 +89,21 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
     check_derived_value(object, {}, rule, ctx.offsets->at(rule.offsets), ctx.where(ds.path));
   if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
+  // Context parallelism: of a dataset the same for every CP rank, only CP
+  // rank 0's file is written; the others are checked against it.
+  const bool twin = leaf && leaf->shared && ctx.plan.twin(ctx.input) != ctx.input;
   h5::Id dst;
   if (ctx.first()) {
     dst = create_output(ctx, in, leaf, as_virtual, parent);
-  } else if (writes_output(ctx, ds, rule, as_virtual)) {
+  } else if (writes_output(ctx, ds, rule, as_virtual, twin)) {
     dst = h5::open_object(parent, ds.name, ctx.out_where(ds.path));
   }
   merge_attributes(ctx, ds, object, dst.get());
+  if (twin) {
+    compare_with_twin(ctx, in);
+    if (dst.valid()) write_assembled(ctx, ds.path, *leaf, dst.get());
+    return;
+  }
   if (!as_virtual) write_data(ctx, in, rule, leaf, dst.get());
 }
 

@@ -53,7 +53,16 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
     specs::SplitDatasetRecord record;
     record.axis = prepared.resolution->dataset_rule(path).axis;
     record.rows = rows;
-    for (const auto& map : rows) record.length += rows_in(map);  // the pieces cover the whole axis
+    // The pieces cover the whole axis: packed data shared out among the CP
+    // ranks, everything else once per CP rank.
+    const bool shared_out = prepared.resolution->dataset_rule(path).mode == LeafRule::Mode::Packed;
+    for (std::uint64_t f = 0; f < rows.size(); ++f)
+      if (shared_out || plan.grid().cp_rank_of(f) == 0) record.length += rows_in(rows[f]);
+    const auto positions = plan.positions.find(path);
+    if (positions != plan.positions.end()) {
+      record.sequence_axis = prepared.resolution->dataset_rule(path).sequence_axis;
+      record.positions = positions->second;
+    }
     m.datasets[path] = std::move(record);
   }
   return m;

@@ -10,6 +10,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/transfer/gather.hpp"
 #include "io/tree_reader.hpp"
 
 namespace mb::io {
@@ -96,8 +97,10 @@ class SplitWriter {
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(first_ + i) : nullptr;
+      const RowMap* positions = sequence_positions(ds.path, first_ + i);
       Shape dims = ds.shape;
       if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
+      if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
       if (!extent || extent->dims != dims)
         extent = h5::make_extent(prototype, dims, where);
       h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
@@ -109,31 +112,49 @@ class SplitWriter {
       if (!rows) {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {
-        write_rebased_offsets(src, src_where, rows->front(), dst.get(), where);
+        write_rebased_offsets({src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
+      } else if (!positions && transfer::gathers(*rows)) {
+        transfer::copy_gathered(from, to, {*rows, static_cast<std::size_t>(rule.axis), false}, source_.policy);
       } else {
-        for (const auto& place : place_segments(*rows, static_cast<std::size_t>(rule.axis), ds.shape, dims))
-          transfer::copy(from, place.batch, to, place.piece, source_.policy);
+        auto places = place_segments(*rows, static_cast<std::size_t>(rule.axis), ds.shape, dims);
+        if (positions) places = place_positions(places, *positions, static_cast<std::size_t>(*rule.sequence_axis));
+        for (const auto& place : places) transfer::copy(from, place.batch, to, place.piece, source_.policy);
       }
     }
   }
 
+  // Positions along the sequence axis of a dataset in file `file` (CP).
+  const RowMap* sequence_positions(const std::string& path, std::uint64_t file) const {
+    const auto it = source_.plan.positions.find(path);
+    return it == source_.plan.positions.end() ? nullptr : &it->second.at(file);
+  }
+
+  // The offsets rows of one file, and the context-parallel degree that
+  // shares every document out (each CP rank holds L/C tokens of it).
+  struct OffsetsPiece {
+    hid_t src;
+    const h5::Location& src_where;
+    Segment rows;
+    std::uint64_t cp;
+  };
+
   // A microbatch's offsets are its rows of the input's offsets, shifted to
-  // start at 0 (offsets are S+1 integers: small enough to hold whole). They
-  // are read as 64-bit integers of their own signedness, which hold every
-  // value exactly; the plan checked that they start at 0 and rise, so the
-  // rebased values are non-negative, no larger than the input's, and fit
-  // the dataset's type when written back in it.
-  static void write_rebased_offsets(hid_t src, const h5::Location& src_where, const Segment& rows, hid_t dst,
-                                    const h5::Location& where) {
-    h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
-    const hid_t memory = h5::offsets_memory_type(type.get(), src_where);
+  // start at 0 and, under CP, divided by the degree (the plan checked that
+  // 2C divides every document). Offsets are S+1 integers: small enough to
+  // hold whole. They are read as 64-bit integers of their own signedness,
+  // which hold every value exactly; the plan checked that they start at 0
+  // and rise, so the rebased values are non-negative, no larger than the
+  // input's, and fit the dataset's type when written back in it.
+  static void write_rebased_offsets(const OffsetsPiece& piece, hid_t dst, const h5::Location& where) {
+    h5::Id type(H5Dget_type(piece.src), piece.src_where, "cannot read the datatype");
+    const hid_t memory = h5::offsets_memory_type(type.get(), piece.src_where);
     h5::Buffer values(memory);
-    h5::read(src, Selection::rows({rows.stop()}, 0, rows), values, src_where);
+    h5::read(piece.src, Selection::rows({piece.rows.stop()}, 0, piece.rows), values, piece.src_where);
     // Two's complement: unsigned subtraction gives the signed difference too.
     auto* v = static_cast<std::uint64_t*>(values.data());
     const std::uint64_t base = v[0];
-    for (std::uint64_t k = 0; k < rows.count; ++k) v[k] -= base;
-    h5::write(dst, Selection::all({rows.count}), memory, v, where);
+    for (std::uint64_t k = 0; k < piece.rows.count; ++k) v[k] = (v[k] - base) / piece.cp;
+    h5::write(dst, Selection::all({piece.rows.count}), memory, v, where);
   }
 
   const SplitSource& source_;

@@ -2,6 +2,8 @@
 of every shard; merge with the same flags (or the manifest) inverts it."""
 import json
 
+import os
+
 import h5py
 import numpy as np
 import pytest
@@ -79,9 +81,13 @@ def test_data_parallel_errors(tmp_path):
                           "5 rows on its split axis per data-parallel shard")
     assert_one_line_error(run("split", src, "-n", 2, "--dp-degree", 0, "-o", tmp_path / "mb"), 2, "--dp-degree")
     assert listing(tmp_path / "mb") == []
-    # merging with a degree that does not divide a microbatch's rows
+    # merging with a degree that does not divide a microbatch's rows: beside
+    # the manifest, the degree is not the split's; elsewhere, the rows refuse it
     run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "plain", check=0)
     files = [tmp_path / "plain" / f"microbatch-0000{i}.h5" for i in range(2)]
+    assert_one_line_error(run("merge", *files, "-s", spec, "--dp-degree", 2, "-o", tmp_path / "m.h5"), 2,
+                          "--dp-degree 2 is not how these files were split")
+    os.remove(tmp_path / "plain" / "manifest.json")
     assert_one_line_error(run("merge", *files, "-s", spec, "--dp-degree", 2, "-o", tmp_path / "m.h5"), 1,
                           "not a multiple of the data-parallel degree 2")
     assert not (tmp_path / "m.h5").exists()

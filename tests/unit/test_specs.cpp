@@ -68,7 +68,7 @@ TEST_CASE("errors name the spec, line and column") {
   CHECK(error_of("{\"a\": true}").find("cannot be a boolean") != std::string::npos);
   CHECK(error_of("{\"a\": 1,\n \"a\": 2}").rfind("s.json:2:2: duplicate key \"a\"", 0) == 0);
   CHECK(error_of("{\"reduce\": \"median\"}").find("\"reduce\" takes") != std::string::npos);
-  CHECK(error_of("{\"split_axis\": 0, \"x\": 1}").find("exactly one key") != std::string::npos);
+  CHECK(error_of("{\"split_axis\": 0, \"x\": 1}").find("takes only \"sequence_axis\"") != std::string::npos);
   CHECK(error_of("99999999999999999999").find("out of range") != std::string::npos);
   CHECK(error_of("").rfind("s.json:1:1: ", 0) == 0);
   CHECK(error_of("[1] 2").find("s.json:1:5") == 0);
