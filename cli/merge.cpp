@@ -61,8 +61,10 @@ void run_merge(const MergeCommand& cmd) {
   job.virtual_datasets = cmd.virtual_datasets;
   job.verify = !cmd.no_verify;
   job.policy = cmd.policy;
-  job.progress = terminal_progress("merge");
+  ProgressLine progress("merge");
+  job.progress = progress.callback();
   io::merge(job, spec, spec_name);
+  progress.erase();
   spdlog::info("merged {} files into {}", sources.paths.size(), cmd.output);
 }
 

@@ -42,8 +42,10 @@ void run_split(const SplitCommand& cmd) {
   job.workers = cmd.jobs;
   job.stall_seconds = stall_timeout_seconds();
   job.tool_version = MICROBATCH_VERSION;
-  job.progress = terminal_progress("split");
+  ProgressLine progress("split");
+  job.progress = progress.callback();
   io::write_split(job, prepared);
+  progress.erase();
   spdlog::info("split {} into {} microbatches{} in {} ({} split datasets)", cmd.input, plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "", cmd.output_dir,
                plan.pieces.size());

@@ -65,6 +65,7 @@ struct NodeInfo {
   Shape shape;             // empty for rank 0
   bool null_space = false; // H5S_NULL dataspace
   std::string dtype;
+  std::uint64_t element_size = 0;  // bytes per element in the file (H5Tget_size)
   StorageInfo storage;
 
   bool is_group() const { return kind == Kind::Group; }

@@ -116,6 +116,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.shape = s.dims;
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
+  node.element_size = size_of(type.get(), where);
   node.storage = read_storage(dataset, s, where);
   // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
   // an edge chunk is not idempotent, so a split or merge could not be exact.

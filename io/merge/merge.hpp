@@ -28,7 +28,7 @@ struct MergeJob {
   // absolute paths) instead of copies.
   bool virtual_datasets = false;
   transfer::Policy policy;
-  Progress progress;
+  Progress progress;  // bytes of the input files merged of all (none: not counted)
   // The split the inputs come from, when known: inputs[i] is its files[i].
   // Each input's size and digest are checked against it before anything is
   // written (unless !verify), and each split dataset's length in each input

@@ -21,7 +21,7 @@ struct SplitJob {
   std::uint64_t workers = 1;     // -j: processes writing output files in parallel
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
-  Progress progress;  // output files written of all
+  Progress progress;  // bytes of data written of all (none: not counted)
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)
