@@ -69,7 +69,7 @@ void warn_about_sources(const MergeJob& job) {
 
 }  // namespace
 
-void merge(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
+MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
@@ -108,6 +108,9 @@ void merge(const MergeJob& unmetered, const SpecNode& spec, const std::string& s
   outputs.publish();
   outputs.keep();
   warn_about_sources(job);
+  MergeResult result{0, meter.total()};
+  for_each_node(tree, [&](const NodeInfo& n) { result.datasets += !n.is_group() && !n.is_further_name(); });
+  return result;
 }
 
 }  // namespace mb::io

@@ -79,7 +79,7 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 
 }  // namespace
 
-void write_split(const SplitJob& job, const Prepared& prepared) {
+SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   // Held until the manifest is written: a second split into the directory fails at once.
   // A directory it creates is removed again if the split fails.
@@ -116,6 +116,7 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
   outputs.keep();
   directory.keep();
+  return {records, meter.total()};
 }
 
 }  // namespace mb::io
