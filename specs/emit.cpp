@@ -88,16 +88,25 @@ std::string weight_key(const LeafRule& rule) {
 }
 
 
-nlohmann::ordered_json rule_json(const LeafRule& rule) {
+nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
+  using json = nlohmann::ordered_json;
+  const bool spec = form == RuleForm::Spec;
   switch (rule.mode) {
-    case LeafRule::Mode::Split: return rule.axis;
-    case LeafRule::Mode::Replicate: return "replicate";
-    case LeafRule::Mode::Reduce:
-      if (rule.weighted()) return {{"reduce", reducer_name(rule.reducer)}, {"weight", weight_key(rule)}};
-      return {{"reduce", reducer_name(rule.reducer)}};
-    case LeafRule::Mode::Offsets: return "offsets";
-    case LeafRule::Mode::Packed: return {{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}};
-    case LeafRule::Mode::PerSequence: return {{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::Split: return spec ? json(rule.axis) : json{{"mode", "split"}, {"axis", rule.axis}};
+    case LeafRule::Mode::Replicate: return spec ? json("replicate") : json{{"mode", "replicate"}};
+    case LeafRule::Mode::Reduce: {
+      json out = spec ? json{{"reduce", reducer_name(rule.reducer)}}
+                      : json{{"mode", "reduce"}, {"reducer", reducer_name(rule.reducer)}};
+      if (rule.weighted()) out["weight"] = weight_key(rule);
+      return out;
+    }
+    case LeafRule::Mode::Offsets: return spec ? json("offsets") : json{{"mode", "offsets"}};
+    case LeafRule::Mode::Packed:
+      return spec ? json{{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}}
+                  : json{{"mode", "packed"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::PerSequence:
+      return spec ? json{{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}}
+                  : json{{"mode", "per_sequence"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
   }
   return nullptr;
 }

@@ -331,3 +331,13 @@ TEST_CASE("spec files over the size limit are refused, from a file and from a pi
   writer.join();
   ::signal(SIGPIPE, previous);
 }
+
+TEST_CASE("rule_json: inspect's object form, one shape for every mode") {
+  using mb::specs::RuleForm;
+  CHECK(mb::specs::rule_json(LeafRule::split(2), RuleForm::Object).dump() == R"({"mode":"split","axis":2})");
+  CHECK(mb::specs::rule_json(LeafRule::replicate(), RuleForm::Object).dump() == R"({"mode":"replicate"})");
+  CHECK(mb::specs::rule_json(LeafRule::reduce(mb::Reducer::Max), RuleForm::Object).dump() ==
+        R"({"mode":"reduce","reducer":"max"})");
+  CHECK(mb::specs::rule_json(LeafRule::weighted_mean("/", "num_tokens"), RuleForm::Object).dump() ==
+        R"({"mode":"reduce","reducer":"mean","weight":"/@num_tokens"})");
+}
