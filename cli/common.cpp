@@ -118,14 +118,60 @@ void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
 }
 
-io::Progress terminal_progress(const std::string& verb) {
-  if (!isatty(STDERR_FILENO) || !spdlog::should_log(spdlog::level::info)) return {};
-  return [verb](std::uint64_t done, std::uint64_t total) {
-    std::fprintf(stderr, "\r%s: %llu/%llu", verb.c_str(), static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total));
-    if (done == total) std::fputs("\r\033[K", stderr);
-    std::fflush(stderr);
-  };
+std::string byte_text(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{:.0f} B", bytes);
+  const int decimals = bytes < 10 ? 2 : bytes < 100 ? 1 : 0;
+  return fmt::format("{:.{}f} {}", bytes, decimals, kUnits[unit]);
+}
+
+std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds) {
+  const double percent = total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  std::string left = "--";
+  if (rate > 0) {
+    const auto s = static_cast<std::uint64_t>(static_cast<double>(total - done) / rate + 0.5);
+    left = s >= 3600 ? fmt::format("{}h{:02}m", s / 3600, s / 60 % 60)
+           : s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60)
+                     : fmt::format("{}s", s);
+  }
+  return fmt::format("{}: {} / {}  {:3.0f}%  {}/s  {} left", verb, byte_text(static_cast<double>(done)),
+                     byte_text(static_cast<double>(total)), percent, byte_text(rate), left);
+}
+
+ProgressLine::ProgressLine(std::string verb)
+    : verb_(std::move(verb)),
+      active_(isatty(STDERR_FILENO) && spdlog::should_log(spdlog::level::info)),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+io::Progress ProgressLine::callback() {
+  if (!active_) return {};
+  return [this](std::uint64_t done, std::uint64_t total) { draw(done, total); };
+}
+
+// Nothing in the first 200 ms, so that a short job leaves no flicker; then
+// at most five redraws a second.
+void ProgressLine::draw(std::uint64_t done, std::uint64_t total) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < std::chrono::milliseconds(200)) return;
+  last_ = now;
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  std::fprintf(stderr, "\r\033[K%s", progress_text(verb_, done, total, seconds).c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressLine::erase() {
+  if (!drawn_) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+  drawn_ = false;
 }
 
 void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help) {

@@ -2,6 +2,7 @@
 // What the subcommands share: logging flags, progress on a terminal, spec
 // loading, the buffer-size option.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -35,9 +36,36 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 // are on unless MICROBATCH_NO_RAW_COPY is set (the tests compare both).
 void add_copy_policy_options(CLI::App& app, transfer::Policy& policy);
 
-// A progress callback that redraws one line on stderr when it is a terminal
-// and logging is not quieted; otherwise nothing.
-io::Progress terminal_progress(const std::string& verb);
+// The progress line on a terminal: "split: 1.2 GiB / 2.2 GiB  54%  310 MiB/s
+// 3 s left", redrawn at most every 200 ms on one line of stderr, when stderr
+// is a terminal and logging is not quieted (-q); otherwise nothing. Erased
+// (the line left empty) by erase() or when it goes out of scope, so that an
+// error or the closing message starts on a clean line.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string verb);
+  ~ProgressLine() { erase(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  // The callback a job reports to (empty when nothing is shown). It must not
+  // outlive this object.
+  io::Progress callback();
+  void erase();
+
+ private:
+  void draw(std::uint64_t done, std::uint64_t total);
+
+  std::string verb_;
+  bool active_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// "1.2 GiB", "640 KiB", "17 B": binary units, three significant digits.
+std::string byte_text(double bytes);
+// The progress line's text (without the redraw codes).
+std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds);
 
 // Where the spec comes from: -s FILE (a file, a pipe such as <(jq ...), or
 // "-" for standard input) or --spec-json TEXT; neither: the default spec.

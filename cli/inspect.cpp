@@ -11,6 +11,7 @@
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
 #include "io/prepare.hpp"
+#include "specs/dtype.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 
@@ -182,11 +183,19 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
   }
 }
 
+// "dtype" (numpy's), and "h5type" where numpy's cannot say everything.
+void add_dtype(nlohmann::ordered_json& j, const ValueType& type) {
+  j["dtype"] = specs::dtype_json(type);
+  if (auto h5type = specs::h5type_json(type); !h5type.is_null()) j["h5type"] = h5type;
+}
+
 void print_json(const InspectCommand& cmd, const Inspection& in) {
   using json = nlohmann::ordered_json;
   // Names and paths are escaped (specs::escape_name) so that they read back
   // exactly; values and dtypes are shown with other bytes than UTF-8 as \xNN.
   json out;
+  out["format"] = "microbatch-inspect";
+  out["version"] = 1;
   out["file"] = specs::escape_name(cmd.input);
   auto& nodes = out["tree"] = json::array();
   for_each_node(in.tree, [&](const NodeInfo& n) {
@@ -195,15 +204,17 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
     j["kind"] = n.is_group() ? "group" : "dataset";
     if (!n.is_group()) {
       j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
-      j["dtype"] = specs::printable_text(n.dtype);
+      add_dtype(j, n.value_type);
       j["layout"] = n.storage.layout;
       if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
       if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
-      j["filters"] = n.storage.filters;
+      auto& filters = j["filters"] = json::array();
+      for (const auto& f : n.storage.filter_params)
+        filters.push_back({{"id", f.id}, {"name", f.name}, {"optional", f.optional}, {"cd_values", f.cd_values}});
       auto max = json::array();
       for (const auto& m : n.storage.max_shape) max.push_back(m ? json(*m) : json(nullptr));
       j["max_shape"] = max;
-      if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path));
+      if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path), specs::RuleForm::Object);
       if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
         j["rows"] = specs::row_maps_json(in.plan->pieces.at(n.path));
         const auto positions = in.plan->positions.find(n.path);
@@ -212,11 +223,11 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
     }
     auto attrs = json::array();
     for (const auto& a : n.attributes) {
-      json ja{{"name", specs::escape_name(a.name)},
-              {"shape", a.null_space ? json(nullptr) : json(a.shape)},
-              {"dtype", specs::printable_text(a.dtype)},
-              {"value", specs::printable_text(in.previews.at({n.path, a.name}))}};
-      if (in.resolution) ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name));
+      json ja{{"name", specs::escape_name(a.name)}, {"shape", a.null_space ? json(nullptr) : json(a.shape)}};
+      add_dtype(ja, a.value_type);
+      ja["value"] = in.values.at({n.path, a.name});
+      if (in.resolution)
+        ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name), specs::RuleForm::Object);
       attrs.push_back(ja);
     }
     j["attributes"] = attrs;

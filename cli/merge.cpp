@@ -3,12 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/summary.hpp"
 #include "core/error.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
+#include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 #include "specs/parse.hpp"
 
@@ -27,6 +30,7 @@ struct MergeCommand {
   std::uint64_t cp_degree = 1;
   bool dp_given = false;  // --dp-degree, --align, --layout or --cp-degree on the command line
   transfer::Policy policy;
+  bool json = false;
 };
 
 std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
@@ -53,6 +57,9 @@ void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, co
 }
 
 void run_merge(const MergeCommand& cmd) {
+  Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  std::optional<WarningCapture> capture;
+  if (cmd.json) capture.emplace();
   const io::MergeSources sources = io::find_sources(cmd.inputs);
   std::string spec_name;
   SpecNode spec;
@@ -81,8 +88,20 @@ void run_merge(const MergeCommand& cmd) {
   job.virtual_datasets = cmd.virtual_datasets;
   job.verify = !cmd.no_verify;
   job.policy = cmd.policy;
-  job.progress = terminal_progress("merge");
-  io::merge(job, spec, spec_name);
+  ProgressLine progress("merge");
+  job.progress = progress.callback();
+  const io::MergeResult result = io::merge(job, spec, spec_name);
+  progress.erase();
+  if (capture) {
+    summary.files = {cmd.output};
+    summary.data_bytes = result.data_bytes;
+    summary.datasets = result.datasets;
+    summary.microbatches = sources.paths.size();
+    summary.warnings = capture->warnings();
+    auto inputs = nlohmann::ordered_json::array();
+    for (const auto& p : sources.paths) inputs.push_back(specs::printable_text(p));
+    print_summary(summary_json(summary, {{"inputs", inputs}, {"output", specs::printable_text(cmd.output)}}));
+  }
   spdlog::info("merged {} files into {}", sources.paths.size(), cmd.output);
 }
 
@@ -109,6 +128,9 @@ void setup_merge(CLI::App& app) {
   // As given to split; a manifest records them.
   add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
   add_copy_policy_options(*sub, cmd->policy);
+  sub->add_flag("--json", cmd->json,
+                "print a summary object on stdout: the file written with its size, bytes, datasets, microbatches, "
+                "warnings, seconds");
   add_common_options(*sub);
   sub->callback([cmd, sub] {
     apply_common_options();

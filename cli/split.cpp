@@ -2,16 +2,22 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/summary.hpp"
 #include "core/error.hpp"
 #include "io/prepare.hpp"
 #include "io/split/split.hpp"
+#include "specs/emit.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::cli {
 namespace {
+namespace fs = std::filesystem;
 
 struct SplitCommand {
   std::string input;
@@ -21,9 +27,34 @@ struct SplitCommand {
   bool force = false;
   transfer::Policy policy;
   std::uint64_t jobs = 1;
+  bool json = false;
 };
 
+std::uint64_t dataset_count(const NodeInfo& tree) {
+  std::uint64_t n = 0;
+  for_each_node(tree, [&](const NodeInfo& node) { n += !node.is_group() && !node.is_further_name(); });
+  return n;
+}
+
+void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, const io::SplitResult& result,
+                         Summary summary) {
+  const SplitPlan& plan = *prepared.plan;
+  for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
+  summary.files.push_back((fs::path(cmd.output_dir) / specs::kManifestName).string());
+  summary.data_bytes = result.data_bytes;
+  summary.datasets = dataset_count(prepared.tree);
+  summary.microbatches = plan.count;
+  nlohmann::ordered_json extra{{"input", specs::printable_text(cmd.input)},
+                               {"output_dir", specs::printable_text(cmd.output_dir)},
+                               {"split_datasets", plan.pieces.size()},
+                               {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1}};
+  print_summary(summary_json(summary, extra));
+}
+
 void run_split(const SplitCommand& cmd) {
+  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  std::optional<WarningCapture> capture;
+  if (cmd.json) capture.emplace();
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
@@ -42,8 +73,14 @@ void run_split(const SplitCommand& cmd) {
   job.workers = cmd.jobs;
   job.stall_seconds = stall_timeout_seconds();
   job.tool_version = MICROBATCH_VERSION;
-  job.progress = terminal_progress("split");
-  io::write_split(job, prepared);
+  ProgressLine progress("split");
+  job.progress = progress.callback();
+  const io::SplitResult result = io::write_split(job, prepared);
+  progress.erase();
+  if (capture) {
+    summary.warnings = capture->warnings();
+    print_split_summary(cmd, prepared, result, std::move(summary));
+  }
   spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", cmd.input, plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
@@ -69,6 +106,9 @@ void setup_split(CLI::App& app) {
                   "per-object work are per file, so they spread over cores; default 1)")
       ->transform(whole_number("-j/--jobs"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}));
+  sub->add_flag("--json", cmd->json,
+                "print a summary object on stdout: files written with their sizes, bytes, datasets, microbatches, "
+                "warnings, seconds");
   add_common_options(*sub);
   sub->callback([cmd] {
     apply_common_options();

@@ -39,8 +39,8 @@ _microbatch() {
   if [[ $cur == -* ]]; then
     local options
     case $cmd in
-      split) options="$plan -o --output --force --buffer-size -j --jobs" ;;
-      merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size" ;;
+      split) options="$plan -o --output --force --buffer-size -j --jobs --json" ;;
+      merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))

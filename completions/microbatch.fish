@@ -36,6 +36,7 @@ complete -c microbatch -n "__fish_seen_subcommand_from split" -s j -l jobs -x -d
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l no-verify -d 'Skip content digests'
 complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Machine-readable output'
+complete -c microbatch -n "__fish_seen_subcommand_from split merge" -l json -d 'Summary object on stdout'
 
 # Batch and microbatch files
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -k -a "(__fish_complete_suffix .h5)"

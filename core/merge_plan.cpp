@@ -151,4 +151,22 @@ MergePlan plan_merge(const NodeInfo& first, const Resolution& resolution, const 
   return plan;
 }
 
+std::vector<std::uint64_t> input_bytes(const NodeInfo& first, const MergePlan& plan, std::size_t inputs) {
+  std::vector<std::uint64_t> bytes(inputs, 0);
+  for_each_node(first, [&](const NodeInfo& ds) {
+    if (ds.is_group() || ds.is_further_name() || ds.null_space) return;
+    const MergedLeaf* leaf = plan.leaf(ds.path);
+    if (!leaf) {
+      for (auto& b : bytes) b += element_count(ds.shape) * ds.element_size;
+      return;
+    }
+    std::uint64_t row = ds.element_size;  // bytes of one row along the cut axis (and one position along CP's)
+    for (std::size_t d = 0; d < leaf->dims.size(); ++d)
+      if (d != leaf->axis && d != leaf->sequence_axis) row *= leaf->dims[d];
+    for (std::size_t i = 0; i < inputs && i < leaf->maps.size(); ++i)
+      bytes[i] += rows_in(leaf->maps[i]) * row * (leaf->sequence_axis ? rows_in(leaf->positions[i]) : 1);
+  });
+  return bytes;
+}
+
 }  // namespace mb

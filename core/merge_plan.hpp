@@ -64,6 +64,11 @@ std::vector<const NodeInfo*> cut_datasets(const NodeInfo& first, const Resolutio
 // microbatches of one split with these options (data-parallel shards of
 // unequal length, a microbatch not divisible by the degree, an input
 // without the leading 0 of its offsets, CP ranks of unequal lengths).
+// Each input's bytes of data (what merge's progress counts): its rows of
+// every cut dataset, and every other dataset whole (as the first input holds
+// it), at their size in the file.
+std::vector<std::uint64_t> input_bytes(const NodeInfo& first, const MergePlan& plan, std::size_t inputs);
+
 MergePlan plan_merge(const NodeInfo& first, const Resolution& resolution, const InputLengths& lengths,
                      const DataParallel& dp, FileLayout layout, const ContextParallelInputs& cp = {});
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/values.hpp"
+
 namespace mb {
 
 using Shape = std::vector<std::uint64_t>;
@@ -29,12 +31,22 @@ struct AttributeInfo {
   // Too large for an object header message (64 KiB): its object needs
   // HDF5's dense attribute storage (a version 2 object header).
   bool large = false;
+  ValueType value_type;    // the datatype, described (inspect --json's dtype)
+};
+
+// One filter of a dataset's pipeline, with its parameters.
+struct FilterInfo {
+  int id = 0;
+  std::string name;
+  bool optional = false;  // H5Z_FLAG_OPTIONAL
+  std::vector<unsigned> cd_values;
 };
 
 struct StorageInfo {
   std::string layout;              // "contiguous", "chunked", "compact", ...
   Shape chunks;                    // chunked layout only
   std::vector<std::string> filters;
+  std::vector<FilterInfo> filter_params;  // the same filters, with their parameters
   std::vector<MaxDim> max_shape;
   // Why reading it would not give its data (a virtual dataset whose sources
   // HDF5 would fill in); empty when it reads. Only describe_tree leaves such
@@ -65,6 +77,8 @@ struct NodeInfo {
   Shape shape;             // empty for rank 0
   bool null_space = false; // H5S_NULL dataspace
   std::string dtype;
+  std::uint64_t element_size = 0;  // bytes per element in the file (H5Tget_size)
+  ValueType value_type;            // the datatype, described (inspect --json's dtype)
   StorageInfo storage;
 
   bool is_group() const { return kind == Kind::Group; }

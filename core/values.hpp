@@ -33,6 +33,7 @@ struct ValueType {
   std::vector<std::size_t> offsets; // Compound: member offsets
   std::vector<std::int64_t> enum_values;  // Enum: value of each name
   std::uint64_t count = 1;          // Array: number of base elements
+  std::vector<std::uint64_t> dims;  // Array: its dimensions (their product is `count`)
 
   static ValueType scalar(Kind kind, std::size_t size, bool big_endian = false) {
     ValueType t;

@@ -14,8 +14,10 @@ Prepared prepare(const PrepareRequest& request) {
                                                                 : h5::read_tree(file.get(), input);
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
-      for (const auto& a : n.attributes)
+      for (const auto& a : n.attributes) {
         out.previews[{n.path, a.name}] = h5::attribute_preview(file.get(), input, n.path, a.name);
+        out.values[{n.path, a.name}] = h5::attribute_json(file.get(), input, n.path, a.name);
+      }
     });
   if (request.spec)
     out.resolution = about_file(input, [&] { return resolve(out.tree, *request.spec, request.spec_name); });

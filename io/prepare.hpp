@@ -12,6 +12,8 @@
 #include "core/spec.hpp"
 #include "core/tree.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace mb::io {
 
 struct PrepareRequest {
@@ -29,6 +31,8 @@ struct Prepared {
   std::optional<SplitPlan> plan;
   // (object path, attribute name) -> short text of the value (a pair: both may hold "@")
   std::map<std::pair<std::string, std::string>, std::string> previews;
+  // The same attributes' values as JSON (inspect --json).
+  std::map<std::pair<std::string, std::string>, nlohmann::ordered_json> values;
 };
 
 Prepared prepare(const PrepareRequest& request);

@@ -1,12 +1,63 @@
 #pragma once
 // Progress reports from a job to whoever shows them (cli/ draws them on a
 // terminal). No HDF5 here.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
 namespace mb::io {
 
-// Called with the work done so far and the total, in the job's own unit.
+// Called with the work done so far and the total, in bytes. Called often
+// (after every slab, chunk or range of file bytes): the receiver throttles.
 using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+// Counts the bytes a job moves, for its progress display. The job cuts its
+// work into pieces of known size (a dataset written into one output, an
+// input file merged) whose sizes add up to `total`; the transfer layer adds
+// bytes as each slab, chunk or range of file bytes is copied, and the count
+// of a piece never runs past its size, so that the display moves steadily
+// and ends at exactly `total` however a piece's bytes were moved.
+//
+// split -j: the counts live in memory shared with the worker processes (one
+// slot each, made before fork()); only the process that made the meter
+// shows them, summed over all slots.
+class ByteMeter {
+ public:
+  ByteMeter(std::uint64_t total, Progress show, std::uint64_t slots = 1);
+  ~ByteMeter();
+  ByteMeter(const ByteMeter&) = delete;
+  ByteMeter& operator=(const ByteMeter&) = delete;
+
+  // In worker process `slot` (0: the process that made the meter).
+  void use_slot(std::uint64_t slot);
+  // A piece of `bytes` starts; end() counts it whole.
+  void begin(std::uint64_t bytes);
+  void end();
+  // A copy moved `bytes` of the current piece (ignored outside a piece).
+  void add(std::uint64_t bytes);
+  // Shows the sum over all slots (only in the process that made the meter).
+  void show() const;
+
+  std::uint64_t total() const { return total_; }
+  std::uint64_t done() const;  // summed over all slots
+
+ private:
+  void publish();
+
+  std::uint64_t total_;
+  Progress show_;
+  std::atomic<std::uint64_t>* slots_ = nullptr;  // shared with forked workers
+  std::uint64_t slot_count_;
+  std::uint64_t slot_ = 0;
+  bool shows_ = true;
+  std::uint64_t local_ = 0;        // this process's count
+  std::uint64_t piece_end_ = 0;    // local_ at which the current piece is whole
+  bool in_piece_ = false;
+};
+
+// A meter's add() for a copy that may have none.
+inline void count_bytes(ByteMeter* meter, std::uint64_t bytes) {
+  if (meter) meter->add(bytes);
+}
 
 }  // namespace mb::io

@@ -12,6 +12,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
+#include "specs/dtype.hpp"
 
 namespace mb::h5 {
 namespace {
@@ -43,11 +44,11 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
     Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
     Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
     Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
-    value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
+    ValueType value_type = value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     const SpaceInfo s = space_info(space.get(), at);
     check_element_count(s, at);
     out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
-                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size())});
+                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type)});
   }
   return out;
 }
@@ -67,13 +68,21 @@ std::string filter_name(H5Z_filter_t id, const char* reported) {
   return fmt::format("{} (id {})", name, id);
 }
 
-std::string filter_text(hid_t dcpl, unsigned index, const Location& where) {
+// The filter's display name (filter_name) and, in `info`, its id, short
+// name and parameters.
+std::string filter_text(hid_t dcpl, unsigned index, const Location& where, FilterInfo& info) {
   unsigned flags = 0, config = 0;
   size_t n_values = 0;
   char reported[256] = {};
-  const H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof reported, reported, &config);
+  H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof reported, reported, &config);
+  if (id < 0) fail(where, "cannot read the dataset's filters");
+  info.cd_values.resize(n_values);
+  id = H5Pget_filter2(dcpl, index, &flags, &n_values, info.cd_values.data(), sizeof reported, reported, &config);
   if (id < 0) fail(where, "cannot read the dataset's filters");
   const std::string name = filter_name(id, reported);
+  info.id = id;
+  info.name = name.substr(0, name.find(" (id "));
+  info.optional = (flags & H5Z_FLAG_OPTIONAL) != 0;
   if (H5Zfilter_avail(id) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw Error(where.describe() + ": filter " + name +
@@ -102,7 +111,9 @@ StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& 
     default: fail(where, "cannot read the dataset's layout");
   }
   const int n = filter_count(dcpl.get(), where);
-  for (int i = 0; i < n; ++i) info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where));
+  for (int i = 0; i < n; ++i) {
+    info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where, info.filter_params.emplace_back()));
+  }
   return info;
 }
 
@@ -110,12 +121,13 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.kind = NodeInfo::Kind::Dataset;
   Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
   Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
-  value_type_of(type.get(), where);
+  node.value_type = value_type_of(type.get(), where);  // refuses unsupported types
   const SpaceInfo s = space_info(space.get(), where);
   check_element_count(s, where);
   node.shape = s.dims;
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
+  node.element_size = size_of(type.get(), where);
   node.storage = read_storage(dataset, s, where);
   // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
   // an edge chunk is not idempotent, so a split or merge could not be exact.
@@ -287,6 +299,15 @@ std::string attribute_preview(hid_t file, const std::string& file_name, const st
   if (value.shape.null_space) return "(null)";
   const ValueType type = value_type_of(value.type.get(), where);
   return format_elements(type, value.data.data(), value.shape.elements(), value.shape.dims.empty());
+}
+
+nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, const std::string& object_path,
+                                      const std::string& name) {
+  const Location where{file_name, object_path};
+  Id object = open_object(file, object_path, where);
+  const AttributeValue value = read_attribute(object.get(), name, where);
+  if (value.shape.null_space) return nullptr;
+  return specs::values_json(value_type_of(value.type.get(), where), value.data.data(), value.shape.dims);
 }
 
 hid_t offsets_memory_type(hid_t type, const Location& where) {

@@ -14,6 +14,8 @@
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace mb::h5 {
 
 // Refuses, besides what cannot be handled, datasets that cannot be read
@@ -30,6 +32,10 @@ std::vector<std::string> member_names(hid_t group, const Location& where);
 // A short text of an attribute's value ("1200", "'tiny-llm'", "[1, 2, …]").
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name);
+
+// An attribute's value as JSON (specs::values_json); null for a null dataspace.
+nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, const std::string& object_path,
+                                      const std::string& name);
 
 // Reads an offsets dataset (1-D integers, S+1 values) whole and exactly:
 // signed integers as int64, unsigned as uint64, whatever their width and

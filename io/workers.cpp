@@ -62,14 +62,16 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   return {pid, fds[0]};
 }
 
-// Waits for a worker; returns its error message ("" when it succeeded).
-std::string finish_worker(const Worker& w) {
+// Waits for a worker, calling `waiting` every 200 ms; returns its error
+// message ("" when it succeeded).
+std::string finish_worker(const Worker& w, const std::function<void()>& waiting) {
   std::string message;
   char buf[4096];
   while (true) {
     pollfd pfd{w.pipe_fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, 1000);
+    const int ready = ::poll(&pfd, 1, waiting ? 200 : 1000);
     note_progress();  // waiting is not stalling; the worker has its own watchdog
+    if (waiting) waiting();
     if (interrupted()) ::kill(w.pid, SIGTERM);  // pass a stop request on; the worker cleans up and exits
     if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     const ssize_t n = ::read(w.pipe_fd, buf, sizeof buf);
@@ -94,7 +96,8 @@ void stop_workers(const std::vector<Worker>& started) {
 
 }  // namespace
 
-void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds) {
+void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds,
+                 const std::function<void()>& waiting) {
   std::vector<Worker> started;
   if (workers > 1) started.reserve(workers - 1);  // push_back cannot then throw after a fork
   // Whatever this process throws (worker 0, or starting the others): any
@@ -111,7 +114,7 @@ void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>
   }
   std::string failure;
   for (const auto& w : started) {
-    const std::string message = finish_worker(w);
+    const std::string message = finish_worker(w, waiting);
     if (failure.empty() && !message.empty()) failure = message;
   }
   throw_if_interrupted();

@@ -12,7 +12,11 @@ namespace mb::io {
 // stopped and reaped and that exception is rethrown unchanged; otherwise the
 // first worker failure is rethrown as mb::Error (one line). Workers exit
 // without unwinding this process's stack, so outputs registered before the
-// call are removed once, by their owner, if anything failed.
-void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds);
+// call are removed once, by their owner, if anything failed. While this
+// process waits for the workers, it calls `waiting` (if any) a few times a
+// second: the workers report progress through shared memory, and the
+// display must move on after this process's own share is done.
+void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds,
+                 const std::function<void()>& waiting = {});
 
 }  // namespace mb::io

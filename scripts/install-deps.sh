@@ -9,6 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev doctest-dev libxxhash-dev pkg-config
   hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
+  python3-jsonschema                                # the --json outputs checked against docs/schema
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
   dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
 )

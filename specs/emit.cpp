@@ -88,19 +88,34 @@ std::string weight_key(const LeafRule& rule) {
 }
 
 
-nlohmann::ordered_json rule_json(const LeafRule& rule) {
+nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
+  using json = nlohmann::ordered_json;
+  const bool spec = form == RuleForm::Spec;
   switch (rule.mode) {
-    case LeafRule::Mode::Split:
-      if (rule.sequence_axis) return {{"split_axis", rule.axis}, {"sequence_axis", *rule.sequence_axis}};
-      return rule.axis;
-    case LeafRule::Mode::Replicate: return "replicate";
-    case LeafRule::Mode::Reduce:
-      if (rule.weighted()) return {{"reduce", reducer_name(rule.reducer)}, {"weight", weight_key(rule)}};
-      return {{"reduce", reducer_name(rule.reducer)}};
-    case LeafRule::Mode::Offsets: return "offsets";
-    case LeafRule::Mode::Packed: return {{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}};
-    case LeafRule::Mode::PerSequence: return {{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}};
-    case LeafRule::Mode::Derive: return {{quantity_name(rule.quantity), escape_name(rule.offsets)}};
+    case LeafRule::Mode::Split: {
+      json out = spec ? (rule.sequence_axis ? json{{"split_axis", rule.axis}} : json(rule.axis))
+                      : json{{"mode", "split"}, {"axis", rule.axis}};
+      if (rule.sequence_axis) out["sequence_axis"] = *rule.sequence_axis;
+      return out;
+    }
+    case LeafRule::Mode::Replicate: return spec ? json("replicate") : json{{"mode", "replicate"}};
+    case LeafRule::Mode::Reduce: {
+      json out = spec ? json{{"reduce", reducer_name(rule.reducer)}}
+                      : json{{"mode", "reduce"}, {"reducer", reducer_name(rule.reducer)}};
+      if (rule.weighted()) out["weight"] = weight_key(rule);
+      return out;
+    }
+    case LeafRule::Mode::Offsets: return spec ? json("offsets") : json{{"mode", "offsets"}};
+    case LeafRule::Mode::Packed:
+      return spec ? json{{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}}
+                  : json{{"mode", "packed"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::PerSequence:
+      return spec ? json{{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}}
+                  : json{{"mode", "per_sequence"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::Derive:
+      return spec ? json{{quantity_name(rule.quantity), escape_name(rule.offsets)}}
+                  : json{{"mode", "derive"}, {"quantity", quantity_name(rule.quantity)},
+                         {"offsets", escape_name(rule.offsets)}};
   }
   return nullptr;
 }

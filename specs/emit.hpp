@@ -13,7 +13,15 @@ namespace mb::specs {
 
 nlohmann::ordered_json resolved_spec_json(const NodeInfo& root, const Resolution& resolution);
 
-nlohmann::ordered_json rule_json(const LeafRule& rule);
+// A leaf's rule as JSON, in one of two forms: the spec language's (what a
+// spec file or the manifest holds: 0, "replicate", {"reduce": "mean"}), or
+// inspect --json's object, one shape for every mode: {"mode": "split",
+// "axis": 0}, {"mode": "replicate"}, {"mode": "reduce", "reducer": "mean",
+// "weight": "/n"}, {"mode": "offsets"}, {"mode": "packed", "offsets":
+// "/cu", "axis": 0}, {"mode": "per_sequence", "offsets": "/cu", "axis": 0}.
+// A new mode or field is added here, to both forms.
+enum class RuleForm { Spec, Object };
+nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form = RuleForm::Spec);
 
 // An HDF5 name or path in JSON (spec keys and offsets paths, the manifest,
 // inspect --json). HDF5 names are any bytes but NUL ('/' separates them in

@@ -95,6 +95,10 @@ ValueType value_type_of(hid_t type, const Location& where) {
       Id base(H5Tget_super(type), where, "cannot read an array's base type");
       t.elements.push_back(value_type_of(base.get(), where));
       t.count = t.elements[0].size ? size / t.elements[0].size : 0;
+      const int rank = check(H5Tget_array_ndims(type), where, "cannot read an array's rank");
+      std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+      check(H5Tget_array_dims2(type, dims.data()), where, "cannot read an array's dimensions");
+      t.dims.assign(dims.begin(), dims.end());
       return t;
     }
     case H5T_VLEN: {

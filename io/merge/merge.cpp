@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <numeric>
 #include <thread>
 
 #include "core/merge_plan.hpp"
@@ -69,8 +70,9 @@ void warn_about_sources(const MergeJob& job) {
 
 }  // namespace
 
-void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name) {
-  if (job.inputs.empty()) throw usage_error("merge needs at least one input");
+MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
+  if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
+  MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
   std::vector<std::string> paths;
   for (const auto& input : job.inputs) paths.push_back(input.path);
@@ -86,6 +88,10 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   merging::Context ctx{job, resolution, plan, carried, model.get()};
   plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout,
                     merging::context_parallel_inputs(ctx));
+  // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
+  const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
+  ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
+  if (job.progress) job.policy.meter = &meter;
   const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
   AtomicOutputs outputs;
   const std::string temp = outputs.add(job.output, replaces);
@@ -95,8 +101,9 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;
     const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
+    meter.begin(sizes[i]);
     merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
-    if (job.progress) job.progress(i + 1, paths.size());
+    meter.end();
   }
   merging::reduce_deferred(ctx, out.get());
   // The merged batch's derived values, from the merged offsets as written.
@@ -105,6 +112,9 @@ void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_na
   outputs.publish();
   outputs.keep();
   warn_about_sources(job);
+  MergeResult result{0, meter.total()};
+  for_each_node(tree, [&](const NodeInfo& n) { result.datasets += !n.is_group() && !n.is_further_name(); });
+  return result;
 }
 
 }  // namespace mb::io

@@ -29,7 +29,7 @@ struct MergeJob {
   // absolute paths) instead of copies.
   bool virtual_datasets = false;
   transfer::Policy policy;
-  Progress progress;
+  Progress progress;  // bytes of the input files merged of all (none: not counted)
   // The split the inputs come from, when known: inputs[i] is its files[i].
   // Each input's size and digest are checked against it before anything is
   // written (unless !verify), and each split dataset's length in each input
@@ -42,6 +42,10 @@ struct MergeJob {
 // writes the merged file, checking on the way that every input has the
 // first's tree (same groups, datasets and attribute names). On any error no
 // file is left at job.output.
-void merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
+struct MergeResult {
+  std::uint64_t datasets = 0;    // in the merged file (further names of one dataset not counted)
+  std::uint64_t data_bytes = 0;  // of the inputs, as the progress counts them
+};
+MergeResult merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
 
 }  // namespace mb::io

@@ -70,7 +70,7 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
 
 // Writes output files [begin, end) under their temporary names.
 void write_files(const SplitJob& job, const Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
-                 std::uint64_t end, bool show_progress) {
+                 std::uint64_t end) {
   h5::Id input = h5::open_read_only(job.input);
   const SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy};
   const std::size_t at_once = open_outputs();
@@ -83,13 +83,12 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
       handles.push_back(h5::create_file(files.temps[i], files.finals[i], {prepared.tree.has_large_attribute()}));
     write_outputs(source, first, handles, names);
     for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({names[i], ""});
-    if (show_progress && job.progress) job.progress(first + n - begin, end - begin);
   }
 }
 
 }  // namespace
 
-void write_split(const SplitJob& job, const Prepared& prepared) {
+SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   // Held until the manifest is written: a second split into the directory fails at once.
   // A directory it creates is removed again if the split fails.
@@ -104,12 +103,17 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
   }
   // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, plan.files()));
+  // Bytes written, counted by every worker in its slot and shown by this process.
+  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan), job.progress, workers);
+  SplitJob metered = job;
+  if (job.progress) metered.policy.meter = &meter;
   run_workers(
       workers,
       [&](std::uint64_t w) {
-        write_files(job, prepared, files, w * plan.files() / workers, (w + 1) * plan.files() / workers, w == 0);
+        meter.use_slot(w);
+        write_files(metered, prepared, files, w * plan.files() / workers, (w + 1) * plan.files() / workers);
       },
-      job.stall_seconds);
+      job.stall_seconds, [&] { meter.show(); });
 
   // Digests of the finished temporaries, hashed while their pages are still cached.
   const auto digests = digest_files(files.temps, files.finals, std::thread::hardware_concurrency());
@@ -121,6 +125,7 @@ void write_split(const SplitJob& job, const Prepared& prepared) {
   write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
   outputs.keep();
   directory.keep();
+  return {records, meter.total()};
 }
 
 }  // namespace mb::io

@@ -9,6 +9,7 @@
 #include "io/prepare.hpp"
 #include "io/progress.hpp"
 #include "io/transfer/policy.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::io {
 
@@ -21,11 +22,18 @@ struct SplitJob {
   std::uint64_t workers = 1;     // -j: processes writing output files in parallel
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
-  Progress progress;  // output files written of all
+  Progress progress;  // bytes of data written of all (none: not counted)
+};
+
+// What a split wrote: the output files (name as the manifest lists them,
+// size, digest), and the bytes of data written into them.
+struct SplitResult {
+  std::vector<specs::FileRecord> files;
+  std::uint64_t data_bytes = 0;
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)
 // and the manifest. On any error nothing is left under a final name.
-void write_split(const SplitJob& job, const Prepared& prepared);
+SplitResult write_split(const SplitJob& job, const Prepared& prepared);
 
 }  // namespace mb::io

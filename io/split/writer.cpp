@@ -94,6 +94,7 @@ class SplitWriter {
     std::optional<h5::Buffer> whole = read_whole(ds, src, prototype, rule, src_where);
     const Side from = whole ? Side::in_memory(*whole, ds.shape, src_where) : Side::of(src, src_where);
     std::optional<h5::Extent> extent;  // shared by the copies of one extent
+    ByteMeter* meter = source_.policy.meter;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(first_ + i) : nullptr;
@@ -101,6 +102,7 @@ class SplitWriter {
       Shape dims = ds.shape;
       if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
+      if (meter) meter->begin(ds.null_space ? 0 : element_count(dims) * ds.element_size);  // as split_bytes counts it
       if (!extent || extent->dims != dims)
         extent = h5::make_extent(prototype, dims, where);
       h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
@@ -120,6 +122,7 @@ class SplitWriter {
         if (positions) places = place_positions(places, *positions, static_cast<std::size_t>(*rule.sequence_axis));
         for (const auto& place : places) transfer::copy(from, place.batch, to, place.piece, source_.policy);
       }
+      if (meter) meter->end();
     }
   }
 
@@ -163,6 +166,24 @@ class SplitWriter {
 };
 
 }  // namespace
+
+std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan) {
+  std::uint64_t total = 0;
+  for_each_node(tree, [&](const NodeInfo& ds) {
+    if (ds.is_group() || ds.is_further_name() || ds.null_space) return;
+    const LeafRule& rule = resolution.dataset_rule(ds.path);
+    if (!rule.cuts_rows()) {
+      total += element_count(ds.shape) * ds.element_size * plan.files();
+      return;
+    }
+    const auto axis = static_cast<std::size_t>(rule.axis);
+    std::uint64_t row = ds.element_size;  // bytes of one row along the axis
+    for (std::size_t d = 0; d < ds.shape.size(); ++d)
+      if (d != axis) row *= ds.shape[d];
+    for (const RowMap& rows : plan.pieces.at(ds.path)) total += rows_in(rows) * row;
+  });
+  return total;
+}
 
 void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
                    const std::vector<std::string>& names) {

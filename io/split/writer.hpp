@@ -27,4 +27,9 @@ struct SplitSource {
 void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
                    const std::vector<std::string>& names);
 
+// The bytes of data write_outputs writes into all the output files (what
+// its progress meter counts): each dataset's elements in each output, at
+// its size in the file.
+std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan);
+
 }  // namespace mb::io

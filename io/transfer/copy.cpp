@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/types.hpp"
 #include "io/transfer/chunks.hpp"
 #include "io/transfer/file_bytes.hpp"
 #include "io/transfer/slab.hpp"
@@ -46,7 +47,7 @@ void copy_datasets(const Side& from, const Selection& a, const Side& to, const S
   if (a.elements() == 0) return;
   const auto axis = src_space.null_space ? std::nullopt : common_row_axis(a, src_space.dims, b, dst_space.dims);
   if (!axis) {
-    copy_slab(from.dataset, from.where, a, to.dataset, to.where, b, policy.buffer_bytes);
+    copy_slab(from.dataset, from.where, a, to.dataset, to.where, b, policy);
     return;
   }
   const RowCopy rows{from.dataset, from.where, src_space, a.start[*axis], to.dataset, to.where, dst_space,
@@ -57,7 +58,7 @@ void copy_datasets(const Side& from, const Selection& a, const Side& to, const S
   const RowCopy rest = advanced(rows, raw);
   copy_slab(from.dataset, from.where, Selection::rows(src_space.dims, *axis, {rest.src_begin, rest.count, 1}),
             to.dataset, to.where, Selection::rows(dst_space.dims, *axis, {rest.dst_begin, rest.count, 1}),
-            policy.buffer_bytes);
+            policy);
 }
 
 }  // namespace
@@ -76,8 +77,16 @@ bool held_whole(hid_t dcpl, std::uint64_t bytes, const h5::Location& where) {
 
 void copy(const Side& from, const Selection& a, const Side& to, const Selection& b, const Policy& policy) {
   if (from.memory && to.memory) throw Error("internal: a copy from memory to memory");
-  if (from.memory) return write_slab(*from.memory, from.shape, a, to.dataset, to.where, b);
-  if (to.memory) return read_slab(from.dataset, from.where, a, *to.memory, to.shape, b);
+  if (from.memory) {
+    write_slab(*from.memory, from.shape, a, to.dataset, to.where, b);
+    io::count_bytes(policy.meter, a.elements() * h5::size_of(from.memory->type(), from.where));
+    return;
+  }
+  if (to.memory) {
+    read_slab(from.dataset, from.where, a, *to.memory, to.shape, b);
+    io::count_bytes(policy.meter, a.elements() * h5::size_of(to.memory->type(), to.where));
+    return;
+  }
   copy_datasets(from, a, to, b, policy);
 }
 

@@ -97,8 +97,8 @@ std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::siz
 }
 
 // Copies the range in steps of at most `step` bytes (checking for stop
-// signals between them), by the kernel where it can.
-void copy_range(const ByteRange& r, std::size_t step) {
+// signals between them, each counted on `meter`), by the kernel where it can.
+void copy_range(const ByteRange& r, std::size_t step, io::ByteMeter* meter) {
   step = std::max<std::size_t>(step, 1u << 16);
   std::vector<unsigned char> buffer;  // only when the kernel cannot copy
   bool kernel = true;
@@ -108,6 +108,7 @@ void copy_range(const ByteRange& r, std::size_t step) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.length - done, step));
     if (!kernel) {
       done += copy_through_buffer(r, done, n, buffer);
+      io::count_bytes(meter, n);
       continue;
     }
     auto in = static_cast<off64_t>(r.from.offset + r.from_offset + done);
@@ -123,6 +124,7 @@ void copy_range(const ByteRange& r, std::size_t step) {
     if (k < 0) fail_io(output_full ? r.dst_where : r.src_where, "cannot copy data", errno);
     if (k == 0) fail_short(r.src_where);
     done += static_cast<std::uint64_t>(k);
+    io::count_bytes(meter, static_cast<std::uint64_t>(k));
   }
 }
 
@@ -146,7 +148,7 @@ bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
     const std::uint64_t src_row = index * c.src_space.dims[c.axis] + c.src_begin;
     const std::uint64_t dst_row = index * c.dst_space.dims[c.axis] + c.dst_begin;
     copy_range({*from, src_row * row_bytes, c.src_where, *to, dst_row * row_bytes, c.dst_where, c.count * row_bytes},
-               policy.buffer_bytes);
+               policy.buffer_bytes, policy.meter);
   }
   spdlog::debug("{}: {} rows copied as file bytes", c.dst_where.describe(), c.count);
   return true;

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "io/progress.hpp"
+
 namespace mb::transfer {
 
 inline constexpr std::size_t kDefaultBufferBytes = 64u << 20;
@@ -24,6 +26,8 @@ struct Policy {
   // Contiguous data as file bytes and aligned chunks as stored bytes; off,
   // everything goes through HDF5 hyperslabs (the tests compare both).
   bool byte_paths = true;
+  // Counts the bytes moved for the progress display; none: not counted.
+  io::ByteMeter* meter = nullptr;
 };
 
 }  // namespace mb::transfer

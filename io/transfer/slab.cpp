@@ -27,15 +27,16 @@ bool whole_rows(const Shape& memory_shape, const Selection& from, const Selectio
 }  // namespace
 
 void copy_slab(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
-               const h5::Location& dst_where, const Selection& to, std::size_t buffer_bytes) {
+               const h5::Location& dst_where, const Selection& to, const Policy& policy) {
   h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
   if (h5::dataset_space(src, src_where).null_space) return;  // no elements to copy
   h5::Buffer buffer(type.get());
   const std::size_t element = std::max<std::size_t>(h5::size_of(type.get(), src_where), 1);
-  for_each_block(from.count, buffer_bytes / element, [&](const Shape& offset, const Shape& block) {
+  for_each_block(from.count, policy.buffer_bytes / element, [&](const Shape& offset, const Shape& block) {
     io::throw_if_interrupted();
     h5::read(src, from.part(offset, block), buffer, src_where);
     h5::write(dst, to.part(offset, block), type.get(), buffer.data(), dst_where);
+    io::count_bytes(policy.meter, element_count(block) * element);
   });
 }
 

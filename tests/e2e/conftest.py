@@ -7,6 +7,7 @@ import time
 
 import h5py
 import numpy as np
+import jsonschema
 import pytest
 
 BINARY = os.environ.get("MICROBATCH", os.path.join(os.path.dirname(__file__), "..", "..", "build", "microbatch"))
@@ -98,3 +99,20 @@ def signalled(args, delay, sig, env=None):
     proc.send_signal(sig)
     err = proc.communicate(timeout=60)[1]
     return proc.returncode, err
+
+
+SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "schema")
+
+
+def schema(name):
+    with open(os.path.join(SCHEMAS, f"{name}.schema.json")) as f:
+        s = json.load(f)
+    jsonschema.Draft7Validator.check_schema(s)
+    return s
+
+
+def summary(res, name):
+    """The one JSON object on stdout (split/merge --json, inspect --json), validated against its schema."""
+    obj = json.loads(res.out)  # the whole of stdout is one object
+    jsonschema.validate(obj, schema(name))
+    return obj

@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, run, summary, write_spec
 
 PADDED_SPEC = {
     "input_ids": {"split_axis": 0, "sequence_axis": 1},
@@ -286,13 +286,18 @@ def test_inspect_shows_each_cp_rank(tmp_path, padded, packed):
     work = [sum(int((zigzag(L, 2, r) + 1).sum()) for L in lengths) for r in range(2)]
     assert work[0] == work[1] == total // 2  # zigzag: every rank does the ideal share
     assert f"CP rank 0: {lengths.sum() // 2} tokens, work {work[0]}" in res.out
-    j = json.loads(run("inspect", src, "-s", spec, "-n", "2", "--cp-degree", "2", "--json", check=0).out)
+    j = summary(run("inspect", src, "-s", spec, "-n", "2", "--cp-degree", "2", "--json", check=0), "inspect")
     assert j["cp_degree"] == 2
     assert j["context_parallel"][0]["work"] == work
     assert j["context_parallel"][0]["total_work"] == total
     src, spec = padded
     res = run("inspect", src, "-s", spec, "-n", "2", "--cp-degree", "2", check=0)
     assert "positions CP rank 0 0:4+12:16, CP rank 1 4:12" in res.out
+    tree = {n["path"]: n for n in summary(run("inspect", src, "-s", spec, "-n", "2", "--cp-degree", "2", "--json",
+                                              check=0), "inspect")["tree"]}
+    assert tree["/input_ids"]["rule"] == {"mode": "split", "axis": 0, "sequence_axis": 1}
+    assert tree["/input_ids"]["positions"][0] == [[0, 4, 1], [12, 16, 1]]
+    assert tree["/input_ids"]["positions"][2] == [[4, 12, 1]]  # CP rank 1, microbatch 0
 
 
 def test_derived_metadata_describes_each_cp_ranks_own_tokens(tmp_path):

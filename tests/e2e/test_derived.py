@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, run, summary, write_spec
 
 SPEC = {
     "@max_seqlen": {"max_seqlen": "/cu_seqlens"},
@@ -220,11 +220,12 @@ def test_inspect_and_manifest_describe_derived_leaves(tmp_path):
     spec = write_spec(tmp_path / "s.json", SPEC)
     res = run("inspect", src, "-s", spec, check=0)
     assert "max_seqlen of /cu_seqlens, per file" in res.out and "num_tokens of /cu_seqlens, per file" in res.out
-    tree = {n["path"]: n for n in json.loads(run("inspect", src, "-s", spec, "--json", check=0).out)["tree"]}
-    assert tree["/max_seqlen"]["rule"] == {"max_seqlen": "/cu_seqlens"}
-    assert tree["/num_tokens"]["rule"] == {"num_tokens": "/cu_seqlens"}
+    tree = {n["path"]: n for n in summary(run("inspect", src, "-s", spec, "--json", check=0), "inspect")["tree"]}
+    assert tree["/max_seqlen"]["rule"] == {"mode": "derive", "quantity": "max_seqlen", "offsets": "/cu_seqlens"}
+    assert tree["/num_tokens"]["rule"] == {"mode": "derive", "quantity": "num_tokens", "offsets": "/cu_seqlens"}
     root_attrs = {a["name"]: a["rule"] for a in tree["/"]["attributes"]}
-    assert root_attrs == {"max_seqlen": {"max_seqlen": "/cu_seqlens"}, "num_tokens": {"num_tokens": "/cu_seqlens"}}
+    assert root_attrs == {"max_seqlen": {"mode": "derive", "quantity": "max_seqlen", "offsets": "/cu_seqlens"},
+                          "num_tokens": {"mode": "derive", "quantity": "num_tokens", "offsets": "/cu_seqlens"}}
     run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "mb", check=0)
     manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
     assert manifest["spec"]["max_seqlen"] == {"max_seqlen": "/cu_seqlens"}

@@ -33,11 +33,11 @@ def test_json_is_complete_and_matches_split(tmp_path, batch):
     assert j["chunks"] == 4
     nodes = {n["path"]: n for n in j["tree"]}
     assert nodes["/"]["kind"] == "group"
-    assert nodes["/"]["attributes"] == [{"name": "step", "shape": [], "dtype": "int64", "value": "7",
-                                         "rule": "replicate"}]
-    assert nodes["/x"]["shape"] == [10, 4] and nodes["/x"]["rule"] == 0
+    assert nodes["/"]["attributes"] == [{"name": "step", "shape": [], "dtype": "<i8", "value": 7,
+                                         "rule": {"mode": "replicate"}}]
+    assert nodes["/x"]["shape"] == [10, 4] and nodes["/x"]["rule"] == {"mode": "split", "axis": 0}
     assert nodes["/x"]["rows"] == [[[0, 3, 1]], [[3, 6, 1]], [[6, 8, 1]], [[8, 10, 1]]]
-    assert nodes["/t"]["rule"] == "replicate" and "rows" not in nodes["/t"]
+    assert nodes["/t"]["rule"] == {"mode": "replicate"} and "rows" not in nodes["/t"]
     run("split", batch, "-n", 4, "-o", tmp_path / "mb", check=0)
     manifest = json.loads((tmp_path / "mb" / "manifest.json").read_text())
     assert manifest["datasets"]["/x"]["rows"] == nodes["/x"]["rows"]

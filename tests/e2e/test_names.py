@@ -138,8 +138,8 @@ def test_a_spec_names_every_kind_of_member_by_its_escape(tmp_path):
     res = json.loads(run("inspect", src, "-s", tmp_path / "s.json", "--json", check=0).out)
     rules = {unescape(n["path"]): n.get("rule") for n in res["tree"]}
     for i, (name, _) in enumerate(MEMBER_NAMES):
-        assert rules[b"/" + name] == (1 if i % 2 else "replicate"), name
-    assert rules[b"/rest"] == 0
+        assert rules[b"/" + name] == ({"mode": "split", "axis": 1} if i % 2 else {"mode": "replicate"}), name
+    assert rules[b"/rest"] == {"mode": "split", "axis": 0}
     run("split", src, "-s", tmp_path / "s.json", "-n", 2, "-o", tmp_path / "mb", check=0)
     with h5py.File(tmp_path / "mb" / "microbatch-00000.h5") as m:
         for i, (name, _) in enumerate(MEMBER_NAMES):
@@ -221,6 +221,6 @@ def test_inspect_keeps_attributes_apart_when_paths_and_names_hold_at_signs(tmp_p
         f["x"].attrs["@y"] = 2
     tree = json.loads(run("inspect", src, "--json", check=0).out)["tree"]
     values = {(n["path"], a["name"]): a["value"] for n in tree for a in n["attributes"]}
-    assert values == {("/x@", "y"): "1", ("/x", "@y"): "2"}
+    assert values == {("/x@", "y"): 1, ("/x", "@y"): 2}
     text = run("inspect", src, check=0).out
     assert "@@y = 2" in text and "@y = 1" in text

@@ -397,7 +397,8 @@ def test_inspect_shows_the_rules(tmp_path):
     assert "-> reduce mean weighted by /@k" in res.out and "-> reduce stack" in res.out, res
     tree = json.loads(run("inspect", p, "-s", spec, "--json", check=0).out)["tree"]
     rules = {n["path"]: n.get("rule") for n in tree}
-    assert rules["/loss"] == {"reduce": "mean", "weight": "/@k"} and rules["/n"] == {"reduce": "stack"}
+    assert rules["/loss"] == {"mode": "reduce", "reducer": "mean", "weight": "/@k"}
+    assert rules["/n"] == {"mode": "reduce", "reducer": "stack"}
     # split refuses them, as every reducer
     res = run("split", p, "-n", 2, "-s", spec, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "a reducer only applies to merge")

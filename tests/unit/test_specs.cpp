@@ -369,3 +369,20 @@ TEST_CASE("derived leaves emit JSON that parses back to the same rules") {
                     LeafRule::derived(Quantity::NumTokens, "/g\\h/\xff"), LeafRule::derived(Quantity::MaxSeqlen, "/@")})
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
 }
+
+TEST_CASE("rule_json: inspect's object form, one shape for every mode") {
+  using mb::specs::RuleForm;
+  CHECK(mb::specs::rule_json(LeafRule::split(2), RuleForm::Object).dump() == R"({"mode":"split","axis":2})");
+  CHECK(mb::specs::rule_json(LeafRule::replicate(), RuleForm::Object).dump() == R"({"mode":"replicate"})");
+  CHECK(mb::specs::rule_json(LeafRule::reduce(mb::Reducer::Max), RuleForm::Object).dump() ==
+        R"({"mode":"reduce","reducer":"max"})");
+  CHECK(mb::specs::rule_json(LeafRule::weighted_mean("/", "num_tokens"), RuleForm::Object).dump() ==
+        R"({"mode":"reduce","reducer":"mean","weight":"/@num_tokens"})");
+  LeafRule cp = LeafRule::split(0);
+  cp.sequence_axis = 2;
+  CHECK(mb::specs::rule_json(cp, RuleForm::Object).dump() == R"({"mode":"split","axis":0,"sequence_axis":2})");
+  CHECK(mb::specs::rule_json(cp).dump() == R"({"split_axis":0,"sequence_axis":2})");
+  CHECK(parse_spec(mb::specs::rule_json(cp).dump(), "s").leaf == cp);
+  CHECK(mb::specs::rule_json(LeafRule::derived(mb::Quantity::MaxSeqlen, "/cu"), RuleForm::Object).dump() ==
+        R"({"mode":"derive","quantity":"max_seqlen","offsets":"/cu"})");
+}

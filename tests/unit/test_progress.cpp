@@ -1,0 +1,67 @@
+// ByteMeter: the count of a piece never passes its size and ends at it
+// whatever the copies added; split -j's workers count into shared slots that
+// the parent shows summed.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <vector>
+
+#include "io/progress.hpp"
+#include "io/workers.hpp"
+
+namespace {
+
+struct Shown {
+  std::vector<std::uint64_t> done;
+  std::uint64_t total = 0;
+  mb::io::Progress callback() {
+    return [this](std::uint64_t d, std::uint64_t t) {
+      done.push_back(d);
+      total = t;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("progress: a piece's count is capped at its size and counted whole at its end") {
+  Shown shown;
+  mb::io::ByteMeter meter(100, shown.callback());
+  meter.add(10);  // outside a piece: not counted
+  CHECK(meter.done() == 0);
+  meter.begin(60);
+  meter.add(25);
+  meter.add(25);
+  meter.add(25);  // an edge chunk counted whole, say: capped at the piece
+  CHECK(meter.done() == 60);
+  meter.end();
+  meter.begin(40);
+  meter.add(5);
+  meter.end();  // a piece written without copies that count (offsets, a reduction) still counts whole
+  CHECK(meter.done() == 100);
+  CHECK(shown.total == 100);
+  CHECK(shown.done == std::vector<std::uint64_t>{25, 50, 60, 60, 65, 100});
+}
+
+TEST_CASE("progress: workers count in their own slots; only the parent shows, summed") {
+  Shown shown;
+  mb::io::ByteMeter meter(300, shown.callback(), 3);
+  const pid_t parent = ::getpid();
+  mb::io::run_workers(
+      3,
+      [&](std::uint64_t w) {
+        meter.use_slot(w);
+        meter.begin(100);
+        meter.add(50);
+        if (w == 0) ::usleep(300 * 1000);  // the others finish meanwhile
+        meter.end();
+        if (::getpid() != parent) CHECK(shown.done.empty());  // a worker never shows (its copy of `shown`)
+      },
+      0, [&] { meter.show(); });
+  CHECK(meter.done() == 300);
+  REQUIRE(!shown.done.empty());
+  CHECK(shown.done.back() == 300);
+  meter.show();
+  CHECK(shown.done.back() == 300);
+}
