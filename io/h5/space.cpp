@@ -38,26 +38,26 @@ Id make_space(const Shape& dims, const Location& where) { return make_space(dims
 
 Id make_null_space(const Location& where) { return Id(H5Screate(H5S_NULL), where, "cannot create a null dataspace"); }
 
-void select(hid_t space, const Selection& selection, const Location& where) {
-  if (selection.start.empty()) return;
+namespace {
+
+void add_hyperslab(hid_t space, H5S_seloper_t op, const Selection& selection, const Location& where) {
   const std::vector<hsize_t> start(selection.start.begin(), selection.start.end());
   const std::vector<hsize_t> count(selection.count.begin(), selection.count.end());
   const std::vector<hsize_t> stride(selection.stride.begin(), selection.stride.end());
-  check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), stride.empty() ? nullptr : stride.data(),
-                            count.data(), nullptr),
+  check(H5Sselect_hyperslab(space, op, start.data(), stride.empty() ? nullptr : stride.data(), count.data(), nullptr),
         where, "cannot select a hyperslab");
+}
+
+}  // namespace
+
+void select(hid_t space, const Selection& selection, const Location& where) {
+  if (selection.start.empty()) return;
+  add_hyperslab(space, H5S_SELECT_SET, selection, where);
 }
 
 void select_union(hid_t space, const std::vector<Selection>& parts, const Location& where) {
   check(H5Sselect_none(space), where, "cannot clear a selection");
-  for (const Selection& part : parts) {
-    const std::vector<hsize_t> start(part.start.begin(), part.start.end());
-    const std::vector<hsize_t> count(part.count.begin(), part.count.end());
-    const std::vector<hsize_t> stride(part.stride.begin(), part.stride.end());
-    check(H5Sselect_hyperslab(space, H5S_SELECT_OR, start.data(), stride.empty() ? nullptr : stride.data(),
-                              count.data(), nullptr),
-          where, "cannot select a hyperslab");
-  }
+  for (const Selection& part : parts) add_hyperslab(space, H5S_SELECT_OR, part, where);
 }
 
 }  // namespace mb::h5

@@ -2,12 +2,32 @@
 // Small builders for tree descriptions, so resolution and planning can be
 // tested without any HDF5 file.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+#include "core/layout.hpp"
 #include "core/tree.hpp"
 
 namespace mb::test {
+
+// What `fn` throws, as mb::Error's message ("(no error)" if nothing).
+inline std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Each file's length along the cut axis, as its row map gives it.
+inline std::vector<std::uint64_t> lengths_of(const std::vector<RowMap>& maps) {
+  std::vector<std::uint64_t> out;
+  for (const auto& m : maps) out.push_back(rows_in(m));
+  return out;
+}
 
 inline NodeInfo dataset(const std::string& name, Shape shape) {
   NodeInfo n;

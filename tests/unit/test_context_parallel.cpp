@@ -32,21 +32,6 @@ std::vector<std::uint64_t> expand(const RowMap& map) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mb::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::vector<std::uint64_t> lengths_of(const std::vector<RowMap>& maps) {
-  std::vector<std::uint64_t> out;
-  for (const auto& m : maps) out.push_back(mb::rows_in(m));
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("zigzag: rank r holds chunks r and 2C-1-r; every position exactly once; the inverse is the argsort") {
@@ -98,10 +83,10 @@ TEST_CASE("per-document zigzag: every document cut on its own, in batch coordina
 }
 
 TEST_CASE("lengths that 2C does not divide are refused, naming what") {
-  CHECK(error_of([] { mb::require_zigzag_divisible(6, 2, "/x has 6 positions"); }) ==
+  CHECK(message_of([] { mb::require_zigzag_divisible(6, 2, "/x has 6 positions"); }) ==
         "/x has 6 positions, not divisible into 2 x --cp-degree 2 = 4 equal chunks");
   CHECK_NOTHROW(mb::require_zigzag_divisible(8, 2, "/x"));
-  CHECK(error_of([] { mb::require_documents_divisible({0, 4, 10}, 2, "/cu"); })
+  CHECK(message_of([] { mb::require_documents_divisible({0, 4, 10}, 2, "/cu"); })
             .find("/cu: sequence 1 has 6 tokens, not divisible into 2 x --cp-degree 2 = 4") == 0);
 }
 
@@ -219,11 +204,11 @@ TEST_CASE("packed under CP: per-document tokens per rank; offsets shared; merge 
   // A rank's document share that is odd cannot come from a CP split.
   shares[0][1] = 1;
   shares[0][2] += -1;
-  CHECK(error_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, {2, {{"/cu", shares}}}); })
+  CHECK(message_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, {2, {{"/cu", shares}}}); })
             .find("not the two equal chunks of a CP split") != std::string::npos);
   // Document lengths that 2C does not divide: refused at split, never rounded down.
   o.cp_degree = 4;
-  CHECK(error_of([&] { mb::plan_split(t, res, o, values); }).find("/cu: sequence 0 has 4 tokens") == 0);
+  CHECK(message_of([&] { mb::plan_split(t, res, o, values); }).find("/cu: sequence 0 has 4 tokens") == 0);
 }
 
 TEST_CASE("CP errors: nothing to cut, unequal CP ranks, inputs that do not divide") {
@@ -231,17 +216,17 @@ TEST_CASE("CP errors: nothing to cut, unequal CP ranks, inputs that do not divid
   mb::SplitOptions o{2, std::nullopt, mb::OnShort::Error, {}, mb::FileLayout::PerMicrobatch};
   o.cp_degree = 2;
   const auto plain = mb::resolve(p.tree, mb::specs::parse_spec("null", "s"), "s");
-  CHECK(error_of([&] { mb::plan_split(p.tree, plain, o); }).find("--cp-degree 2 has nothing to cut") == 0);
+  CHECK(message_of([&] { mb::plan_split(p.tree, plain, o); }).find("--cp-degree 2 has nothing to cut") == 0);
   o.cp_degree = 3;
-  CHECK(error_of([&] { mb::plan_split(p.tree, p.resolution, o); }) ==
+  CHECK(message_of([&] { mb::plan_split(p.tree, p.resolution, o); }) ==
         "/ids has 8 positions on its sequence axis 1, not divisible into 2 x --cp-degree 3 = 6 equal chunks");
   const auto input = root({dataset("ids", {2, 4}), dataset("pos", {3, 2, 4}), dataset("label", {2})});
   const mb::InputLengths lengths{{"/ids", {2, 2, 2, 1}}, {"/pos", {2, 2, 2, 2}}, {"/label", {2, 2, 2, 2}}};
-  CHECK(error_of([&] { mb::plan_merge(input, p.resolution, lengths, {}, mb::FileLayout::PerMicrobatch, {2, {}}); })
+  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, lengths, {}, mb::FileLayout::PerMicrobatch, {2, {}}); })
             .find("/ids: input 3 (CP rank 1) holds 1 rows, input 1 (CP rank 0 of the same microbatch) 2") == 0);
   const mb::InputLengths three{{"/ids", {2, 2, 2}}, {"/pos", {2, 2, 2}}, {"/label", {2, 2, 2}}};
-  CHECK(error_of([&] { mb::plan_merge(input, p.resolution, three, {}, mb::FileLayout::PerMicrobatch, {2, {}}); }) ==
+  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, three, {}, mb::FileLayout::PerMicrobatch, {2, {}}); }) ==
         "3 inputs do not divide into 2 CP ranks");
-  CHECK(error_of([&] { mb::resolve(p.tree, mb::specs::parse_spec(R"({"ids": {"split_axis": 0, "sequence_axis": 0},
+  CHECK(message_of([&] { mb::resolve(p.tree, mb::specs::parse_spec(R"({"ids": {"split_axis": 0, "sequence_axis": 0},
       "*": null})", "s"), "s"); }).find("the sequence axis is its split axis 0") != std::string::npos);
 }

@@ -4,20 +4,11 @@
 
 #include "core/derived.hpp"
 #include "core/error.hpp"
+#include "helpers.hpp"
 
+using mb::test::message_of;
 using mb::Offsets;
 using mb::Quantity;
-
-namespace {
-std::string error_of(void (*fn)()) {
-  try {
-    fn();
-  } catch (const mb::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
 
 TEST_CASE("max_seqlen and num_tokens from offsets") {
   CHECK(mb::derive(Quantity::MaxSeqlen, Offsets{0, 3, 10, 12}) == 7);
@@ -39,9 +30,9 @@ TEST_CASE("a derived value must fit the leaf's integer type") {
   CHECK(mb::largest_value({false, 64, "uint64"}) == UINT64_MAX);
   CHECK_NOTHROW(mb::check_fits("f: /m", Quantity::MaxSeqlen, 255, {false, 8, "uint8"}));
   CHECK_NOTHROW(mb::check_fits("f: /m", Quantity::MaxSeqlen, 0, {true, 8, "int8"}));
-  CHECK(error_of([] { mb::check_fits("f: /m", Quantity::MaxSeqlen, 256, {false, 8, "uint8"}); }) ==
+  CHECK(message_of([] { mb::check_fits("f: /m", Quantity::MaxSeqlen, 256, {false, 8, "uint8"}); }) ==
         "f: /m: max_seqlen 256 does not fit uint8 (at most 255)");
-  CHECK(error_of([] { mb::check_fits("f: /n", Quantity::NumTokens, 32768, {true, 16, "int16 (big-endian)"}); }) ==
+  CHECK(message_of([] { mb::check_fits("f: /n", Quantity::NumTokens, 32768, {true, 16, "int16 (big-endian)"}); }) ==
         "f: /n: num_tokens 32768 does not fit int16 (big-endian) (at most 32767)");
 }
 

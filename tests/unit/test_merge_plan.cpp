@@ -11,17 +11,6 @@ using mb::FileLayout;
 using mb::RowMap;
 using mb::Segment;
 
-namespace {
-
-// Each microbatch's length along the cut axis, as its file holds it.
-std::vector<std::uint64_t> lengths_of(const std::vector<RowMap>& maps) {
-  std::vector<std::uint64_t> out;
-  for (const auto& m : maps) out.push_back(mb::rows_in(m));
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("the merge plan puts every input's rows where the split took them from") {
   for (std::uint64_t degree : {1, 2, 3})
     for (bool align : {false, true})
