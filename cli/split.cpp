@@ -31,7 +31,7 @@ struct SplitCommand {
   bool force = false;
   transfer::Policy policy;
   std::uint64_t jobs = 1;
-  std::string shard;  // --shard K/P or auto; empty: the whole split
+  std::optional<std::string> shard;  // --shard K/P or auto; none: the whole split
   bool json = false;
 };
 
@@ -54,8 +54,8 @@ void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, 
   const SplitPlan& plan = *prepared.plan;
   for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
   // The manifest, or a shard's part record.
-  const std::string last = cmd.shard.empty() ? std::string(specs::kManifestName)
-                                             : io::part_name(parse_shard(cmd.shard, slurm_array_environment()));
+  const std::string last = !cmd.shard ? std::string(specs::kManifestName)
+                                      : io::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
   summary.files.push_back((fs::path(cmd.output_dir) / last).string());
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
@@ -75,7 +75,7 @@ void run_split(const SplitCommand& cmd) {
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   std::optional<Shard> shard;
-  if (!cmd.shard.empty()) shard = parse_shard(cmd.shard, slurm_array_environment());
+  if (cmd.shard) shard = parse_shard(*cmd.shard, slurm_array_environment());
   std::string spec_name;
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
   const io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
