@@ -133,7 +133,7 @@ SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   // Worker w of W writes files share_of(mine, W, w); this process is worker 0.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
   // Bytes written, counted by every worker in its slot and shown by this process.
-  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan), job.progress, workers);
+  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
   SplitJob metered = job;
   if (job.progress) metered.policy.meter = &meter;
   run_workers(

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, signalled, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, signalled, summary, write_spec
 
 
 def make(path, rows=120):
@@ -267,3 +267,13 @@ def test_jobs_inside_a_shard(tmp_path, setup):
         run(*split_args(src, spec, out), "--shard", f"{k}/2", "-j", 2, check=0)
     run("finish", out, check=0)
     same_files(tmp_path / "plain", out)
+
+
+def test_shard_json_summaries_count_only_their_share(tmp_path, setup):
+    src, spec = setup
+    plain = summary(run(*split_args(src, spec, tmp_path / "plain"), "--json", check=0), "split-summary")
+    parts = [summary(run(*split_args(src, spec, tmp_path / "sh"), "--shard", f"{k}/3", "--json", check=0),
+                     "split-summary") for k in range(3)]
+    assert sum(p["data_bytes"] for p in parts) == plain["data_bytes"]
+    assert all(0 < p["data_bytes"] < plain["data_bytes"] for p in parts)
+    assert parts[1]["files"][-1]["path"].endswith("part-00001-of-00003.json"), parts[1]
