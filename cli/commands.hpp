@@ -7,5 +7,6 @@ namespace mb::cli {
 void setup_split(CLI::App& app);
 void setup_merge(CLI::App& app);
 void setup_inspect(CLI::App& app);
+void setup_finish(CLI::App& app);
 
 }  // namespace mb::cli

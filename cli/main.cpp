@@ -76,6 +76,7 @@ int run(int argc, char** argv) {
   mb::cli::setup_split(app);
   mb::cli::setup_merge(app);
   mb::cli::setup_inspect(app);
+  mb::cli::setup_finish(app);
 
   // CLI11 would only say that a subcommand is required; name the typo instead.
   bool known = argc < 2 || argv[1][0] == '-';

@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -10,7 +12,9 @@
 #include "cli/common.hpp"
 #include "cli/summary.hpp"
 #include "core/error.hpp"
+#include "core/shards.hpp"
 #include "io/prepare.hpp"
+#include "io/split/parts.hpp"
 #include "io/split/split.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
@@ -27,8 +31,17 @@ struct SplitCommand {
   bool force = false;
   transfer::Policy policy;
   std::uint64_t jobs = 1;
+  std::optional<std::string> shard;  // --shard K/P or auto; none: the whole split
   bool json = false;
 };
+
+// Slurm's job-array variables, for --shard auto.
+std::map<std::string, std::string> slurm_array_environment() {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"})
+    if (const char* value = std::getenv(name)) env[name] = value;
+  return env;
+}
 
 std::uint64_t dataset_count(const NodeInfo& tree) {
   std::uint64_t n = 0;
@@ -40,7 +53,10 @@ void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, 
                          Summary summary) {
   const SplitPlan& plan = *prepared.plan;
   for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
-  summary.files.push_back((fs::path(cmd.output_dir) / specs::kManifestName).string());
+  // The manifest, or a shard's part record.
+  const std::string last = !cmd.shard ? std::string(specs::kManifestName)
+                                      : io::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
+  summary.files.push_back((fs::path(cmd.output_dir) / last).string());
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
   summary.microbatches = plan.count;
@@ -58,6 +74,8 @@ void run_split(const SplitCommand& cmd) {
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
+  std::optional<Shard> shard;
+  if (cmd.shard) shard = parse_shard(*cmd.shard, slurm_array_environment());
   std::string spec_name;
   const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
   const io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
@@ -71,6 +89,7 @@ void run_split(const SplitCommand& cmd) {
   job.options = options;
   job.policy = cmd.policy;
   job.workers = cmd.jobs;
+  job.shard = shard;
   job.stall_seconds = stall_timeout_seconds();
   job.tool_version = MICROBATCH_VERSION;
   ProgressLine progress("split");
@@ -103,9 +122,16 @@ void setup_split(CLI::App& app) {
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "
-                  "per-object work are per file, so they spread over cores; default 1)")
+                  "per-object work are per file, so they spread over cores; default 1). The local case of "
+                  "--shard: worker w of W writes the same contiguous share shard w of W would")
       ->transform(whole_number("-j/--jobs"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}));
+  sub->add_option("--shard", cmd->shard,
+                  "K/P: write only shard K's contiguous share of the files (0 <= K < P) and its part record "
+                  "part-K-of-P.json, no manifest; run all P shards into one directory, then 'microbatch finish "
+                  "DIR'. auto: K and P from a Slurm job array (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, "
+                  "SLURM_ARRAY_TASK_COUNT). --force then replaces only this shard's files")
+      ->type_name("K/P|auto");
   sub->add_flag("--json", cmd->json,
                 "print a summary object on stdout: files written with their sizes, bytes, datasets, microbatches, "
                 "warnings, seconds");

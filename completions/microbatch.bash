@@ -12,7 +12,7 @@ _microbatch_files() {  # files matching the glob $1, and directories
 _microbatch() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in split | merge | inspect) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in split | merge | inspect | finish) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
   local plan="-s --spec --spec-json -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout --cp-degree"
@@ -31,19 +31,25 @@ _microbatch() {
       return ;;
     --spec-json) return ;;
     -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
+    --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "split merge inspect -V --version $common" -- "$cur"))
+    COMPREPLY=($(compgen -W "split merge inspect finish -V --version $common" -- "$cur"))
     return
   fi
   if [[ $cur == -* ]]; then
     local options
     case $cmd in
-      split) options="$plan -o --output --force --buffer-size -j --jobs --json" ;;
+      split) options="$plan -o --output --force --buffer-size -j --jobs --shard --json" ;;
       merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
+      finish) options="" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
+    return
+  fi
+  if [[ $cmd == finish ]]; then
+    COMPREPLY=($(compgen -d -S / -- "$cur")); compopt -o nospace 2>/dev/null
     return
   fi
   _microbatch_files '*.h5'

@@ -1,10 +1,11 @@
 # fish completion for microbatch (installed in /usr/share/fish/vendor_completions.d).
 # The option lists follow `microbatch COMMAND --help` (tests/e2e/test_docs.py).
-set -l commands split merge inspect
+set -l commands split merge inspect finish
 complete -c microbatch -f
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a split -d 'Cut a batch into microbatch files'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a merge -d 'Glue microbatch files back'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a inspect -d 'Show a file and a plan'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a finish -d 'Write the manifest of a split written by shards'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version'
 
 # Every command
@@ -33,6 +34,8 @@ complete -c microbatch -n $writing -s o -l output -r -F -d 'Output (directory fo
 complete -c microbatch -n $writing -l force -d 'Replace an earlier output'
 complete -c microbatch -n $writing -l buffer-size -x -d 'MiB per read/write'
 complete -c microbatch -n "__fish_seen_subcommand_from split" -s j -l jobs -x -d 'Worker processes'
+complete -c microbatch -n "__fish_seen_subcommand_from split" -l shard -x -a auto -d 'Write shard K of P (K/P or auto)'
+complete -c microbatch -n "__fish_seen_subcommand_from finish" -a '(__fish_complete_directories)' -d 'Output directory of the shards'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l no-verify -d 'Skip content digests'
 complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Machine-readable output'

@@ -25,13 +25,19 @@ namespace fs = std::filesystem;
 
 std::string errno_text() { return std::strerror(errno); }
 
+}  // namespace
+
 bool is_split_output(const std::string& name) {
   const bool h5 = name.ends_with(".h5");
   const bool microbatch = (name.rfind("microbatch-", 0) == 0 || name.rfind("rank-", 0) == 0) && h5;
   const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".rank-", 0) == 0 ||
-                         name.rfind(".manifest.json.tmp-", 0) == 0;
-  return microbatch || temporary || name == specs::kManifestName;
+                         name.rfind(".manifest.json.tmp-", 0) == 0 || name.rfind(".part-", 0) == 0;
+  // split --shard's part records (part-00001-of-00004.json)
+  const bool part = name.rfind("part-", 0) == 0 && name.ends_with(".json");
+  return microbatch || temporary || part || name == specs::kManifestName;
 }
+
+namespace {
 
 // What stands at `path`, not following a symbolic link: "" for nothing.
 std::string what_is_at(const std::string& path) {
@@ -50,11 +56,15 @@ std::string what_is_at(const std::string& path) {
 // Replacing a FIFO, a device node or a symbolic link by a regular file
 // would destroy something that is not an earlier output (as root,
 // `-o /dev/null --force` would replace /dev/null itself).
+}  // namespace
+
 void refuse_unless_regular(const std::string& path) {
   const std::string what = what_is_at(path);
   if (!what.empty() && what != "a regular file")
     throw Error(fmt::format("{}: exists and is {}, not a regular file; refusing to replace it", path, what));
 }
+
+namespace {
 
 [[noreturn]] void appeared(const std::string& path) {
   throw Error(path + ": appeared while this run was writing it (another run writing the same output?); it was "

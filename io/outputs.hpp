@@ -129,6 +129,13 @@ void write_text_atomically(const std::string& path, const std::string& text);
 // (the run's temporaries). Anything else appeared while the run wrote.
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
 
+// A name split writes or removes in its output directory: microbatch
+// files, manifest.json, split --shard's part records, their temporaries.
+bool is_split_output(const std::string& name);
+
+// Refuses (mb::Error) anything at `path` but a regular file or nothing.
+void refuse_unless_regular(const std::string& path);
+
 // Merge's output file: not a directory, not one of the inputs, not an
 // existing file unless `force`, and never anything but a regular file (a
 // FIFO, a device node, a symbolic link are refused even with `force`).

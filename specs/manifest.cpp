@@ -33,6 +33,8 @@ std::optional<std::uint64_t> optional_count(const json& j, const char* key) {
   return j.at(key).get<std::uint64_t>();
 }
 
+}  // namespace
+
 // Everything but the per-dataset records.
 json manifest_head(const Manifest& m) {
   json j;
@@ -62,6 +64,8 @@ json manifest_head(const Manifest& m) {
   if (m.sequences) j["sequences"] = sequences_json(*m.sequences);
   return j;
 }
+
+namespace {
 
 void check_files(const Manifest& m, const std::string& path) {
   if (m.files.size() != m.grid().files())
@@ -110,10 +114,12 @@ std::map<std::string, SplitDatasetRecord> datasets_from_json(const json& j) {
 
 }  // namespace
 
-std::string split_identity(const Manifest& m) {
+std::string split_identity(const Manifest& m) { return split_identity(m.spec, options_json(m.options), m.files); }
+
+std::string split_identity(const json& spec, const json& options, const std::vector<FileRecord>& records) {
   auto files = json::array();
-  for (const auto& f : m.files) files.push_back({f.name, f.size, f.digest});
-  return json{{"spec", m.spec}, {"options", options_json(m.options)}, {"files", files}}.dump();
+  for (const auto& f : records) files.push_back({f.name, f.size, f.digest});
+  return json{{"spec", spec}, {"options", options}, {"files", files}}.dump();
 }
 
 std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::PerRank ? options.dp.degree : 1; }
@@ -144,8 +150,15 @@ SplitOptions options_from_json(const json& j) {
   return o;
 }
 
-std::string manifest_text(const Manifest& m) {
-  std::string text = manifest_head(m).dump(2);  // "{\n  ...\n}"
+std::string manifest_text(const Manifest& m) { return assemble_manifest(manifest_head(m), manifest_datasets_text(m)); }
+
+std::string assemble_manifest(const json& head, const std::string& datasets) {
+  std::string text = head.dump(2);  // "{\n  ...\n}"
+  text.insert(text.size() - 2, datasets);  // before the closing "\n}"
+  return text + "\n";
+}
+
+std::string manifest_datasets_text(const Manifest& m) {
   std::string datasets = ",\n  \"datasets\": {";
   bool first = true;
   for (const auto& [path, record] : m.datasets) {
@@ -160,8 +173,7 @@ std::string manifest_text(const Manifest& m) {
     datasets += entry.dump();
   }
   datasets += m.datasets.empty() ? "}" : "\n  }";
-  text.insert(text.size() - 2, datasets);  // before the closing "\n}"
-  return text + "\n";
+  return datasets;
 }
 
 json sequences_json(const SequencePlan& seq) {

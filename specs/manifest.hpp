@@ -61,6 +61,14 @@ struct Manifest {
 // costs a fraction of a fully indented document).
 std::string manifest_text(const Manifest& manifest);
 
+// The manifest's text in two parts, which split --shard records in its part
+// record and finish assembles: the head (everything but the per-dataset
+// records) as JSON, and the per-dataset records as written.
+// manifest_text(m) == assemble_manifest(manifest_head(m), manifest_datasets_text(m)).
+nlohmann::ordered_json manifest_head(const Manifest& manifest);
+std::string manifest_datasets_text(const Manifest& manifest);
+std::string assemble_manifest(const nlohmann::ordered_json& head, const std::string& datasets);
+
 // Reads DIR/manifest.json, checking its format, version, options and that
 // it lists one plain file name per output. Throws mb::Error naming the
 // manifest.
@@ -68,6 +76,9 @@ Manifest read_manifest(const std::string& dir);
 
 // The text the split id is the digest of: spec, options and file records.
 std::string split_identity(const Manifest& manifest);
+// The same from the manifest's spec and options JSON and its files.
+std::string split_identity(const nlohmann::ordered_json& spec, const nlohmann::ordered_json& options,
+                           const std::vector<FileRecord>& files);
 
 // The split options as the manifest records them, and back.
 nlohmann::ordered_json options_json(const SplitOptions& options);

@@ -9,6 +9,7 @@
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/outputs.hpp"
+#include "io/split/parts.hpp"
 #include "io/split/writer.hpp"
 #include "io/workers.hpp"
 #include "specs/emit.hpp"
@@ -47,7 +48,6 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
   m.options = job.options;
   m.microbatches = plan.count;
   m.files = files;
-  m.split_id = digest_text(specs::split_identity(m));
   m.sequences = plan.sequences;
   for (const auto& [path, rows] : plan.pieces) {
     specs::SplitDatasetRecord record;
@@ -66,6 +66,26 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
     m.datasets[path] = std::move(record);
   }
   return m;
+}
+
+// The files of a plan by name only (size 0, no digest): a manifest's
+// placement and names before the files are written.
+std::vector<specs::FileRecord> placeholder_records(const SplitPlan& plan) {
+  std::vector<specs::FileRecord> out;
+  for (std::uint64_t i = 0; i < plan.files(); ++i) out.push_back({specs::output_file_name(plan, i), 0, ""});
+  return out;
+}
+
+// A shard's part record, but for its files' records (known once written).
+PartRecord part_of(const SplitJob& job, const specs::Manifest& planned, const FileRange& mine) {
+  PartRecord part;
+  part.shard = *job.shard;
+  part.range = mine;
+  part.file_count = planned.files.size();
+  stat_input(job.input, part);
+  part.head = specs::manifest_head(planned);
+  part.datasets = specs::manifest_datasets_text(planned);
+  return part;
 }
 
 // Writes output files [begin, end) under their temporary names.
@@ -90,39 +110,57 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 
 SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
-  // Held until the manifest is written: a second split into the directory fails at once.
-  // A directory it creates is removed again if the split fails.
-  OutputDirectory directory = prepare_output_dir(job.output_dir, job.force, job.input);
+  // This run's files: all, or its shard's share (the partition -j uses too).
+  const FileRange mine = job.shard ? share_of(plan.files(), job.shard->count, job.shard->index) : FileRange{0, plan.files()};
+  const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan));
+  PartRecord part;
+  if (job.shard) part = part_of(job, planned, mine);
+  // Held until the manifest (part record) is written: a second split (of this
+  // shard) into the directory fails at once. A directory it creates is
+  // removed again if the split fails.
+  OutputDirectory directory = job.shard ? prepare_shard_dir(job.output_dir, job.force, part)
+                                        : prepare_output_dir(job.output_dir, job.force, job.input);
   // Every output is registered (and so removed on failure) before any worker starts.
   AtomicOutputs outputs;
   OutputFiles files;
+  std::vector<std::string> temps, finals;  // this run's
   for (std::uint64_t i = 0; i < plan.files(); ++i) {
     files.names.push_back(specs::output_file_name(plan, i));
     files.finals.push_back((fs::path(job.output_dir) / files.names.back()).string());
-    files.temps.push_back(outputs.add(files.finals.back()));
+    files.temps.push_back(i >= mine.begin && i < mine.end ? outputs.add(files.finals.back()) : "");
+    if (!files.temps.back().empty()) temps.push_back(files.temps.back()), finals.push_back(files.finals.back());
   }
-  // Worker w writes files [w*F/W, (w+1)*F/W); this process is worker 0.
-  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, plan.files()));
+  // Worker w of W writes files share_of(mine, W, w); this process is worker 0.
+  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
   // Bytes written, counted by every worker in its slot and shown by this process.
-  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan), job.progress, workers);
+  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
   SplitJob metered = job;
   if (job.progress) metered.policy.meter = &meter;
   run_workers(
       workers,
       [&](std::uint64_t w) {
         meter.use_slot(w);
-        write_files(metered, prepared, files, w * plan.files() / workers, (w + 1) * plan.files() / workers);
+        const FileRange share = share_of(mine, workers, w);
+        write_files(metered, prepared, files, share.begin, share.end);
       },
       job.stall_seconds, [&] { meter.show(); });
 
   // Digests of the finished temporaries, hashed while their pages are still cached.
-  const auto digests = digest_files(files.temps, files.finals, std::thread::hardware_concurrency());
+  const auto digests = digest_files(temps, finals, std::thread::hardware_concurrency());
   std::vector<specs::FileRecord> records;
-  for (std::size_t i = 0; i < digests.size(); ++i) records.push_back({files.names[i], digests[i].size, digests[i].digest});
-  check_directory_unchanged(job.output_dir, files.temps);
+  for (std::size_t i = 0; i < digests.size(); ++i)
+    records.push_back({files.names[mine.begin + i], digests[i].size, digests[i].digest});
+  if (!job.shard) check_directory_unchanged(job.output_dir, temps);
   outputs.publish();
-  const specs::Manifest manifest = make_manifest(job, prepared, records);
-  write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
+  if (job.shard) {
+    part.files = records;
+    write_text_atomically((fs::path(job.output_dir) / part_name(*job.shard)).string(), part_text(part));
+  } else {
+    specs::Manifest manifest = planned;
+    manifest.files = records;
+    manifest.split_id = digest_text(specs::split_identity(manifest));
+    write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
+  }
   outputs.keep();
   directory.keep();
   return {records, meter.total()};

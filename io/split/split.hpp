@@ -2,10 +2,12 @@
 // The split job: one HDF5 file per output of the plan, plus manifest.json.
 // No HDF5 types here (cli/ calls it).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/shards.hpp"
 #include "io/prepare.hpp"
 #include "io/progress.hpp"
 #include "io/transfer/policy.hpp"
@@ -20,6 +22,9 @@ struct SplitJob {
   SplitOptions options;    // as planned; recorded in the manifest
   transfer::Policy policy;
   std::uint64_t workers = 1;     // -j: processes writing output files in parallel
+  // --shard K/P: write only shard K's share of the files and its part record
+  // (io/split/parts.hpp), not the manifest. -j then shares out that share.
+  std::optional<Shard> shard;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
   Progress progress;  // bytes of data written of all (none: not counted)
@@ -33,7 +38,8 @@ struct SplitResult {
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)
-// and the manifest. On any error nothing is left under a final name.
+// and the manifest (with a shard: its share of the outputs and its part
+// record). On any error nothing is left under a final name.
 SplitResult write_split(const SplitJob& job, const Prepared& prepared);
 
 }  // namespace mb::io

@@ -167,20 +167,22 @@ class SplitWriter {
 
 }  // namespace
 
-std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan) {
+std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan,
+                          const FileRange& files) {
   std::uint64_t total = 0;
   for_each_node(tree, [&](const NodeInfo& ds) {
     if (ds.is_group() || ds.is_further_name() || ds.null_space) return;
     const LeafRule& rule = resolution.dataset_rule(ds.path);
     if (!rule.cuts_rows()) {
-      total += element_count(ds.shape) * ds.element_size * plan.files();
+      total += element_count(ds.shape) * ds.element_size * files.size();
       return;
     }
     const auto axis = static_cast<std::size_t>(rule.axis);
     std::uint64_t row = ds.element_size;  // bytes of one row along the axis
     for (std::size_t d = 0; d < ds.shape.size(); ++d)
       if (d != axis) row *= ds.shape[d];
-    for (const RowMap& rows : plan.pieces.at(ds.path)) total += rows_in(rows) * row;
+    const std::vector<RowMap>& pieces = plan.pieces.at(ds.path);
+    for (std::uint64_t f = files.begin; f < files.end; ++f) total += rows_in(pieces[f]) * row;
   });
   return total;
 }

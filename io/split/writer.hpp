@@ -7,6 +7,7 @@
 
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
+#include "core/shards.hpp"
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
 #include "io/transfer/policy.hpp"
@@ -29,7 +30,8 @@ void write_outputs(const SplitSource& source, std::uint64_t first, const std::ve
 
 // The bytes of data write_outputs writes into all the output files (what
 // its progress meter counts): each dataset's elements in each output, at
-// its size in the file.
-std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan);
+// its size in the file; of output files `files` only (a shard's).
+std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan,
+                          const FileRange& files);
 
 }  // namespace mb::io

@@ -15,7 +15,7 @@ MAN = os.path.join(REPO, "docs", "microbatch.1")
 BASH = os.path.join(REPO, "completions", "microbatch.bash")
 ZSH = os.path.join(REPO, "completions", "_microbatch")
 FISH = os.path.join(REPO, "completions", "microbatch.fish")
-COMMANDS = ["split", "merge", "inspect"]
+COMMANDS = ["split", "merge", "inspect", "finish"]
 
 
 def help_text(*command):
@@ -77,7 +77,7 @@ def test_bash_completes_option_values_as_the_command_accepts_them(command):
 
 def test_bash_completes_subcommands_and_files(tmp_path):
     assert bash_complete("sp") == ["split"]
-    assert set(bash_complete("")) >= {"split", "merge", "inspect"}
+    assert set(bash_complete("")) >= {"split", "merge", "inspect", "finish"}
     (tmp_path / "batch.h5").touch()
     (tmp_path / "spec.json").touch()
     (tmp_path / "notes.txt").touch()

@@ -1,0 +1,31 @@
+// microbatch finish: the manifest of a split written by shards (split --shard K/P).
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "io/split/parts.hpp"
+
+namespace mb::cli {
+
+void setup_finish(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand(
+      "finish", "Write manifest.json for a split written by shards (split --shard K/P), once all have succeeded");
+  sub->footer(
+      "Example:\n"
+      "  microbatch split batch.h5 -n 8 -o mb/ --shard 0/2   # and --shard 1/2, anywhere\n"
+      "  microbatch finish mb/\n"
+      "  checks mb/part-00000-of-00002.json and mb/part-00001-of-00002.json (same input, spec and options; every\n"
+      "  file listed present at its recorded size) and writes mb/manifest.json, the one 'split -o mb/' writes");
+  sub->add_option("dir", *dir, "output directory of the shards")->required();
+  add_common_options(*sub);
+  sub->callback([dir] {
+    apply_common_options();
+    const std::string manifest = io::finish_split(*dir);
+    spdlog::info("finished the split in {}: wrote {}", *dir, manifest);
+  });
+}
+
+}  // namespace mb::cli

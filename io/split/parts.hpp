@@ -1,0 +1,59 @@
+#pragma once
+// split --shard K/P and finish: shards of one split share its output
+// directory. Each shard writes its own share of the files, then, last and
+// atomically, its part record (part-0000K-of-0000P.json): the input it read
+// (path, size, mtime), the manifest it would write but for the other
+// shards' file records, its file range and its files' records. finish
+// checks that all P part records are there and agree, and writes
+// manifest.json, the one a one-process split writes.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/shards.hpp"
+#include "io/outputs.hpp"
+#include "specs/manifest.hpp"
+
+namespace mb::io {
+
+struct PartRecord {
+  Shard shard;
+  FileRange range;
+  std::uint64_t file_count = 0;  // of the whole split
+  std::string input;
+  std::uint64_t input_size = 0;
+  std::int64_t input_mtime_ns = 0;
+  // The manifest's head (its files listed by name, size 0, no digest; no
+  // split id) and its per-dataset records: what every shard must agree on.
+  nlohmann::ordered_json head;
+  std::string datasets;
+  std::vector<specs::FileRecord> files;  // this shard's, in order
+};
+
+// part-00001-of-00004.json
+std::string part_name(const Shard& shard);
+
+// The part record as written, and back (mb::Error naming `path`).
+std::string part_text(const PartRecord& part);
+PartRecord read_part(const std::string& path);
+
+// What must be equal in two shards' part records of one split.
+std::string split_of(const PartRecord& part);
+
+// Input size and mtime, as the part records them.
+void stat_input(const std::string& input, PartRecord& part);
+
+// The output directory for one shard: created if missing, locked for this
+// shard only (.microbatch.lock.shard-K-of-P), so shards run concurrently.
+// It may hold other shards' files and part records of the same split;
+// anything else (a finished manifest, this shard's files or part record,
+// another split's files or parts) is refused, or with `force` the manifest
+// and this shard's own files and part record are removed (manifest first).
+[[nodiscard]] OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours);
+
+// finish DIR: checks the P part records and every file they list (present,
+// recorded size) and writes DIR/manifest.json. Returns the manifest's path.
+std::string finish_split(const std::string& dir);
+
+}  // namespace mb::io
