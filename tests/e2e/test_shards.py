@@ -50,6 +50,14 @@ def same_files(a, b):
         assert filecmp.cmp(a / name, b / name, shallow=False), name
 
 
+def finished_like(plain, out, src, merged):
+    """finish writes the plain split's manifest; the files are the plain split's; the merge is the input."""
+    run("finish", out, check=0)
+    same_files(plain, out)
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(src, merged) == 0
+
+
 def test_a_plain_split_is_reproducible(tmp_path, setup):
     src, spec = setup
     run(*split_args(src, spec, tmp_path / "a"), check=0)
@@ -66,10 +74,7 @@ def test_shards_one_after_another_then_finish_give_the_plain_split(tmp_path, set
         run(*split_args(src, spec, out), "--shard", f"{k}/{shards}", check=0)
         assert not (out / "manifest.json").exists()
         assert (out / f"part-{k:05}-of-{shards:05}.json").exists()
-    run("finish", out, check=0)
-    same_files(tmp_path / "plain", out)
-    run("merge", out, "-o", tmp_path / "m.h5", check=0)
-    assert h5diff(src, tmp_path / "m.h5") == 0
+    finished_like(tmp_path / "plain", out, src, tmp_path / "m.h5")
 
 
 def test_shards_write_only_their_share(tmp_path, setup):
@@ -227,11 +232,8 @@ def test_a_killed_shard_leaves_no_part_and_a_rerun_lets_finish_succeed(tmp_path)
     assert not (out / "part-00001-of-00002.json").exists()
     assert_one_line_error(run("finish", out), 1, "part-00001-of-00002.json", "shard 1 of 2")
     run(*args, "--shard", "1/2", check=0)  # the rerun takes over from what the killed run left
-    run("finish", out, check=0)
     run("split", src, "-n", 16, "-o", tmp_path / "plain", check=0)
-    same_files(tmp_path / "plain", out)
-    run("merge", out, "-o", tmp_path / "m.h5", check=0)
-    assert h5diff(src, tmp_path / "m.h5") == 0
+    finished_like(tmp_path / "plain", out, src, tmp_path / "m.h5")
 
 
 def test_rerunning_a_shard_needs_force_and_replaces_only_its_files(tmp_path, setup):
