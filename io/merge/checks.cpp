@@ -175,7 +175,8 @@ void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::s
     if (auto at = first_difference(t, a.data(), b.data(), a.elements()))
       throw Error(fmt::format("{} differs between {} and {}: {}", path, ctx.job.inputs[other_input].label,
                               ctx.job.inputs[ctx.input].label,
-                              difference_text(t, shape, {a.data(), b.data(), a.elements(), flat_index(shape, start), *at})));
+                              difference_text(t, shape,
+                                              {a.data(), b.data(), a.elements(), flat_index(shape, start), *at})));
   });
 }
 
@@ -192,7 +193,8 @@ void compare_with_twin(const Context& ctx, const DatasetPair& in) {
   const std::size_t twin = ctx.plan.twin(ctx.input);
   const std::string& twin_path = ctx.job.inputs[twin].path;
   const h5::Id file = twin == 0 ? h5::Id() : h5::open_read_only(twin_path);
-  const h5::Id other = h5::open_object(twin == 0 ? ctx.model_file : file.get(), in.node.path, {twin_path, in.node.path});
+  const h5::Id other =
+      h5::open_object(twin == 0 ? ctx.model_file : file.get(), in.node.path, {twin_path, in.node.path});
   const h5::SpaceInfo space = h5::dataset_space(other.get(), {twin_path, in.node.path});
   if (space.dims != in.space.dims)
     throw Error(fmt::format("{} differs between {} and {}: shape {} vs {} (every CP rank holds the same rows)",

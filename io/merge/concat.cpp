@@ -47,7 +47,10 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
   const RowMap& map = leaf.maps[ctx.input];
-  if (!leaf.sequence_axis && transfer::gathers(map)) {
+  // Packed data under CP: two short chunks of every document, moved in
+  // windows (other row maps keep copy()'s byte paths, segment by segment).
+  const bool per_document = ctx.resolution.dataset_rule(path).mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1;
+  if (per_document && transfer::gathers(map)) {
     transfer::copy_gathered(to, from, {map, leaf.axis, true}, ctx.job.policy);
     if (whole) write_assembled(ctx, path, leaf, dst);
     return;

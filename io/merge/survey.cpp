@@ -98,7 +98,8 @@ ContextParallelInputs context_parallel_inputs(const Context& ctx) {
     for (const auto& path : paths) {
       require_path(at, i == 0 ? ctx.model_file : file.get(), path);
       h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));
-      cp.offsets[path].push_back(check_offsets(h5::read_offsets(dataset.get(), at.where(path)), at.where(path).describe()));
+      const RawOffsets raw = h5::read_offsets(dataset.get(), at.where(path));
+      cp.offsets[path].push_back(check_offsets(raw, at.where(path).describe()));
     }
   }
   return cp;

@@ -115,7 +115,7 @@ class SplitWriter {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {
         write_rebased_offsets({src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
-      } else if (!positions && transfer::gathers(*rows)) {
+      } else if (per_document(rule) && transfer::gathers(*rows)) {
         transfer::copy_gathered(from, to, {*rows, static_cast<std::size_t>(rule.axis), false}, source_.policy);
       } else {
         auto places = place_segments(*rows, static_cast<std::size_t>(rule.axis), ds.shape, dims);
@@ -124,6 +124,12 @@ class SplitWriter {
       }
       if (meter) meter->end();
     }
+  }
+
+  // Packed data under CP: two short chunks of every document, moved in
+  // windows (other row maps keep copy()'s byte paths, segment by segment).
+  bool per_document(const LeafRule& rule) const {
+    return rule.mode == LeafRule::Mode::Packed && source_.plan.cp > 1;
   }
 
   // Positions along the sequence axis of a dataset in file `file` (CP).

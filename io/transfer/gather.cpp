@@ -55,7 +55,8 @@ void move(hid_t dataset, bool read, hid_t type, hid_t memory, hid_t file, void* 
 void move_window(const Copy& c, const Window& w, h5::Buffer& staging, const Policy& policy) {
   io::throw_if_interrupted();
   std::vector<Selection> parts;
-  for (std::size_t k = w.first; k < w.end; ++k) parts.push_back(Selection::rows(c.batch_dims, c.gather.axis, c.gather.map[k]));
+  for (std::size_t k = w.first; k < w.end; ++k)
+    parts.push_back(Selection::rows(c.batch_dims, c.gather.axis, c.gather.map[k]));
   h5::Id batch_space = space_of(c.batch, c.batch_dims);
   h5::select_union(batch_space.get(), parts, c.batch.where);
   h5::Id piece_space = space_of(c.piece, c.piece_dims);

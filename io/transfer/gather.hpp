@@ -5,7 +5,9 @@
 // batch side selected as a union of hyperslabs: HDF5 walks a union in
 // row-major order, which is the map's order when its segments rise without
 // interleaving, so the rows land packed one after the other as the map
-// says. Long segments still go through copy() and its byte paths.
+// says. Long segments still go through copy() and its byte paths. Only for
+// packed documents under CP: other many-segment maps (many data-parallel
+// shards) have segments that whole chunks and file bytes serve better.
 #include "core/layout.hpp"
 #include "io/transfer/copy.hpp"
 

@@ -96,3 +96,18 @@ def test_variable_length_chunks_are_never_copied_as_stored(tmp_path):
         np.testing.assert_array_equal(f["v"][-1], seqs[-1])
     run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_many_data_parallel_shards_still_copy_chunks_as_stored(tmp_path):
+    """16 shards make 16 segments per microbatch: they keep the raw-chunk path (CP's per-document
+    windows are for packed documents only)."""
+    src = tmp_path / "in.h5"
+    make(src, rows=256, chunk_rows=8)
+    source = stored_chunks(src)
+    res = run("split", src, "-n", 2, "--dp-degree", 16, "-o", tmp_path / "mb", "-v", check=0)
+    assert "chunks copied as stored bytes" in res.err
+    got = stored_chunks(tmp_path / "mb" / "microbatch-00000.h5")
+    for (r, c), raw in got.items():  # row r of microbatch 0 is piece 0 (8 rows) of shard r // 8
+        assert raw == source[(r // 8 * 16, c)]
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
