@@ -57,6 +57,8 @@ void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, co
 }
 
 void run_merge(const MergeCommand& cmd) {
+  if (team_launch("merge"))
+    throw usage_error("merge: not yet as several tasks of a launcher: run it as one process");
   Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
