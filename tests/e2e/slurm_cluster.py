@@ -9,6 +9,7 @@ changed, so a cluster left over by an earlier, killed run cannot get in the
 way (and one running beside this one neither). Needs root (slurmd runs jobs
 as their user) and the Debian packages slurm-wlm and munge; no systemd."""
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -29,6 +30,13 @@ FOREIGN = re.compile(r"^(SLURM_|SBATCH_|SRUN_|SALLOC_|SQUEUE_|SINFO_|PMI|PMIX_|O
 
 class ClusterError(Exception):
     pass
+
+
+def end_with_parent():
+    """In the child before exec: SIGTERM when the test process dies, so that
+    a killed test run (SIGKILL, a ctest timeout) leaves no daemons behind."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port():
@@ -166,7 +174,7 @@ class Cluster:
         # A session of its own: a Ctrl-C of the test run is not delivered to the
         # daemons as well; stop() ends them in order.
         self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            env=self.env, start_new_session=True)
+                                            env=self.env, start_new_session=True, preexec_fn=end_with_parent)
         out.close()
 
     def _check_alive(self, name):

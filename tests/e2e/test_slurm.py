@@ -10,11 +10,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import time
 
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import (BINARY, assert_one_line_error, h5diff, listing, pause_shim, run, wait_until,
+                      write_spec)
 from slurm_cluster import Cluster, ClusterError
 from test_shards import SPEC, make, same_files
 
@@ -92,15 +92,25 @@ def submit_finish(slurm, env, logs, out, after=None):
 # -- the README's scripts ----------------------------------------------------------
 
 
+def blocks_text(blocks):
+    return "\n".join(line.strip() for block in blocks for line in block.splitlines())
+
+
 def test_readme_shows_the_example_scripts_verbatim():
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
-    blocks = re.findall(r"^```bash\n(.*?)^```", readme, flags=re.S | re.M)
+    blocks = re.findall(r"^ *```bash\n(.*?)^ *```", readme, flags=re.S | re.M)
     for name in ["split.sbatch", "finish.sbatch"]:
         with open(os.path.join(EXAMPLES, name)) as f:
             assert f.read() in blocks, f"README.md does not show examples/slurm/{name} as it is"
         assert f"examples/slurm/{name}" in readme
         assert os.access(os.path.join(EXAMPLES, name), os.X_OK)
+    # The submissions the README shows are the ones the tests make (submit_split, submit_finish).
+    for command in ["JOB=$(sbatch --parsable --array=0-7 examples/slurm/split.sbatch batch.h5 spec.json /shared/mb 64)",
+                    "JOB=$(MB_SHARDS=8 sbatch --parsable --array=2 examples/slurm/split.sbatch batch.h5 spec.json "
+                    "/shared/mb 64)",
+                    "sbatch --dependency=afterok:$JOB examples/slurm/finish.sbatch /shared/mb"]:
+        assert command in blocks_text(blocks), command
 
 
 # -- job arrays ---------------------------------------------------------------------
@@ -119,49 +129,19 @@ def test_array_of_shards_then_dependent_finish(slurm, job_env, data, tmp_path):
     round_trip(src, plain, out, tmp_path)
 
 
-# Stops microbatch (SIGSTOP) right after it has created its first output file,
-# so that the task is killed halfway through its work, at the same point
-# every time; the marker file tells the test it is there.
-STOP_SHIM = r"""#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <unistd.h>
-typedef int64_t hid_t;
-hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
-  hid_t (*real)(const char*, unsigned, hid_t, hid_t) = (hid_t(*)(const char*, unsigned, hid_t, hid_t))dlsym(RTLD_NEXT, "H5Fcreate");
-  hid_t id = real(name, flags, fcpl, fapl);
-  const char* marker = getenv("MB_TEST_STOPPED");
-  if (marker) {
-    unsetenv("MB_TEST_STOPPED");
-    close(open(marker, O_CREAT | O_WRONLY, 0644));
-    raise(SIGSTOP);
-  }
-  return id;
-}
-"""
-
-# The test's stand-in for microbatch: in array task MB_TEST_VICTIM, "stop"
-# loads the shim, "fail" sets a file size limit of 1 KiB (microbatch ignores
+# The test's stand-in for microbatch: in array task MB_TEST_VICTIM, "pause"
+# loads conftest's pause shim (the task is killed while held up in its first
+# output file), "fail" sets a file size limit of 1 KiB (microbatch ignores
 # SIGXFSZ: its first write past 1 KiB fails, halfway through a microbatch file).
 VICTIM = """#!/bin/bash
 if [ "${SLURM_ARRAY_TASK_ID:-}" = "${MB_TEST_VICTIM:-}" ]; then
   case $MB_TEST_HOW in
-    stop) export LD_PRELOAD=$MB_TEST_DIR/stop.so MB_TEST_STOPPED=$MB_TEST_DIR/stopped ;;
+    pause) export LD_PRELOAD=$MB_TEST_DIR/pause.so MB_TEST_PAUSED=$MB_TEST_DIR/paused ;;
     fail) ulimit -f 1 ;;
   esac
 fi
 exec REAL "$@"
 """
-
-
-def wait_for(path, slurm, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear\n{slurm.logs()}"
-        time.sleep(0.05)
 
 
 # scancel: SIGCONT, SIGTERM (microbatch removes its partial outputs, exit 130),
@@ -184,16 +164,14 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
     wrapper.write_text(VICTIM.replace("REAL", shlex.quote(os.path.abspath(BINARY))))
     wrapper.chmod(0o755)
     if command:
-        (tmp_path / "stop.c").write_text(STOP_SHIM)
-        subprocess.run(["gcc", "-shared", "-fPIC", "-o", tmp_path / "stop.so", tmp_path / "stop.c", "-ldl"],
-                       check=True, timeout=120)
-    env = dict(job_env, MB_TEST_VICTIM="2", MB_TEST_HOW="stop" if command else "fail", MB_TEST_DIR=str(tmp_path))
+        pause_shim(tmp_path)
+    env = dict(job_env, MB_TEST_VICTIM="2", MB_TEST_HOW="pause" if command else "fail", MB_TEST_DIR=str(tmp_path))
     job = submit_split(slurm, env, logs, "0-3", src, spec, out)
     fin = submit_finish(slurm, env, logs, out, after=job)
     victim = f"{job}_2"
     if command:
-        wait_for(tmp_path / "stopped", slurm)
-        assert any(n.startswith(".") and "microbatch-0000" in n for n in listing(out)), listing(out)
+        wait_until((tmp_path / "paused").exists, "the victim did not start its first file", timeout=60)
+        assert any(".h5.tmp-" in n for n in listing(out)), listing(out)  # halfway through a file
         slurm.command(*command, victim)
     states = slurm.wait(job, fin)
     assert_states(slurm, states, {f"{job}_0": "COMPLETED", f"{job}_1": "COMPLETED", f"{job}_3": "COMPLETED",
@@ -204,9 +182,10 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
         assert "File too large" in log and log.count("\n") == 1, log
     elif kill == "scancel":
         assert "interrupted by signal 15" in log, log
+        assert not any(".h5.tmp-" in n for n in listing(out)), listing(out)  # partial outputs removed
     else:
         assert states[victim][1] == "0:9", states
-        assert any(n.startswith(".") for n in listing(out)), listing(out)  # its temporaries, left behind
+        assert any(".h5.tmp-" in n for n in listing(out)), listing(out)  # its temporaries, left behind
     assert not (out / "manifest.json").exists()
     assert not (out / "part-00002-of-00004.json").exists()
 
