@@ -143,7 +143,10 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch) {
     SplitRun run{Shard{team.rank(), team.size()}, [&] { votes.agree(); }, lead};
     auto [prepared, result] = split_once(cmd, run);
     votes.agree();  // every rank's files and part record are published
-    if (lead) io::finish_split(cmd.output_dir);
+    if (lead) {
+      io::finish_split(cmd.output_dir);
+      io::remove_part_records(cmd.output_dir, team.size());
+    }
     votes.agree();  // the manifest is written
     result.data_bytes = team.sum(result.data_bytes);
     if (!lead) return;

@@ -87,6 +87,7 @@ def test_split_as_ranks_writes_the_one_process_split(setup, tmp_path, mpi_binary
     res = mpirun(ranks, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
     assert res.code == 0, res.err
     same_split(plain, out)
+    assert not [n for n in listing(out) if n.startswith("part-") or n.startswith(".")]  # what a plain split leaves
     merged = tmp_path / "merged.h5"
     run("merge", out, "-o", merged, check=0)
     assert h5diff(src, merged) == 0

@@ -269,7 +269,6 @@ def split_in_tasks(slurm, env, tmp_path, tasks, binary, src, spec, out, *srun_op
     return {t: (int((rc / f"rc.{t}").read_text()), (rc / f"err.{t}").read_text()) for t in range(tasks)}
 
 
-@pytest.mark.xfail(strict=True, reason="needs launcher refusal")
 def test_srun_of_two_tasks_of_a_build_that_cannot_cooperate_is_refused(slurm, job_env, data, tmp_path):
     src, spec, _ = data
     out = tmp_path / "mb"
