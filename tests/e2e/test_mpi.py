@@ -185,3 +185,77 @@ def test_build_without_mpi_runs_as_one_task(setup, tmp_path):
     res = mpirun(1, BINARY, "split", src, "-s", spec, "-n", 7, "-o", out)
     assert res.code == 0, res.err
     same_split(plain, out)
+
+
+# -- merge ---------------------------------------------------------------------------
+
+
+def make_compressed(path):
+    """Large compressed split datasets whose chunks do not line up with 7 microbatches (so merge re-encodes them),
+    one cut on axis 1 of three, with small and replicated data beside them."""
+    rng = np.random.default_rng(5)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=rng.integers(0, 50, (20000, 64)).astype(np.float32), chunks=(100, 64),
+                         compression="gzip", shuffle=True)
+        f.create_dataset("y", data=rng.integers(0, 9, (4, 6001, 32)).astype(np.int16), chunks=(3, 128, 16),
+                         compression="gzip", compression_opts=6)
+        f.create_dataset("plain", data=np.arange(6001 * 3, dtype=np.int64).reshape(6001, 3))
+        f["small"] = np.arange(20000, dtype=np.int8) % 7
+        f["w"] = np.float64(0.5)
+        f.attrs["step"] = 3
+    return path
+
+
+SPEC_COMPRESSED = {"x": 0, "y": 1, "plain": 0, "small": 0, "w": "replicate"}
+
+
+@pytest.fixture
+def compressed_split(tmp_path):
+    src = make_compressed(tmp_path / "big.h5")
+    spec = write_spec(tmp_path / "big.json", SPEC_COMPRESSED)
+    split = tmp_path / "split"
+    run("split", src, "-s", spec, "-n", 7, "-o", split, check=0)
+    one = tmp_path / "one.h5"
+    run("merge", split, "-o", one, check=0)
+    return src, split, one
+
+
+def creation(path):
+    """What h5py says of every dataset's creation properties."""
+    with h5py.File(path, "r") as f:
+        return {name: (f[name].dtype.str, f[name].shape, f[name].chunks, f[name].compression,
+                       f[name].compression_opts, f[name].shuffle, f[name].fillvalue) for name in f}
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_merge_as_ranks_gives_the_one_process_merge(compressed_split, tmp_path, mpi_binary, ranks):
+    src, split, one = compressed_split
+    out = tmp_path / f"np{ranks}.h5"
+    res = mpirun(ranks, mpi_binary, "merge", split, "-o", out)
+    assert res.code == 0, res.err
+    assert h5diff(one, out) == 0 and h5diff(src, out) == 0
+    assert creation(out) == creation(one)
+    assert listing(tmp_path) == sorted(listing(tmp_path))  # (no scratch file left: checked next)
+    assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
+    again = tmp_path / f"again{ranks}.h5"
+    res = mpirun(ranks, mpi_binary, "merge", split, "-o", again)
+    assert res.code == 0, res.err
+    assert filecmp.cmp(out, again, shallow=False)  # the same ranks give the same bytes
+
+
+def test_merge_with_a_rank_failing_publishes_nothing(compressed_split, tmp_path, mpi_binary):
+    src, split, _ = compressed_split
+    out = tmp_path / "m.h5"
+    res = mpirun(2, mpi_binary, "merge", split, "-o", out, wrap="trap '' XFSZ; if [ $RANK = 1 ]; then ulimit -f 64; fi")
+    assert res.code != 0, res.err
+    assert "rank 1 of 2 failed" in res.err
+    assert not out.exists()
+    assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
+
+
+def test_virtual_merge_under_mpi_is_a_usage_error(compressed_split, tmp_path, mpi_binary):
+    _, split, _ = compressed_split
+    res = mpirun(2, mpi_binary, "merge", split, "-o", tmp_path / "v.h5", "--virtual")
+    assert res.code != 0
+    assert "run it as one process" in res.err
+    assert not (tmp_path / "v.h5").exists()
