@@ -22,6 +22,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 EXAMPLES = os.path.abspath(os.path.join(ROOT, "examples", "slurm"))
 SPLIT = os.path.join(EXAMPLES, "split.sbatch")
 FINISH = os.path.join(EXAMPLES, "finish.sbatch")
+MPI_SCRIPT = os.path.join(EXAMPLES, "mpi.sbatch")
 N = 7  # microbatch files: 4 shards get 1, 2, 2 and 2 of them
 
 
@@ -46,6 +47,8 @@ def job_env(slurm, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     os.symlink(os.path.abspath(BINARY), bin_dir / "microbatch")
+    if os.environ.get("MICROBATCH_MPI"):
+        os.symlink(os.path.abspath(os.environ["MICROBATCH_MPI"]), bin_dir / "microbatch-mpi")
     return dict(slurm.env, PATH=f"{bin_dir}:{os.environ['PATH']}", MICROBATCH_CHECK_HANDLES="1")
 
 
@@ -100,7 +103,7 @@ def test_readme_shows_the_example_scripts_verbatim():
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     blocks = re.findall(r"^ *```bash\n(.*?)^ *```", readme, flags=re.S | re.M)
-    for name in ["split.sbatch", "finish.sbatch"]:
+    for name in ["split.sbatch", "finish.sbatch", "mpi.sbatch"]:
         with open(os.path.join(EXAMPLES, name)) as f:
             assert f.read() in blocks, f"README.md does not show examples/slurm/{name} as it is"
         assert f"examples/slurm/{name}" in readme
@@ -109,7 +112,8 @@ def test_readme_shows_the_example_scripts_verbatim():
     for command in ["JOB=$(sbatch --parsable --array=0-7 examples/slurm/split.sbatch batch.h5 spec.json /shared/mb 64)",
                     "JOB=$(MB_SHARDS=8 sbatch --parsable --array=2 examples/slurm/split.sbatch batch.h5 spec.json "
                     "/shared/mb 64)",
-                    "sbatch --dependency=afterok:$JOB examples/slurm/finish.sbatch /shared/mb"]:
+                    "sbatch --dependency=afterok:$JOB examples/slurm/finish.sbatch /shared/mb",
+                    "sbatch --ntasks=4 examples/slurm/mpi.sbatch batch.h5 spec.json /shared/mb 64 /shared/merged.h5"]:
         assert command in blocks_text(blocks), command
 
 
@@ -340,3 +344,18 @@ def test_srun_pmix_split_with_the_mpi_build(slurm, job_env, data, tmp_path):
     assert all(code == 0 for code, _ in results.values()), results
     assert not any(n.startswith("part-") for n in listing(out))
     round_trip(src, plain, out, tmp_path)
+
+
+@pytest.mark.skipif(not os.environ.get("MICROBATCH_MPI"),
+                    reason="MICROBATCH_MPI (the path of an MPI-enabled microbatch) is not set")
+def test_the_readme_mpi_job_splits_and_merges_as_ranks(slurm, job_env, data, tmp_path):
+    """examples/slurm/mpi.sbatch as the README submits it, with 2 tasks."""
+    src, spec, plain = data
+    out, merged, logs = tmp_path / "mb", tmp_path / "merged.h5", tmp_path / "logs"
+    logs.mkdir()
+    job = slurm.sbatch("--ntasks=2", f"--output={logs}/%x-%j.out", MPI_SCRIPT, src, spec, out, N, merged,
+                       env=dict(job_env, **MPI_ENV))
+    assert_states(slurm, slurm.wait(job), {job: "COMPLETED"}, logs)
+    same_files(plain, out)
+    assert not any(n.startswith("part-") for n in listing(out))
+    assert h5diff(src, merged) == 0
