@@ -25,6 +25,13 @@ Workloads (sizes at --scale 1):
   many         64,000 rows (int64 "ids", float32 "x" of 16 columns, root attribute "step"), split and merged at
                every N of --many-n (1,000 4,000 16,000 64,000)     -> time per input, peak RSS, vs h5py merge
 
+  scale-out    256 MiB of gzip chunks that do not line up with the cut (so split and merge re-encode them),
+               and 1 GiB contiguous: split and merge at P = 1, 2, 4 processes, as shards (split --shard K/P, all
+               P at once, then finish) and as mpirun ranks (microbatch-mpi)  -> speedup over P = 1
+
+`scale-out` runs only when named (`--only scale-out`; needs mpirun and build/microbatch-mpi). Each command is
+best of 2; the table gives seconds and the speedup over the one-process command.
+
 `many` runs only when named (`--only many`): it is about the cost of each
 microbatch file, not of the bytes. For each N it prints split and merge time
 and peak RSS, merge time per input, the h5py script's merge (its inputs from a
@@ -56,6 +63,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BINARY = os.environ.get("MICROBATCH", os.path.join(HERE, "..", "build", "microbatch"))
 H5PY = [sys.executable, os.path.join(HERE, "h5py_split_merge.py")]
 FLOOR = os.environ.get("HDF5_FLOOR", os.path.join(HERE, "..", "build", "hdf5_floor"))
+MPI_BINARY = os.environ.get("MICROBATCH_MPI", os.path.join(HERE, "..", "build", "microbatch-mpi"))
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+SCALE_OUT_P = [1, 2, 4]
 FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
 MANY_ROWS = 64_000
@@ -88,6 +99,13 @@ def make(name, path, scale):
             n = int(1_000_000 * scale)
             words = np.array([f"prompt number {i} " + "x" * (i % 40) for i in range(1000)], dtype=object)
             f.create_dataset("text", data=words[np.arange(n) % 1000], dtype=h5py.string_dtype())
+        elif name == "compressed-unaligned":
+            rows = int(4096 * scale)  # chunks of 48 rows: a microbatch (rows/8 = 512) starts mid-chunk
+            d = f.create_dataset("x", (rows, 16384), dtype=np.float32, chunks=(48, 4096), compression="gzip",
+                                 compression_opts=4, shuffle=True)
+            base = rng.standard_normal((256, 16384), dtype=np.float32).round(2)
+            for r in range(0, rows, 256):
+                d[r:r + 256] = base[:min(256, rows - r)]
         elif name == "memory":
             rows = int(16384 * scale)
             d = f.create_dataset("x", (rows, 65536), dtype=np.float32)
@@ -108,7 +126,7 @@ def timed(cmd, outputs, runs):
             break
         clean(*outputs)
         os.sync()
-        out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True)
+        out = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], capture_output=True, text=True, env=MPI_ENV)
         if out.returncode != 0:
             raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr}")
         secs, kb = out.stderr.strip().splitlines()[-1].split()
@@ -336,6 +354,56 @@ def bench_many(work, opts):
     return rows
 
 
+def timed_shards(src, mbdir, p, runs):
+    """split --shard K/P for every K at once, then finish: (seconds, peak RSS of the largest shard)."""
+    best = None
+    for _ in range(min(runs, 2)):
+        clean(mbdir)
+        os.sync()
+        start = os.times().elapsed
+        procs = [subprocess.Popen([BINARY, "split", src, "-n", str(N), "-o", mbdir, "-q", "--shard", f"{k}/{p}"])
+                 for k in range(p)]
+        if any(proc.wait() != 0 for proc in procs):
+            raise SystemExit(f"failed: split --shard */{p}")
+        subprocess.run([BINARY, "finish", mbdir, "-q"], check=True)
+        secs = os.times().elapsed - start
+        best = secs if best is None or secs < best else best
+    return best
+
+
+def mpirun(p, *args):
+    return ["mpirun", "--oversubscribe", "-np", str(p), MPI_BINARY, *args]
+
+
+def bench_scale_out(work, opts):
+    """Split and merge at P processes: shards and mpirun ranks, against P = 1."""
+    print(f"\nscale-out: split into {N}, merge back, at P = {SCALE_OUT_P} processes on {os.cpu_count()} cores; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"  {'workload':22s} {'command':24s} " + " ".join(f"{'P=' + str(p):>16s}" for p in SCALE_OUT_P))
+    for name in ("compressed-unaligned", "contiguous"):
+        src = os.path.join(work, f"{name}.h5")
+        if not os.path.exists(src):
+            make(name, src, opts.scale)
+        mbdir, merged, copy = (os.path.join(work, f"{name}-{x}") for x in ("mb", "merged.h5", "copy.h5"))
+        cp = timed(["cp", src, copy], [copy], 2)[0]
+        clean(copy)
+        rows = {"split --shard, finish": {}, "mpirun split": {}, "mpirun merge": {}}
+        one_split = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "-q"], [mbdir], 2)[0]
+        one_merge = timed([BINARY, "merge", mbdir, "-o", merged, "-q"], [merged], 2)[0]
+        for p in SCALE_OUT_P:
+            rows["split --shard, finish"][p] = one_split if p == 1 else timed_shards(src, mbdir, p, opts.runs)
+            rows["mpirun split"][p] = timed(mpirun(p, "split", src, "-n", str(N), "-o", mbdir, "-q"), [mbdir], 2)[0]
+        # (mbdir holds the last split timed: the merges' input)
+        for p in SCALE_OUT_P:
+            rows["mpirun merge"][p] = timed(mpirun(p, "merge", mbdir, "-o", merged, "-q"), [merged], 2)[0]
+        clean(mbdir, merged)
+        print(f"  {name:22s} {'one process':24s} split {one_split:.2f} s, merge {one_merge:.2f} s; cp {cp:.2f} s")
+        for command, times in rows.items():
+            base = one_merge if "merge" in command else one_split
+            cells = " ".join(f"{times[p]:7.2f} s {base / times[p]:5.2f}x" for p in SCALE_OUT_P)
+            print(f"  {'':22s} {command:24s} {cells}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/microbatch-bench")
@@ -354,6 +422,9 @@ def main():
     for name in args.only:
         if name == "many":
             bench_many(args.dir, args)
+            continue
+        if name == "scale-out":
+            bench_scale_out(args.dir, args)
             continue
         bench(name, args.dir, args.scale, skip_h5py=args.skip_h5py or name == "memory", jobs=args.jobs, runs=args.runs)
 

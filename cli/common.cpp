@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "io/guard.hpp"
+#include "io/team.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
@@ -196,6 +197,18 @@ SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name) 
   }
   spec_name = specs::spec_file_name(*source.path);
   return specs::load_spec_file(*source.path);
+}
+
+std::optional<Launch> team_launch(const std::string& command) {
+  auto launch = detect_launch([](const char* name) { return std::getenv(name); });
+  if (!launch || launch->tasks < 2) return std::nullopt;
+  if (!io::Team::supported())
+    throw usage_error(fmt::format(
+        "{}: started as task {} of {} by {}, but this build cannot cooperate with the other tasks (it has no MPI; "
+        "build with cmake -DMB_MPI=ON), and {} copies would write the same files; run one process, or one per "
+        "shard with --shard K/P",
+        command, launch->rank, launch->tasks, launch->launcher, launch->tasks));
+  return launch;
 }
 
 }  // namespace mb::cli

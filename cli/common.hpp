@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/launcher.hpp"
 #include "core/plan.hpp"
 #include "core/spec.hpp"
 #include "io/progress.hpp"
@@ -82,5 +83,10 @@ void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help
 // messages call it: the file, "<stdin>", "--spec-json" or "default spec".
 // Both -s and --spec-json: a usage error.
 SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name);
+
+// The launch that started this process as one of several tasks (mpirun,
+// srun), when `command` runs under one; none for a single process. A build
+// without MPI refuses it (usage error): P copies would write the same files.
+std::optional<Launch> team_launch(const std::string& command);
 
 }  // namespace mb::cli

@@ -23,6 +23,8 @@ void setup_finish(CLI::App& app) {
   add_common_options(*sub);
   sub->callback([dir] {
     apply_common_options();
+    // One process checks the parts and writes the manifest (under mpirun, split's rank 0 does it itself).
+    if (team_launch("finish")) throw usage_error("finish: run it as one process, not as several tasks of a launcher");
     const std::string manifest = io::finish_split(*dir);
     spdlog::info("finished the split in {}: wrote {}", *dir, manifest);
   });

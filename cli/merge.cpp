@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
+#include "io/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 #include "specs/parse.hpp"
@@ -56,13 +57,7 @@ void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, co
   differs("--cp-degree", std::to_string(cmd.cp_degree), std::to_string(split.cp_degree));
 }
 
-void run_merge(const MergeCommand& cmd) {
-  Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
-  std::optional<WarningCapture> capture;
-  if (cmd.json) capture.emplace();
-  const io::MergeSources sources = io::find_sources(cmd.inputs);
-  std::string spec_name;
-  SpecNode spec;
+io::MergeJob merge_job(const MergeCommand& cmd, const io::MergeSources& sources) {
   io::MergeJob job;
   job.dp = cmd.dp;
   job.layout = cmd.layout;
@@ -76,22 +71,37 @@ void run_merge(const MergeCommand& cmd) {
       job.cp_degree = sources.manifest->options.cp_degree;
     }
   }
-  if (sources.manifest && !cmd.spec.given()) {
-    spec_name = sources.manifest_path + " (spec)";
-    spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
-  } else {
-    spec = load_spec_or_default(cmd.spec, spec_name);
-  }
   job.inputs = labelled(sources.paths);
   job.output = cmd.output;
   job.force = cmd.force;
   job.virtual_datasets = cmd.virtual_datasets;
   job.verify = !cmd.no_verify;
   job.policy = cmd.policy;
+  return job;
+}
+
+// Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
+void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
+  const bool lead = !team || team->rank == 0;
+  Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  std::optional<WarningCapture> capture;
+  if (cmd.json && lead) capture.emplace();
+  const io::MergeSources sources = io::find_sources(cmd.inputs);
+  io::MergeJob job = merge_job(cmd, sources);
+  job.team = std::move(team);
+  std::string spec_name;
+  SpecNode spec;
+  if (sources.manifest && !cmd.spec.given()) {
+    spec_name = sources.manifest_path + " (spec)";
+    spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
+  } else {
+    spec = load_spec_or_default(cmd.spec, spec_name);
+  }
   ProgressLine progress("merge");
-  job.progress = progress.callback();
+  if (lead) job.progress = progress.callback();
   const io::MergeResult result = io::merge(job, spec, spec_name);
   progress.erase();
+  if (!lead) return;
   if (capture) {
     summary.files = {cmd.output};
     summary.data_bytes = result.data_bytes;
@@ -102,7 +112,28 @@ void run_merge(const MergeCommand& cmd) {
     for (const auto& p : sources.paths) inputs.push_back(specs::printable_text(p));
     print_summary(summary_json(summary, {{"inputs", inputs}, {"output", specs::printable_text(cmd.output)}}));
   }
-  spdlog::info("merged {} files into {}", sources.paths.size(), cmd.output);
+  spdlog::info("merged {} files into {}{}", sources.paths.size(), cmd.output,
+               job.team ? fmt::format(" as {} ranks", job.team->size) : "");
+}
+
+// Under mpirun or srun: the ranks share out the compression of the large
+// compressed datasets; rank 0 writes the output (io/merge/merge.hpp).
+void run_as_team(const MergeCommand& cmd, const Launch& launch) {
+  if (cmd.virtual_datasets)
+    throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
+  io::Team team(launch);
+  io::Consensus votes(team);
+  try {
+    merge_once(cmd, io::MergeTeam{team.rank(), team.size(), [&] { votes.agree(); }});
+  } catch (...) {
+    votes.abandon();
+    throw;
+  }
+}
+
+void run_merge(const MergeCommand& cmd) {
+  if (const auto launch = team_launch("merge")) return run_as_team(cmd, *launch);
+  merge_once(cmd, std::nullopt);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "io/prepare.hpp"
 #include "io/split/parts.hpp"
 #include "io/split/split.hpp"
+#include "io/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 
@@ -67,42 +69,103 @@ void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, 
   print_summary(summary_json(summary, extra));
 }
 
-void run_split(const SplitCommand& cmd) {
-  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
-  std::optional<WarningCapture> capture;
-  if (cmd.json) capture.emplace();
-  const SplitOptions& options = cmd.partition;
-  if (options.count.has_value() == options.micro_batch_size.has_value())
-    throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
-  std::optional<Shard> shard;
-  if (cmd.shard) shard = parse_shard(*cmd.shard, slurm_array_environment());
-  std::string spec_name;
-  const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
-  const io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
-  const SplitPlan& plan = *prepared.plan;
-  for (const auto& w : plan.warnings) spdlog::warn("{}", w);
+// What one process of a split does, and how it reports.
+struct SplitRun {
+  std::optional<Shard> shard;            // this process's share
+  std::function<void()> before_publish;  // a team's vote
+  bool report = true;                    // log and print the summary (a team: rank 0 only, after finish)
+};
 
+io::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
   io::SplitJob job;
   job.input = cmd.input;
   job.output_dir = cmd.output_dir;
   job.force = cmd.force;
-  job.options = options;
+  job.options = cmd.partition;
   job.policy = cmd.policy;
   job.workers = cmd.jobs;
-  job.shard = shard;
+  job.shard = run.shard;
+  job.before_publish = run.before_publish;
   job.stall_seconds = stall_timeout_seconds();
   job.tool_version = MICROBATCH_VERSION;
+  return job;
+}
+
+void log_split(const SplitCommand& cmd, const SplitPlan& plan) {
+  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", cmd.input, plan.count,
+               plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
+               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
+}
+
+// Plans and writes this process's files; returns what it wrote.
+std::pair<io::Prepared, io::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run) {
+  const SplitOptions& options = cmd.partition;
+  if (options.count.has_value() == options.micro_batch_size.has_value())
+    throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
+  std::string spec_name;
+  const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
+  io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
+  if (run.report)
+    for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);
+  io::SplitJob job = split_job(cmd, run);
   ProgressLine progress("split");
-  job.progress = progress.callback();
-  const io::SplitResult result = io::write_split(job, prepared);
-  progress.erase();
+  if (run.report) job.progress = progress.callback();
+  io::SplitResult result = io::write_split(job, prepared);
+  return {std::move(prepared), std::move(result)};
+}
+
+void run_alone(const SplitCommand& cmd) {
+  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  std::optional<WarningCapture> capture;
+  if (cmd.json) capture.emplace();
+  SplitRun run;
+  if (cmd.shard) run.shard = parse_shard(*cmd.shard, slurm_array_environment());
+  const auto [prepared, result] = split_once(cmd, run);
   if (capture) {
     summary.warnings = capture->warnings();
     print_split_summary(cmd, prepared, result, std::move(summary));
   }
-  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", cmd.input, plan.count,
-               plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
-               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
+  log_split(cmd, *prepared.plan);
+}
+
+// Under mpirun or srun: rank R of P writes shard R of P; once every rank has
+// published its files and part record, rank 0 writes the manifest (finish).
+// A failure anywhere: every rank removes its temporaries, none publishes.
+void run_as_team(const SplitCommand& cmd, const Launch& launch) {
+  if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
+  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  io::Team team(launch);
+  io::Consensus votes(team);
+  const bool lead = team.rank() == 0;
+  std::optional<WarningCapture> capture;
+  if (cmd.json && lead) capture.emplace();
+  try {
+    SplitRun run{Shard{team.rank(), team.size()}, [&] { votes.agree(); }, lead};
+    auto [prepared, result] = split_once(cmd, run);
+    votes.agree();  // every rank's files and part record are published
+    if (lead) {
+      io::finish_split(cmd.output_dir);
+      io::remove_part_records(cmd.output_dir, team.size());
+    }
+    votes.agree();  // the manifest is written
+    result.data_bytes = team.sum(result.data_bytes);
+    if (!lead) return;
+    result.files = specs::read_manifest(cmd.output_dir).files;
+    if (capture) {
+      summary.warnings = capture->warnings();
+      print_split_summary(cmd, prepared, result, std::move(summary));
+    }
+    log_split(cmd, *prepared.plan);
+    spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
+  } catch (...) {
+    votes.abandon();
+    throw;
+  }
+}
+
+void run_split(const SplitCommand& cmd) {
+  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch);
+  run_alone(cmd);
 }
 
 }  // namespace

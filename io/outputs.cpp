@@ -137,6 +137,19 @@ void AtomicOutputs::publish() {
   }
 }
 
+ScratchFile::ScratchFile(std::string path) : path_(std::move(path)) {
+  refuse_unless_regular(path_);
+  std::error_code ec;
+  if (std::filesystem::exists(path_, ec))
+    throw Error(fmt::format("{}: exists: another run is using this output, or one was killed (remove it)", path_));
+  register_temporary(path_);
+}
+
+ScratchFile::~ScratchFile() {
+  unregister_temporary(path_);
+  std::remove(path_.c_str());
+}
+
 AtomicOutputs::~AtomicOutputs() {
   for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) unregister_temporary(e->temp);  // from the back
   if (kept_) return;

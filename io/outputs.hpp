@@ -55,6 +55,21 @@ class AtomicOutputs {
   bool kept_ = false;
 };
 
+// A file a job writes for itself only (a team merge's scratch file): it
+// must not exist yet, and is removed when this goes out of scope (and by
+// io/guard on a forced exit).
+class ScratchFile {
+ public:
+  explicit ScratchFile(std::string path);
+  ~ScratchFile();
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // An exclusive lock held for a whole run: flock(2) on a lock file, which is
 // removed when the lock is released (and by io/guard on a forced exit; a
 // SIGKILL leaves it, harmless: a lock file nobody holds locks again). A

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ struct Worker {
 Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int error = errno;
@@ -38,6 +40,13 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // A worker must not outlive this process: killed with SIGKILL (scancel
+    // --batch --signal=KILL, the OOM killer), it cannot stop the workers, and
+    // an orphan would go on writing and holding the output's lock, so that a
+    // rerun is refused. SIGTERM stops the worker as an interrupted run stops.
+    // (run_workers runs on the main thread, whose end is the process's.)
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // it died before prctl
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
     int status = 0;
     std::string message;

@@ -12,6 +12,7 @@ packages=(
   python3-jsonschema                                # the --json outputs checked against docs/schema
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
   dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
+  slurm-wlm munge openmpi-bin libopenmpi-dev        # the Slurm tests' one-node cluster, srun --mpi=pmix, mpicc
 )
 
 missing=()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, then
-#   1. build (gcc, RelWithDebInfo) and run every test through ctest:
-#      doctest unit tests and the end-to-end suite;
-#   2. build again with clang-14 + AddressSanitizer + UndefinedBehaviorSanitizer
+#   1. build (gcc, RelWithDebInfo; microbatch and microbatch-mpi) and run every
+#      test through ctest: doctest unit tests and the end-to-end suite, the
+#      MPI (mpirun) and Slurm (a one-node cluster) tests included;
+#   2. build again without MPI (-DMB_MPI=OFF: the build a machine without MPI
+#      gets) with clang-14 + AddressSanitizer + UndefinedBehaviorSanitizer
 #      (and the libFuzzer targets) and run the whole suite on that binary;
 #   3. fuzz each target for FUZZ_SECONDS (default 60) from the kept corpus;
 #   4. build the Debian package, install it, run it from PATH, remove it
@@ -12,11 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
+# The MPI tests need microbatch-mpi: a build that silently lacks it would skip them.
+[ -x build/microbatch-mpi ] || { echo "build/microbatch-mpi was not built: CMake found no MPI (libopenmpi-dev)"; exit 1; }
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 [ "${1:-}" = "--quick" ] && exit 0
 
 echo "== sanitizer build (clang-14, ASan + UBSan)"
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_SANITIZE=ON -DMB_FUZZ=ON -DMB_BENCH=ON \
+  -DMB_MPI=OFF \
   >/dev/null
 cmake --build build-san -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1:exitcode=98

@@ -41,6 +41,9 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
 
 void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
+  // A team merge: this rank's share of a shared dataset; rank 0 writes the others whole.
+  const std::optional<Segment> share = ctx.job.team ? team_rows(ctx, path, leaf, dst) : std::nullopt;
+  if (ctx.job.team && !share && ctx.job.team->rank != 0) return;
   const h5::Location out_where = ctx.out_where(path);
   h5::Buffer* whole = assembly(ctx, in, leaf, dst);
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
@@ -57,6 +60,7 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   }
   auto places = place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims);
   if (leaf.sequence_axis) places = place_positions(places, leaf.positions[ctx.input], *leaf.sequence_axis);
+  if (share) places = clip_places(places, leaf.axis, *share);
   for (const auto& place : places) transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
   if (whole) write_assembled(ctx, path, leaf, dst);
 }

@@ -31,7 +31,7 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
 // Every input is the file the split published: same size and (unless
 // --no-verify) the same content.
 void verify_inputs(const MergeJob& job) {
-  if (!job.manifest) return;
+  if (!job.manifest || (job.team && job.team->rank != 0)) return;  // a team: rank 0 checks them
   std::vector<std::string> paths;
   std::vector<FileDigest> found;
   for (const auto& input : job.inputs) {
@@ -92,9 +92,13 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
   ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
-  const std::optional<ReplacedFile> replaces = prepare_output_file(job.output, paths, job.force);
+  // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
+  const bool lead = !job.team || job.team->rank == 0;
+  const std::optional<ReplacedFile> replaces = lead ? prepare_output_file(job.output, paths, job.force) : std::nullopt;
   AtomicOutputs outputs;
-  const std::string temp = outputs.add(job.output, replaces);
+  std::optional<ScratchFile> scratch;
+  if (!lead) scratch.emplace(merging::scratch_path(job.output, job.team->rank, job.team->size));
+  const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
   h5::Id out = h5::create_file(temp, job.output, {merging::needs_newer_header(ctx, tree, model_root.get())});
   // Each input is opened once, merged, and closed before the next is opened.
@@ -108,7 +112,15 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   merging::reduce_deferred(ctx, out.get());
   // The merged batch's derived values, from the merged offsets as written.
   write_derived_values(out.get(), job.output, derived_targets(tree, resolution));
+  if (!lead) out.close({temp, ""});
+  if (job.team) job.team->agree();  // every rank's share is written
+  if (!lead) {
+    job.team->agree();  // rank 0 has moved it into the output
+    return {};
+  }
+  if (job.team) merging::gather_team_chunks(ctx, out.get());
   out.close({job.output, ""});
+  if (job.team) job.team->agree();  // the output is complete
   outputs.publish();
   outputs.keep();
   warn_about_sources(job);

@@ -2,6 +2,8 @@
 // The merge job: microbatch files back into one batch. Split leaves are
 // concatenated, replicated leaves and attributes must be equal in every
 // input, reducers reduce. No HDF5 types here (cli/ calls it).
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,19 @@ namespace mb::io {
 struct MergeInput {
   std::string path;
   std::string label;  // "microbatch 3 (dir/microbatch-00003.h5)", for messages
+};
+
+// A merge by the P ranks of mpirun/srun (microbatch-mpi). The large
+// compressed split datasets are shared out by bands of chunk rows: every
+// rank encodes its share of the bands into a scratch file of its own next
+// to the output, and rank 0, which writes everything else as one process
+// would, moves the other ranks' stored chunks into the output (raw, not
+// recompressed) and publishes it. `agree` is the team's vote (throws when
+// a rank failed); every rank calls it twice: scratch files written, output
+// complete.
+struct MergeTeam {
+  std::uint64_t rank = 0, size = 1;
+  std::function<void()> agree;
 };
 
 struct MergeJob {
@@ -36,6 +51,7 @@ struct MergeJob {
   // against its rows.
   const specs::Manifest* manifest = nullptr;
   bool verify = true;
+  std::optional<MergeTeam> team;
 };
 
 // Opens every input, resolves `spec` against the first input's tree, and

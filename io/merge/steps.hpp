@@ -19,6 +19,7 @@
 #include "core/packed.hpp"
 #include "core/reduce.hpp"
 #include "core/resolve.hpp"
+#include "core/selection.hpp"
 #include "core/tree.hpp"
 #include "core/values.hpp"
 #include "io/h5/attributes.hpp"
@@ -60,6 +61,14 @@ struct WeightRecord {
   std::vector<Weight> values;    // by input, read at the start of its walk
 };
 
+// A split dataset whose chunk bands (chunk rows along its axis) the ranks
+// of a team merge share out: chunked, compressed, large.
+struct SharedLeaf {
+  std::size_t axis = 0;
+  Shape dims, chunk;
+  Segment rows;  // this rank's rows (whole bands but at the end)
+};
+
 // What the walk carries from one input to the next. The model's
 // attributes, accumulators and assembled results are held only while they
 // fit `budget` bytes.
@@ -75,6 +84,9 @@ struct Carried {
   // Stacked attributes ("path@name"): every input's value so far (attribute
   // values are written whole, at the last input).
   std::map<std::string, std::vector<h5::Buffer>> stacks;
+  // A team merge: the split datasets shared out by chunk bands (team.cpp),
+  // decided at input 0.
+  std::map<std::string, SharedLeaf> shared;
 
   // One id for every datatype equal to `type` (the first 256 distinct
   // ones; the rest get their own copy).
@@ -194,6 +206,18 @@ void concatenate_offsets(const Context& ctx, const DatasetPair& in, const Merged
 InputOffsets read_input_offsets(const Context& ctx, hid_t file);
 // Packed and per-sequence lengths agree with the input's offsets.
 void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const LeafRule& rule);
+
+// team.cpp: a team merge (MergeTeam). This rank's rows of the split
+// dataset at `path` (created as `dst`), when the team shares it out; none
+// when rank 0 writes it whole (decided at input 0, for every rank alike).
+std::optional<Segment> team_rows(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst);
+// The places, cut to the rows `rows` along `axis` of the batch side.
+std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace>& places, std::size_t axis, const Segment& rows);
+// Rank 0: every other rank's chunks of the shared datasets, moved as stored
+// from its scratch file into `out`.
+void gather_team_chunks(const Context& ctx, hid_t out);
+// Rank q's scratch file: DIR/.NAME.rank-q-of-P.scratch
+std::string scratch_path(const std::string& output, std::uint64_t rank, std::uint64_t size);
 
 // reduce.cpp: element-wise reducers.
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type);

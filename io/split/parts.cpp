@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -260,6 +261,14 @@ std::string finish_split(const std::string& dir) {
   head["split_id"] = digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
   write_text_atomically(manifest, specs::assemble_manifest(head, parts[0].datasets));
   return manifest;
+}
+
+void remove_part_records(const std::string& dir, std::uint64_t count) {
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::string path = (fs::path(dir) / part_name({k, count})).string();
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      throw Error(fmt::format("{}: cannot remove ({})", path, std::strerror(errno)));
+  }
 }
 
 }  // namespace mb::io

@@ -56,4 +56,8 @@ void stat_input(const std::string& input, PartRecord& part);
 // recorded size) and writes DIR/manifest.json. Returns the manifest's path.
 std::string finish_split(const std::string& dir);
 
+// After finish, the P part records are no longer needed: a split written by
+// a team (mpirun) leaves the directory a one-process split leaves.
+void remove_part_records(const std::string& dir, std::uint64_t count);
+
 }  // namespace mb::io

@@ -151,6 +151,7 @@ SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   for (std::size_t i = 0; i < digests.size(); ++i)
     records.push_back({files.names[mine.begin + i], digests[i].size, digests[i].digest});
   if (!job.shard) check_directory_unchanged(job.output_dir, temps);
+  if (job.before_publish) job.before_publish();
   outputs.publish();
   if (job.shard) {
     part.files = records;

@@ -2,6 +2,7 @@
 // The split job: one HDF5 file per output of the plan, plus manifest.json.
 // No HDF5 types here (cli/ calls it).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct SplitJob {
   // --shard K/P: write only shard K's share of the files and its part record
   // (io/split/parts.hpp), not the manifest. -j then shares out that share.
   std::optional<Shard> shard;
+  // Called once this run's files are written and digested, just before any
+  // is published; throwing abandons them (a team: every rank agrees first).
+  std::function<void()> before_publish;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
   Progress progress;  // bytes of data written of all (none: not counted)

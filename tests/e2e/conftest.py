@@ -101,6 +101,69 @@ def signalled(args, delay, sig, env=None):
     return proc.returncode, err
 
 
+# An LD_PRELOAD shim that holds microbatch up for 2 minutes right after it has
+# created its first output file (every process of it: -j workers as well), so
+# that a test can kill it halfway through its work at the same point every
+# time; the file named by MB_TEST_PAUSED appears once it is there. A signal
+# ends the wait early, and a test run that dies leaves no process behind for long.
+PAUSE_SHIM = r"""#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+typedef int64_t hid_t;
+typedef hid_t (*create_fn)(const char*, unsigned, hid_t, hid_t);
+hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
+  hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);
+  const char* marker = getenv("MB_TEST_PAUSED");
+  if (marker) {
+    unsetenv("MB_TEST_PAUSED");
+    close(open(marker, O_CREAT | O_WRONLY, 0644));
+    sleep(120);
+  }
+  return id;
+}
+"""
+
+
+def pause_shim(directory):
+    """Builds the pause shim as `directory`/pause.so (gcc); returns its path."""
+    source, shim = os.path.join(directory, "pause.c"), os.path.join(directory, "pause.so")
+    with open(source, "w") as f:
+        f.write(PAUSE_SHIM)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", shim, source, "-ldl"], check=True, timeout=120)
+    return shim
+
+
+def wait_until(condition, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {timeout} s"
+        time.sleep(0.05)
+
+
+def alive(pid):
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def children(pid):
+    found = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
 SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "schema")
 
 

@@ -1,12 +1,16 @@
 """split -j N: worker processes write their share of the files; the result is
 the same as with one process, and a failure anywhere leaves nothing."""
+import os
 import resource
+import signal
+import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ENV, assert_one_line_error, h5diff, listing, run, signalled, write_spec
+from conftest import (BINARY, ENV, alive, assert_one_line_error, children, h5diff, listing, pause_shim, run,
+                      signalled, wait_until, write_spec)
 
 
 def make(path):
@@ -87,3 +91,31 @@ def test_stop_signal_reaches_the_workers(tmp_path):
         assert listing(out) == [], listing(out)
         stopped += 1
     assert stopped > 0
+
+
+def test_workers_do_not_outlive_a_killed_split(tmp_path):
+    """SIGKILL of the split (scancel --batch --signal=KILL, the OOM killer)
+    ends its workers too: an orphan would go on writing and hold the output's
+    lock, so that the rerun is refused."""
+    src = tmp_path / "in.h5"
+    make(src)
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    args = [BINARY, "split", src, "-s", spec, "-n", 4, "-o", tmp_path / "mb", "-j", 2]
+    env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"))
+    proc = subprocess.Popen([str(a) for a in args], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until((tmp_path / "paused").exists, "split did not create an output")
+    workers = children(proc.pid)
+    assert len(workers) == 1, workers
+    proc.kill()
+    proc.wait()
+    try:
+        wait_until(lambda: not any(alive(w) for w in workers), "a worker outlived the killed split", timeout=10)
+    finally:
+        for w in filter(alive, workers):
+            os.kill(w, signal.SIGKILL)
+    run(*args[1:], "--force", check=0)  # the killed run's temporaries are in the way, its lock is not
+    run("split", src, "-s", spec, "-n", 4, "-o", tmp_path / "one", check=0)
+    assert listing(tmp_path / "one") == listing(tmp_path / "mb")
+    for name in listing(tmp_path / "one"):
+        if name.endswith(".h5"):
+            assert h5diff(tmp_path / "one" / name, tmp_path / "mb" / name) == 0, name

@@ -1,0 +1,60 @@
+#pragma once
+// A team: the P processes a launcher (mpirun, srun) started, cooperating on
+// one job through MPI. Only the MPI build (cmake -DMB_MPI=ON) can form one;
+// without MPI, Team::supported() is false and a multi-task launch is
+// refused (cli/). No MPI types here: cli/ uses it.
+#include <cstdint>
+#include <optional>
+
+#include "core/launcher.hpp"
+
+namespace mb::io {
+
+class Team {
+ public:
+  // This build links MPI.
+  static bool supported();
+
+  // Joins the team `launch` describes (MPI_Init); the rank and size are
+  // MPI's, checked against the launcher's. Leaves it (MPI_Finalize) when
+  // destroyed. Only one per process.
+  explicit Team(const Launch& launch);
+  ~Team();
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  std::uint64_t rank() const { return rank_; }
+  std::uint64_t size() const { return size_; }
+
+  // Collective: every member passes whether its step succeeded; returns the
+  // lowest rank that failed, none when all succeeded.
+  std::optional<std::uint64_t> first_failed(bool ok);
+  // Collective: the sum of every member's `value`.
+  std::uint64_t sum(std::uint64_t value);
+
+ private:
+  std::uint64_t rank_ = 0, size_ = 1;
+};
+
+// Steps a team takes together: after each step every member votes, and the
+// next step starts only when all succeeded. A member whose step throws
+// votes no from its handler (abandon); every member then stops at that
+// same vote, so all cast the same number of votes and none waits forever.
+class Consensus {
+ public:
+  explicit Consensus(Team& team) : team_(team) {}
+
+  // This member's step succeeded: waits for the others; throws mb::Error
+  // naming the first member that failed.
+  void agree();
+  // This member failed before its vote: votes no (once; no-op after a
+  // failed vote, which every member saw). Never throws: it runs in a
+  // handler, whose own error is the one to report.
+  void abandon() noexcept;
+
+ private:
+  Team& team_;
+  bool broken_ = false;
+};
+
+}  // namespace mb::io

@@ -1,0 +1,56 @@
+// Team over MPI (the MPI build only; io/team_none.cpp otherwise).
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include "core/error.hpp"
+#include "io/team.hpp"
+
+namespace mb::io {
+namespace {
+
+void check(int status, const char* call) {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(status, text, &length);
+  throw Error(fmt::format("MPI: {} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
+}
+
+}  // namespace
+
+bool Team::supported() { return true; }
+
+Team::Team(const Launch& launch) {
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided), "MPI_Init_thread");
+  // Errors come back as codes (check() turns them into mb::Error), never abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  rank_ = static_cast<std::uint64_t>(rank);
+  size_ = static_cast<std::uint64_t>(size);
+  if (size_ != launch.tasks)
+    throw Error(fmt::format("{} started {} tasks, but MPI sees {} (is this the MPI the build links?{})",
+                            launch.launcher, launch.tasks, size_,
+                            launch.launcher == "srun" ? " srun needs --mpi=pmix" : ""));
+}
+
+Team::~Team() { MPI_Finalize(); }
+
+std::optional<std::uint64_t> Team::first_failed(bool ok) {
+  const unsigned long long mine = ok ? size_ : rank_;
+  unsigned long long lowest = 0;
+  check(MPI_Allreduce(&mine, &lowest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  if (lowest == size_) return std::nullopt;
+  return lowest;
+}
+
+std::uint64_t Team::sum(std::uint64_t value) {
+  const unsigned long long mine = value;
+  unsigned long long total = 0;
+  check(MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  return total;
+}
+
+}  // namespace mb::io

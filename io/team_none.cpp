@@ -1,0 +1,21 @@
+// Team without MPI: never formed (Team::supported() is false; cli/ refuses a
+// multi-task launch before constructing one).
+#include "core/error.hpp"
+#include "io/team.hpp"
+
+namespace mb::io {
+
+bool Team::supported() { return false; }
+
+Team::Team(const Launch&) { throw Error("this build has no MPI (cmake -DMB_MPI=ON builds one)", ErrorKind::Usage); }
+
+Team::~Team() = default;
+
+std::optional<std::uint64_t> Team::first_failed(bool ok) {
+  if (ok) return std::nullopt;
+  return rank_;
+}
+
+std::uint64_t Team::sum(std::uint64_t value) { return value; }
+
+}  // namespace mb::io

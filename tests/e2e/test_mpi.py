@@ -1,0 +1,261 @@
+"""split (and merge) under mpirun: microbatch-mpi's ranks are the shards of
+one split, and rank 0 writes the manifest once every rank has published;
+a failure on any rank publishes nothing. microbatch itself (no MPI) refuses
+to run as several tasks of a launcher."""
+import filecmp
+import os
+import shutil
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import BINARY, ENV, Result, h5diff, listing, run, summary, write_spec
+
+# Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
+MPI_BINARY = os.environ.get("MICROBATCH_MPI")
+
+# OpenMPI as root, more ranks than cores, in a container (../shared/CLUSTER.md).
+MPI_ENV = dict(ENV, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs mpirun (openmpi-bin)")
+
+
+def mpirun(np_, binary, *args, wrap=None):
+    """Runs `binary args` as np_ ranks; `wrap` is a shell line run by each rank before exec ($RANK is set)."""
+    command = [binary, *map(str, args)]
+    if wrap:
+        command = ["sh", "-c", f'RANK=$OMPI_COMM_WORLD_RANK; {wrap}; exec "$@"', "rank", *command]
+    proc = subprocess.run(["mpirun", "--oversubscribe", "-np", str(np_), *command], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL, env=MPI_ENV)
+    return Result(proc)
+
+
+def make(path, rows=120):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(3).standard_normal((rows, 64)).astype(np.float32),
+                         chunks=(7, 64), compression="gzip")  # chunks not aligned with the cut
+        for k in range(5):
+            f[f"g/d{k}"] = np.arange(rows) + k
+        f["text"] = np.array([f"t{i}" for i in range(rows)], dtype=h5py.string_dtype())
+        f["tok"] = np.arange(2 * rows)
+        f["cu"] = np.arange(0, 2 * rows + 1, 2)
+        f.attrs["step"] = 1
+    return path
+
+
+SPEC = {"x": 0, "g": 0, "text": 0, "tok": {"packed": "/cu"}, "cu": "offsets"}
+
+
+@pytest.fixture
+def setup(tmp_path):
+    src = make(tmp_path / "in.h5")
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    plain = tmp_path / "plain"
+    run("split", src, "-s", spec, "-n", 7, "-o", plain, check=0)
+    return src, spec, plain
+
+
+def same_split(plain, out):
+    """Every microbatch file and the manifest byte-identical to the one-process split's."""
+    names = [n for n in listing(plain) if n.endswith(".h5") or n == "manifest.json"]
+    assert names and "manifest.json" in names
+    for name in names:
+        assert filecmp.cmp(plain / name, out / name, shallow=False), name
+
+
+def nothing_published(out, planted=()):
+    """No manifest, no microbatch file, no temporary: nothing that could pass for a split."""
+    left = [n for n in listing(out) if (n.endswith(".h5") or n == "manifest.json" or ".tmp-" in n) and n not in planted]
+    assert left == [], left
+
+
+@pytest.fixture
+def mpi_binary():
+    if not MPI_BINARY:
+        pytest.skip("built without microbatch-mpi (cmake found no MPI: libopenmpi-dev)")
+    assert os.path.exists(MPI_BINARY), MPI_BINARY
+    return MPI_BINARY
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_split_as_ranks_writes_the_one_process_split(setup, tmp_path, mpi_binary, ranks):
+    src, spec, plain = setup
+    out = tmp_path / f"np{ranks}"
+    res = mpirun(ranks, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
+    assert res.code == 0, res.err
+    same_split(plain, out)
+    assert not [n for n in listing(out) if n.startswith("part-") or n.startswith(".")]  # what a plain split leaves
+    merged = tmp_path / "merged.h5"
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(src, merged) == 0
+
+
+def test_more_ranks_than_files_and_workers_per_rank(setup, tmp_path, mpi_binary):
+    src, spec, _ = setup
+    plain = tmp_path / "plain3"
+    run("split", src, "-s", spec, "-n", 3, "-o", plain, check=0)
+    out = tmp_path / "np4"
+    res = mpirun(4, mpi_binary, "split", src, "-s", spec, "-n", 3, "-o", out, "-j", 2)
+    assert res.code == 0, res.err
+    same_split(plain, out)
+
+
+def test_json_summary_on_rank_zero_lists_every_file(setup, tmp_path, mpi_binary):
+    src, spec, plain = setup
+    out = tmp_path / "np2"
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out, "--json")
+    assert res.code == 0, res.err
+    obj = summary(res, "split-summary")
+    names = sorted(os.path.basename(f["path"]) for f in obj["files"])
+    assert names == sorted(n for n in listing(plain) if n.endswith(".h5") or n == "manifest.json")
+
+
+def test_a_rank_refused_at_start_publishes_nothing_anywhere(setup, tmp_path, mpi_binary):
+    src, spec, _ = setup
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkdir(out / "microbatch-00006.h5")  # in the last rank's share: it refuses, the others have written theirs
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
+    assert res.code != 0
+    assert "microbatch-00006.h5" in res.err
+    assert "rank 1 of 2 failed" in res.err  # what rank 0 says
+    nothing_published(out, planted=["microbatch-00006.h5"])
+    assert not [n for n in listing(out) if n.startswith("part-")]
+
+
+def test_a_rank_failing_mid_write_publishes_nothing_anywhere(setup, tmp_path, mpi_binary):
+    src, spec, _ = setup
+    out = tmp_path / "out"
+    # Rank 1 may write files of at most 4 KiB (EFBIG instead of SIGXFSZ): it fails writing its first file.
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out,
+                 wrap="trap '' XFSZ; if [ $RANK = 1 ]; then ulimit -f 4; fi")
+    assert res.code != 0, res.err
+    assert "rank 1 of 2 failed" in res.err
+    nothing_published(out)
+    # A rerun (without the limit) into the same directory succeeds: nothing was left behind.
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
+    assert res.code == 0, res.err
+
+
+def test_shard_option_under_mpi_is_a_usage_error(setup, tmp_path, mpi_binary):
+    src, spec, _ = setup
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", tmp_path / "o", "--shard", "0/2")
+    assert res.code != 0
+    assert "the ranks are the shards already" in res.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_mpi_binary_alone_and_as_one_rank_is_a_plain_split(setup, tmp_path, mpi_binary):
+    src, spec, plain = setup
+    alone = tmp_path / "alone"
+    res = subprocess.run([mpi_binary, "split", src, "-s", spec, "-n", "7", "-o", alone], capture_output=True,
+                         text=True, env=ENV)
+    assert res.returncode == 0, res.stderr
+    same_split(plain, alone)
+    one = tmp_path / "one"
+    res = mpirun(1, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", one)
+    assert res.code == 0, res.err
+    same_split(plain, one)
+    assert not [n for n in listing(one) if n.startswith("part-")]
+
+
+@pytest.mark.parametrize("command", ["split", "merge", "finish"])
+def test_build_without_mpi_refuses_to_run_as_several_tasks(setup, tmp_path, command):
+    src, spec, plain = setup
+    out = tmp_path / "out"
+    args = {"split": ["split", src, "-s", spec, "-n", 7, "-o", out],
+            "merge": ["merge", plain, "-o", out / "m.h5"],
+            "finish": ["finish", out]}[command]
+    if command != "split":
+        out.mkdir()
+    res = mpirun(2, BINARY, *args)
+    assert res.code != 0
+    lines = [l for l in res.err.splitlines() if l.startswith("microbatch: ")]
+    assert len(lines) == 2, res.err  # one line from each task
+    assert all(l.startswith("microbatch: error: ") and "cannot cooperate" in l for l in lines), res.err
+    assert listing(out) == [] if out.exists() else True
+
+
+def test_build_without_mpi_runs_as_one_task(setup, tmp_path):
+    src, spec, plain = setup
+    out = tmp_path / "out"
+    res = mpirun(1, BINARY, "split", src, "-s", spec, "-n", 7, "-o", out)
+    assert res.code == 0, res.err
+    same_split(plain, out)
+
+
+# -- merge ---------------------------------------------------------------------------
+
+
+def make_compressed(path):
+    """Large compressed split datasets whose chunks do not line up with 7 microbatches (so merge re-encodes them),
+    one cut on axis 1 of three, with small and replicated data beside them."""
+    rng = np.random.default_rng(5)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=rng.integers(0, 50, (20000, 64)).astype(np.float32), chunks=(100, 64),
+                         compression="gzip", shuffle=True)
+        f.create_dataset("y", data=rng.integers(0, 9, (4, 6001, 32)).astype(np.int16), chunks=(3, 128, 16),
+                         compression="gzip", compression_opts=6)
+        f.create_dataset("plain", data=np.arange(6001 * 3, dtype=np.int64).reshape(6001, 3))
+        f["small"] = np.arange(20000, dtype=np.int8) % 7
+        f["w"] = np.float64(0.5)
+        f.attrs["step"] = 3
+    return path
+
+
+SPEC_COMPRESSED = {"x": 0, "y": 1, "plain": 0, "small": 0, "w": "replicate"}
+
+
+@pytest.fixture
+def compressed_split(tmp_path):
+    src = make_compressed(tmp_path / "big.h5")
+    spec = write_spec(tmp_path / "big.json", SPEC_COMPRESSED)
+    split = tmp_path / "split"
+    run("split", src, "-s", spec, "-n", 7, "-o", split, check=0)
+    one = tmp_path / "one.h5"
+    run("merge", split, "-o", one, check=0)
+    return src, split, one
+
+
+def creation(path):
+    """What h5py says of every dataset's creation properties."""
+    with h5py.File(path, "r") as f:
+        return {name: (f[name].dtype.str, f[name].shape, f[name].chunks, f[name].compression,
+                       f[name].compression_opts, f[name].shuffle, f[name].fillvalue) for name in f}
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_merge_as_ranks_gives_the_one_process_merge(compressed_split, tmp_path, mpi_binary, ranks):
+    src, split, one = compressed_split
+    out = tmp_path / f"np{ranks}.h5"
+    res = mpirun(ranks, mpi_binary, "merge", split, "-o", out)
+    assert res.code == 0, res.err
+    assert h5diff(one, out) == 0 and h5diff(src, out) == 0
+    assert creation(out) == creation(one)
+    assert listing(tmp_path) == sorted(listing(tmp_path))  # (no scratch file left: checked next)
+    assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
+    again = tmp_path / f"again{ranks}.h5"
+    res = mpirun(ranks, mpi_binary, "merge", split, "-o", again)
+    assert res.code == 0, res.err
+    assert filecmp.cmp(out, again, shallow=False)  # the same ranks give the same bytes
+
+
+def test_merge_with_a_rank_failing_publishes_nothing(compressed_split, tmp_path, mpi_binary):
+    src, split, _ = compressed_split
+    out = tmp_path / "m.h5"
+    res = mpirun(2, mpi_binary, "merge", split, "-o", out, wrap="trap '' XFSZ; if [ $RANK = 1 ]; then ulimit -f 64; fi")
+    assert res.code != 0, res.err
+    assert "rank 1 of 2 failed" in res.err
+    assert not out.exists()
+    assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
+
+
+def test_virtual_merge_under_mpi_is_a_usage_error(compressed_split, tmp_path, mpi_binary):
+    _, split, _ = compressed_split
+    res = mpirun(2, mpi_binary, "merge", split, "-o", tmp_path / "v.h5", "--virtual")
+    assert res.code != 0
+    assert "run it as one process" in res.err
+    assert not (tmp_path / "v.h5").exists()
