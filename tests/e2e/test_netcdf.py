@@ -6,7 +6,10 @@ netCDF4-python (netCDF-C). Object references other than dimension scales are
 refused naming the path; inspect shows them."""
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 
 import h5py
 import netCDF4
@@ -14,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import assert_one_line_error, run
+from conftest import BINARY, ENV, assert_one_line_error, run
 
 ENGINES = ["netcdf4", "h5netcdf"]
 
@@ -279,3 +282,22 @@ def test_object_references_other_than_dimension_scales_are_refused_naming_the_pa
     assert "object references are not supported" in nodes["/g"]["unreadable"]
     assert "references are not supported" in nodes["/r"]["unreadable"]
     assert "unreadable" not in nodes["/a"]
+
+
+def test_readme_netcdf_example_runs_as_shown(tmp_path):
+    """The README's netCDF-4 console example: each `$ ` command run in order,
+    its output as shown (python3 is the one running these tests)."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    block = re.search(r"### netCDF-4 and xarray files\n.*?^```console\n(.*?)^```", readme, flags=re.S | re.M).group(1)
+    steps = re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, flags=re.M)
+    assert len(steps) == 5
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(os.path.abspath(BINARY), bin_dir / "microbatch")
+    env = dict(ENV, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    for command, shown in steps:
+        command = re.sub(r"^python3 ", sys.executable + " ", command)
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert proc.stdout == shown, command
