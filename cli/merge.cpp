@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
+#include "io/prepare.hpp"
 #include "io/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
@@ -22,6 +23,7 @@ namespace {
 struct MergeCommand {
   std::vector<std::string> inputs;
   SpecSource spec;
+  std::string preset = "auto";
   std::string output;
   bool force = false;
   bool virtual_datasets = false;
@@ -80,6 +82,27 @@ io::MergeJob merge_job(const MergeCommand& cmd, const io::MergeSources& sources)
   return job;
 }
 
+// A spec given, else a preset named, else the manifest's spec (the one
+// its split used), else a preset detected from the first input.
+SpecNode merge_spec(const MergeCommand& cmd, const io::MergeSources& sources, std::string& spec_name, bool report) {
+  check_preset_with_spec(cmd.preset, cmd.spec);
+  std::optional<io::PresetSpec> preset;
+  if (!cmd.spec.given() && (cmd.preset != "auto" || !sources.manifest))
+    preset = io::preset_spec_of(cmd.preset, sources.paths.front());
+  if (preset) {
+    spec_name = "preset " + preset->name;
+    if (report)
+      spdlog::info("{}: preset {}{}", sources.paths.front(), preset->name,
+                   preset->detected ? " (detected; --preset none for the default spec)" : "");
+    return preset->spec;
+  }
+  if (sources.manifest && !cmd.spec.given()) {
+    spec_name = sources.manifest_path + " (spec)";
+    return specs::parse_spec(sources.manifest->spec.dump(), spec_name);
+  }
+  return load_spec_or_default(cmd.spec, spec_name);
+}
+
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
 void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
   const bool lead = !team || team->rank == 0;
@@ -90,13 +113,7 @@ void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
   io::MergeJob job = merge_job(cmd, sources);
   job.team = std::move(team);
   std::string spec_name;
-  SpecNode spec;
-  if (sources.manifest && !cmd.spec.given()) {
-    spec_name = sources.manifest_path + " (spec)";
-    spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
-  } else {
-    spec = load_spec_or_default(cmd.spec, spec_name);
-  }
+  const SpecNode spec = merge_spec(cmd, sources, spec_name, lead);
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
   const io::MergeResult result = io::merge(job, spec, spec_name);
@@ -147,7 +164,9 @@ void setup_merge(CLI::App& app) {
       "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5");
   sub->add_option("inputs", cmd->inputs, "a split's output directory, or microbatch files in order")->required();
   add_spec_options(*sub, cmd->spec,
-                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
+                   "chunk-spec JSON (default: the manifest's spec for a directory, else a detected preset's, else the "
+                   "default spec)");
+  add_preset_option(*sub, cmd->preset);
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
   sub->add_flag("--virtual", cmd->virtual_datasets,
