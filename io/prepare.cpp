@@ -22,6 +22,7 @@ Prepared prepare(const PrepareRequest& request) {
   if (request.spec)
     out.resolution = about_file(input, [&] { return resolve(out.tree, *request.spec, request.spec_name); });
   if (!request.partition || !out.resolution) return out;
+  prune_dropped(out.tree, *out.resolution);
   const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);
   out.plan = about_file(input, [&] { return plan_split(out.tree, *out.resolution, *request.partition, offsets); });
   // The batch's derived values must be what its offsets give: a split of an

@@ -350,10 +350,10 @@ TEST_CASE("derived leaves: {\"max_seqlen\": path} and {\"num_tokens\": path}") {
 
 TEST_CASE("derived-leaf errors name the spec, line and column") {
   CHECK(error_of(R"({"max_seqlen": "/cu", "axis": 0})") ==
-        "s.json:1:23: a \"max_seqlen\" leaf takes only the offsets path, not \"axis\" (to name group members called "
-        "so, give them a spec other than a path)");
+        "s.json:1:23: a \"max_seqlen\" leaf takes only the offsets path and \"index\", not \"axis\" (to name group "
+        "members called so, give them a spec other than a path)");
   CHECK(error_of("{\n  \"num_tokens\": \"/cu\",\n  \"x\": 1\n}").rfind(
-            "s.json:3:3: a \"num_tokens\" leaf takes only the offsets path, not \"x\"", 0) == 0);
+            "s.json:3:3: a \"num_tokens\" leaf takes only the offsets path and \"index\", not \"x\"", 0) == 0);
   CHECK(error_of(R"({"max_seqlen": "/a\\q"})").rfind("s.json:1:16: unknown escape", 0) == 0);
   // a relative path is a member's spec, which names no known form
   CHECK(error_of(R"({"max_seqlen": "cu_seqlens"})").rfind("s.json:1:16: unknown leaf spec \"cu_seqlens\"", 0) == 0);
