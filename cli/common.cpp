@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/presets.hpp"
 #include "io/guard.hpp"
 #include "specs/parse.hpp"
 
@@ -181,6 +182,26 @@ void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help
   app.add_option_function<std::string>(
       "--spec-json", [&source](const std::string& text) { source.json = text; },
       "the spec as JSON text on the command line, instead of -s: --spec-json '{\"*\": 0}'");
+}
+
+std::optional<SpecNode> load_spec(const SpecSource& source, std::string& spec_name) {
+  if (!source.given()) return std::nullopt;
+  return load_spec_or_default(source, spec_name);
+}
+
+void add_preset_option(CLI::App& app, std::string& preset) {
+  app.add_option("--preset", preset,
+                 "without -s/--spec-json: auto (default) uses the spec of the kind of file detected (" +
+                     preset_names() + "), none the default spec; or name one")
+      ->check([](const std::string& name) {
+        check_preset_name(name);
+        return std::string();
+      });
+}
+
+void check_preset_with_spec(const std::string& preset, const SpecSource& source) {
+  if (source.given() && preset != "auto")
+    throw usage_error(fmt::format("--preset {} and -s/--spec-json both give the spec: give one", preset));
 }
 
 SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name) {

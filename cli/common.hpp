@@ -82,5 +82,13 @@ void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help
 // messages call it: the file, "<stdin>", "--spec-json" or "default spec".
 // Both -s and --spec-json: a usage error.
 SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name);
+// The spec given, or none (when a preset or the default spec applies).
+std::optional<SpecNode> load_spec(const SpecSource& source, std::string& spec_name);
+
+// --preset NAME: auto (default: detected from the file, when no spec is
+// given), none (the default spec) or a preset's name (core/presets).
+void add_preset_option(CLI::App& app, std::string& preset);
+// A preset named (not auto) beside -s/--spec-json: a usage error.
+void check_preset_with_spec(const std::string& preset, const SpecSource& source);
 
 }  // namespace mb::cli

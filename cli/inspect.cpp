@@ -21,6 +21,7 @@ namespace {
 struct InspectCommand {
   std::string input;
   SpecSource spec;
+  std::string preset = "auto";
   SplitOptions partition;
   bool json = false;
 };
@@ -179,6 +180,9 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
   for_each_node(in.tree, [](const NodeInfo& n) {
     if (!n.storage.unreadable.empty()) std::printf("warning: %s\n", n.storage.unreadable.c_str());
   });
+  if (in.preset)
+    std::printf("preset: %s (%s)\n", in.preset->name.c_str(),
+                in.preset->detected ? "detected; --preset none for the default spec" : "--preset");
   if (in.plan) {
     std::printf("plan: %llu microbatches\n", static_cast<unsigned long long>(in.plan->count));
     for (const auto& w2 : in.plan->warnings) std::printf("warning: %s\n", w2.c_str());
@@ -201,6 +205,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   out["format"] = "microbatch-inspect";
   out["version"] = 1;
   out["file"] = specs::escape_name(cmd.input);
+  out["preset"] = in.preset ? json{{"name", in.preset->name}, {"detected", in.preset->detected}} : json(nullptr);
   auto& nodes = out["tree"] = json::array();
   for_each_node(in.tree, [&](const NodeInfo& n) {
     json j;
@@ -255,10 +260,10 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
 
 void run_inspect(const InspectCommand& cmd) {
   const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
+  check_preset_with_spec(cmd.preset, cmd.spec);
   std::string spec_name;
-  std::optional<SpecNode> spec;
-  if (cmd.spec.given() || planning) spec = load_spec_or_default(cmd.spec, spec_name);
-  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true};
+  const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
+  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true, cmd.preset};
   if (planning) request.partition = cmd.partition;
   const Inspection in = io::prepare(request);
   if (cmd.json) {
@@ -280,6 +285,7 @@ void setup_inspect(CLI::App& app) {
       "  microbatch inspect batch.h5 --json | jq .tree");
   sub->add_option("input", cmd->input, "HDF5 file, opened read-only")->required();
   add_spec_options(*sub, cmd->spec, "chunk-spec JSON to show the rule of every leaf");
+  add_preset_option(*sub, cmd->preset);
   add_partition_options(*sub, cmd->partition);  // with -n or --micro-batch-size: the split plan
   sub->add_flag("--json", cmd->json, "machine-readable output");
   add_common_options(*sub);

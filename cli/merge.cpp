@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
+#include "io/prepare.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 #include "specs/parse.hpp"
@@ -21,6 +22,7 @@ namespace {
 struct MergeCommand {
   std::vector<std::string> inputs;
   SpecSource spec;
+  std::string preset = "auto";
   std::string output;
   bool force = false;
   bool virtual_datasets = false;
@@ -76,7 +78,18 @@ void run_merge(const MergeCommand& cmd) {
       job.cp_degree = sources.manifest->options.cp_degree;
     }
   }
-  if (sources.manifest && !cmd.spec.given()) {
+  check_preset_with_spec(cmd.preset, cmd.spec);
+  // A spec given, else a preset named, else the manifest's spec (the one
+  // its split used), else a preset detected from the first input.
+  std::optional<io::PresetSpec> preset;
+  if (!cmd.spec.given() && (cmd.preset != "auto" || !sources.manifest))
+    preset = io::preset_spec_of(cmd.preset, sources.paths.front());
+  if (preset) {
+    spec_name = "preset " + preset->name;
+    spec = preset->spec;
+    spdlog::info("{}: preset {}{}", sources.paths.front(), preset->name,
+                 preset->detected ? " (detected; --preset none for the default spec)" : "");
+  } else if (sources.manifest && !cmd.spec.given()) {
     spec_name = sources.manifest_path + " (spec)";
     spec = specs::parse_spec(sources.manifest->spec.dump(), spec_name);
   } else {
@@ -116,7 +129,9 @@ void setup_merge(CLI::App& app) {
       "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5");
   sub->add_option("inputs", cmd->inputs, "a split's output directory, or microbatch files in order")->required();
   add_spec_options(*sub, cmd->spec,
-                   "chunk-spec JSON (default: the manifest's spec for a directory, else the default spec)");
+                   "chunk-spec JSON (default: the manifest's spec for a directory, else a detected preset's, else the "
+                   "default spec)");
+  add_preset_option(*sub, cmd->preset);
   sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
   sub->add_flag("--force", cmd->force, "replace an existing output file");
   sub->add_flag("--virtual", cmd->virtual_datasets,

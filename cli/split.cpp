@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 struct SplitCommand {
   std::string input;
   SpecSource spec;
+  std::string preset = "auto";
   std::string output_dir;
   SplitOptions partition;
   bool force = false;
@@ -76,9 +77,14 @@ void run_split(const SplitCommand& cmd) {
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   std::optional<Shard> shard;
   if (cmd.shard) shard = parse_shard(*cmd.shard, slurm_array_environment());
+  check_preset_with_spec(cmd.preset, cmd.spec);
   std::string spec_name;
-  const SpecNode spec = load_spec_or_default(cmd.spec, spec_name);
-  const io::Prepared prepared = io::prepare({cmd.input, &spec, spec_name, options, false});
+  const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
+  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
+  const io::Prepared prepared = io::prepare(request);
+  if (prepared.preset)
+    spdlog::info("{}: preset {}{}", cmd.input, prepared.preset->name,
+                 prepared.preset->detected ? " (detected; --preset none for the default spec)" : "");
   const SplitPlan& plan = *prepared.plan;
   for (const auto& w : plan.warnings) spdlog::warn("{}", w);
 
@@ -115,7 +121,9 @@ void setup_split(CLI::App& app) {
       "  microbatch split batch.h5 -s spec.json -n 4 -o mb/\n"
       "  writes mb/microbatch-00000.h5 ... mb/microbatch-00003.h5 and mb/manifest.json");
   sub->add_option("input", cmd->input, "batch file (HDF5), opened read-only")->required();
-  add_spec_options(*sub, cmd->spec, "chunk-spec JSON (default: split rank>=1 on axis 0, replicate the rest)");
+  add_spec_options(*sub, cmd->spec,
+                   "chunk-spec JSON (default: a detected preset's, else split rank>=1 on axis 0, replicate the rest)");
+  add_preset_option(*sub, cmd->preset);
   add_partition_options(*sub, cmd->partition);
   sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");

@@ -15,7 +15,7 @@ _microbatch() {
     case ${COMP_WORDS[i]} in split | merge | inspect | finish) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
-  local plan="-s --spec --spec-json -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout --cp-degree"
+  local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout --cp-degree"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
     --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
@@ -30,6 +30,7 @@ _microbatch() {
       fi
       return ;;
     --spec-json) return ;;
+    --preset) COMPREPLY=($(compgen -W "auto none netcdf" -- "$cur")); return ;;
     -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
     --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac
@@ -41,7 +42,7 @@ _microbatch() {
     local options
     case $cmd in
       split) options="$plan -o --output --force --buffer-size -j --jobs --shard --json" ;;
-      merge) options="-s --spec --spec-json -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
+      merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
       finish) options="" ;;
     esac

@@ -75,8 +75,22 @@ class Resolver {
     }
   }
 
+  // {"dim": NAME}: the axis of that dimension, or Replicate without it.
+  LeafRule dimension_rule(const NodeInfo& ds, const SpecNode& spec) const {
+    std::vector<int> axes;
+    for (std::size_t a = 0; a < ds.dimensions.size(); ++a)
+      if (ds.dimensions[a] == spec.leaf.dim) axes.push_back(static_cast<int>(a));
+    if (axes.empty()) return LeafRule::replicate();
+    if (axes.size() > 1)
+      fail(spec, fmt::format("{} has dimension \"{}\" on axes {} and {}: give the axis to cut (an integer)", ds.path,
+                             spec.leaf.dim, axes[0], axes[1]));
+    LeafRule rule = LeafRule::split(axes[0]);
+    rule.sequence_axis = spec.leaf.sequence_axis;
+    return rule;
+  }
+
   LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) {
-    LeafRule rule = spec.leaf;
+    LeafRule rule = spec.leaf.dim.empty() ? spec.leaf : dimension_rule(ds, spec);
     if (rule.weighted()) weights_.push_back({ds.path, rule.weight, rule.weight_attribute, spec.pos});
     if (rule.mode == LeafRule::Mode::Offsets) {
       if (ds.null_space || ds.rank() != 1)

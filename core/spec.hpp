@@ -53,27 +53,35 @@ struct LeafRule {
   // Split only: the axis along which --cp-degree cuts each sequence (as
   // written, or once resolved, normalised); none: the same for every CP rank.
   std::optional<int> sequence_axis;
+  // Split only, as written: the name of the dimension to cut (a dimension
+  // scale's name, netCDF's dimension) instead of `axis`. Resolution turns
+  // it into the axis that dimension is on, or into Replicate for a dataset
+  // without it; a resolved rule has none.
+  std::string dim;
   // Derive only: the element of a 1-D integer leaf that is derived (a
   // shape's row count); the other elements are replicated. None: rank 0.
   std::optional<int> element;
 
   static LeafRule split(int axis) {
-    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
+  static LeafRule split_dim(std::string dim) {
+    return {Mode::Split, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, std::move(dim), {}};
+  }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
   static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
-    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}, {}};
   }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
   static LeafRule packed(std::string offsets, int axis) {
-    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
   static LeafRule derived(Quantity q, std::string offsets) {
-    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}};
+    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}, {}};
   }
   static LeafRule drop() {
     LeafRule r;

@@ -32,6 +32,15 @@ struct AttributeInfo {
   // HDF5's dense attribute storage (a version 2 object header).
   bool large = false;
   ValueType value_type;    // the datatype, described (inspect --json's dtype)
+  // The value of a one-element string or integer attribute, as text
+  // (integers in decimal): what presets recognise a file by. None for
+  // other attributes.
+  std::optional<std::string> text;
+  // A dimension-scale attribute (DIMENSION_LIST, REFERENCE_LIST): object
+  // references, not copied as bytes; outputs rebuild them by attaching the
+  // node's `scales` (HDF5's dimension-scale API).
+  bool dimension_scale = false;
+  bool references = false;  // holds object references: never read as a value
 };
 
 // One filter of a dataset's pipeline, with its parameters.
@@ -80,6 +89,14 @@ struct NodeInfo {
   std::uint64_t element_size = 0;  // bytes per element in the file (H5Tget_size)
   ValueType value_type;            // the datatype, described (inspect --json's dtype)
   StorageInfo storage;
+  // Dimension scales (netCDF-4's dimensions). Per axis, the paths of the
+  // scales attached to it (DIMENSION_LIST), empty when none or no axis has one.
+  std::vector<std::vector<std::string>> scales;
+  // Per axis, the name of its dimension: the last path component of its
+  // first attached scale, or for a dimension scale itself (is_scale), the
+  // scale's own name on axis 0; "" for an axis without one.
+  std::vector<std::string> dimensions;
+  bool is_scale = false;  // CLASS = "DIMENSION_SCALE"
 
   bool is_group() const { return kind == Kind::Group; }
   bool is_further_name() const { return !first_name.empty(); }

@@ -4,7 +4,23 @@
 #include "io/h5/file.hpp"
 #include "io/tree_reader.hpp"
 
+#include "core/presets.hpp"
+
 namespace mb::io {
+
+std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo& tree) {
+  const PresetPick pick = pick_preset(choice, tree);
+  if (!pick.preset) return std::nullopt;
+  return PresetSpec{pick.preset->name, pick.detected, pick.preset->spec(tree)};
+}
+
+std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::string& input) {
+  check_preset_name(choice);  // before opening anything
+  if (choice == "none") return std::nullopt;
+  h5::Id file = h5::open_read_only(input);
+  const NodeInfo tree = h5::read_tree(file.get(), input);
+  return about_file(input, [&] { return preset_spec(choice, tree); });  // a preset's refusal names the file
+}
 
 Prepared prepare(const PrepareRequest& request) {
   Prepared out;
@@ -15,12 +31,30 @@ Prepared prepare(const PrepareRequest& request) {
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
       for (const auto& a : n.attributes) {
+        if (a.references) {  // object references: not read as values
+          out.previews[{n.path, a.name}] = a.dimension_scale ? "(dimension scales)" : "(object references)";
+          out.values[{n.path, a.name}] = nullptr;
+          continue;
+        }
         out.previews[{n.path, a.name}] = h5::attribute_preview(file.get(), input, n.path, a.name);
         out.values[{n.path, a.name}] = h5::attribute_json(file.get(), input, n.path, a.name);
       }
     });
-  if (request.spec)
-    out.resolution = about_file(input, [&] { return resolve(out.tree, *request.spec, request.spec_name); });
+  // No spec given: a preset's, else (to plan) the default spec.
+  const SpecNode* spec = request.spec;
+  std::string spec_name = request.spec_name;
+  const SpecNode default_spec = SpecNode::make_default();
+  if (!spec && request.preset)  // a preset's refusal (a CSC matrix, pickles) names the file
+    out.preset = about_file(input, [&] { return preset_spec(*request.preset, out.tree); });
+  if (out.preset) {
+    spec = &out.preset->spec;
+    spec_name = "preset " + out.preset->name;
+  }
+  if (!spec && request.partition) {
+    spec = &default_spec;
+    spec_name = "default spec";
+  }
+  if (spec) out.resolution = about_file(input, [&] { return resolve(out.tree, *spec, spec_name); });
   if (!request.partition || !out.resolution) return out;
   prune_dropped(out.tree, *out.resolution);
   const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);

@@ -23,12 +23,26 @@ struct PrepareRequest {
   std::optional<SplitOptions> partition;  // plan when given (needs spec)
   bool previews = false;                  // read every attribute's value for display
   bool describe_unreadable = false;       // keep unreadable datasets, marked (not when planning)
+  // Without a spec: "auto" (a preset detected from the tree), "none" or a
+  // preset's name (core/presets); none given: no preset.
+  std::optional<std::string> preset;
 };
+
+// The preset a --preset choice gives for a file's tree, and its spec.
+struct PresetSpec {
+  std::string name;
+  bool detected = false;  // by detection (--preset auto), not by name
+  SpecNode spec;
+};
+std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo& tree);
+// The same, reading the tree of `input` (merge's first input).
+std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::string& input);
 
 struct Prepared {
   NodeInfo tree;
   std::optional<Resolution> resolution;
   std::optional<SplitPlan> plan;
+  std::optional<PresetSpec> preset;  // the preset whose spec was used
   // (object path, attribute name) -> short text of the value (a pair: both may hold "@")
   std::map<std::pair<std::string, std::string>, std::string> previews;
   // The same attributes' values as JSON (inspect --json).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,8 @@
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
+
+#include <hdf5_hl.h>
 #include "specs/dtype.hpp"
 
 namespace mb::h5 {
@@ -36,21 +39,109 @@ void check_element_count(const SpaceInfo& s, const Location& where) {
       throw Error(where.describe() + ": the shape has more than 2^64 elements");
 }
 
-// What the tree records of each attribute (not its value).
-std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where) {
+// A one-element string or integer attribute's value as text (presets read
+// it); none for any other attribute.
+std::optional<std::string> attribute_text(hid_t attr, hid_t type, const SpaceInfo& s, const Location& at) {
+  if (s.null_space || s.elements() != 1) return std::nullopt;
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls == H5T_INTEGER) {
+    const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
+    std::uint64_t raw = 0;
+    check(H5Aread(attr, is_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &raw), at, "cannot read the attribute");
+    return is_unsigned ? std::to_string(raw) : std::to_string(static_cast<std::int64_t>(raw));
+  }
+  if (cls != H5T_STRING) return std::nullopt;
+  if (H5Tis_variable_str(type) > 0) {
+    Id memory(H5Tcopy(H5T_C_S1), at, "cannot make a string type");
+    check(H5Tset_size(memory.get(), H5T_VARIABLE), at, "cannot make a string type");
+    check(H5Tset_cset(memory.get(), H5Tget_cset(type)), at, "cannot make a string type");
+    char* text = nullptr;
+    check(H5Aread(attr, memory.get(), &text), at, "cannot read the attribute");
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
+  std::string out(size_of(type, at), '\0');
+  check(H5Aread(attr, type, out.data()), at, "cannot read the attribute");
+  out.resize(std::min(out.size(), out.find('\0')));
+  return out;
+}
+
+// The attributes through which HDF5's dimension-scale API (netCDF-4's
+// dimensions) attaches scales: object references, rebuilt in outputs.
+bool dimension_scale_attribute(const std::string& name, bool of_dataset) {
+  return of_dataset && (name == "DIMENSION_LIST" || name == "REFERENCE_LIST");
+}
+
+// What the tree records of each attribute (not its value). An attribute
+// holding object references other than a dataset's dimension-scale
+// attributes cannot be copied (a reference is an address in its own file):
+// `refused` says so, naming the first such attribute.
+std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where, bool of_dataset,
+                                               std::string& refused) {
   std::vector<AttributeInfo> out;
   for (const auto& name : attribute_names(object, where)) {
     const Location at = where.attribute(name);
     Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
     Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
     Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
-    ValueType value_type = value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     const SpaceInfo s = space_info(space.get(), at);
     check_element_count(s, at);
+    if (H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
+      const bool scales = dimension_scale_attribute(name, of_dataset);
+      if (!scales && refused.empty())
+        refused = at.describe() + ": object references are not supported (only the dimension scales of netCDF-4 "
+                  "and HDF5's dimension-scale API, attached through DIMENSION_LIST and REFERENCE_LIST)";
+      out.push_back({name, s.dims, s.null_space, dtype_name(type.get()), false, ValueType::scalar(ValueType::Kind::Opaque, 0),
+                     std::nullopt, scales, true});
+      continue;
+    }
+    ValueType value_type = value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
-                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type)});
+                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type),
+                   attribute_text(attr.get(), type.get(), s, at), false, false});
   }
   return out;
+}
+
+herr_t collect_scale(hid_t, unsigned, hid_t scale, void* data) {
+  char name[4096] = {};
+  if (H5Iget_name(scale, name, sizeof name) <= 0) return -1;
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
+  return 0;
+}
+
+// Which dimension scales are attached to each axis (DIMENSION_LIST), and the
+// name of each axis' dimension (see NodeInfo::dimensions).
+void read_scales(hid_t dataset, const Location& where, NodeInfo& node) {
+  // HDF5 1.10.8's H5DSis_scale leaks two ids (the CLASS attribute and its
+  // type) for a CLASS that is not DIMENSION_SCALE (PyTables' "TABLE",
+  // "EARRAY"...): it is asked only about datasets whose CLASS says so.
+  const auto cls = std::find_if(node.attributes.begin(), node.attributes.end(),
+                                [](const AttributeInfo& a) { return a.name == "CLASS"; });
+  const bool says_scale = cls != node.attributes.end() && cls->text && *cls->text == "DIMENSION_SCALE";
+  const htri_t scale = says_scale ? H5DSis_scale(dataset) : 0;
+  if (scale < 0) fail(where, "cannot tell whether the dataset is a dimension scale");
+  node.is_scale = scale > 0;
+  node.dimensions.assign(node.shape.size(), "");
+  if (node.is_scale && !node.shape.empty()) node.dimensions[0] = node.name;
+  const bool attached = std::any_of(node.attributes.begin(), node.attributes.end(),
+                                    [](const AttributeInfo& a) { return a.dimension_scale && a.name == "DIMENSION_LIST"; });
+  if (!attached) return;
+  node.scales.resize(node.shape.size());
+  for (unsigned axis = 0; axis < node.shape.size(); ++axis) {
+    int index = 0;
+    if (H5DSget_num_scales(dataset, axis) <= 0) {
+      forget_error();
+      continue;
+    }
+    if (H5DSiterate_scales(dataset, axis, &index, collect_scale, &node.scales[axis]) < 0)
+      fail(where, fmt::format("cannot read the dimension scales of axis {} (DIMENSION_LIST)", axis));
+    if (!node.scales[axis].empty()) {
+      const std::string& first = node.scales[axis].front();
+      node.dimensions[axis] = first.substr(first.rfind('/') + 1);
+    }
+  }
 }
 
 // Short names for the filters of HDF5's registry that ML data tends to use;
@@ -121,7 +212,9 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.kind = NodeInfo::Kind::Dataset;
   Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
   Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
-  node.value_type = value_type_of(type.get(), where);  // refuses unsupported types
+  const bool references = H5Tdetect_class(type.get(), H5T_REFERENCE) > 0;
+  // refuses other unsupported types; object references are refused by read_tree, shown by inspect
+  node.value_type = references ? ValueType::scalar(ValueType::Kind::Opaque, 0) : value_type_of(type.get(), where);
   const SpaceInfo s = space_info(space.get(), where);
   check_element_count(s, where);
   node.shape = s.dims;
@@ -144,7 +237,13 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
       node.storage.unreadable = e.what();  // read_tree refuses it; inspect shows it
     }
   }
-  node.attributes = describe_attributes(dataset, where);
+  std::string refused;
+  node.attributes = describe_attributes(dataset, where, true, refused);
+  if (references)
+    refused = where.describe() + ": datasets of object or region references are not supported (a reference is an "
+              "address in its own file)";
+  if (!refused.empty() && node.storage.unreadable.empty()) node.storage.unreadable = refused;
+  read_scales(dataset, where, node);
 }
 
 // Groups deeper than this are refused (no batch needs it; it bounds recursion).
@@ -189,7 +288,9 @@ class TreeReader {
       throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
     ancestors_.push_back(self);
     node.kind = NodeInfo::Kind::Group;
-    node.attributes = describe_attributes(group, where);
+    std::string refused;
+    node.attributes = describe_attributes(group, where, false, refused);
+    node.storage.unreadable = refused;
     std::vector<std::string> names = member_names(group, where);
     std::sort(names.begin(), names.end());  // the order every walk of the tree follows
     for (const auto& name : names) {

@@ -287,8 +287,14 @@ class Converter {
     return nullptr;
   }
 
+  // {"dim": "time"}: a member called "dim" can only hold "replicate" or
+  // "offsets" as a string, so any other string makes the dimension leaf.
+  static bool is_dim_entry(const std::string& k, const JNode& value) {
+    return k == "dim" && value.type == JNode::Type::String && value.text != "replicate" && value.text != "offsets";
+  }
+
   static bool is_leaf_entry(const JNode& j, std::size_t i) {
-    if (derived_quantity(j.keys[i], j.values[i])) return true;
+    if (derived_quantity(j.keys[i], j.values[i]) || is_dim_entry(j.keys[i], j.values[i])) return true;
     return is_leaf_key(j.keys[i]) && j.values[i].type != JNode::Type::Object && j.values[i].type != JNode::Type::Array;
   }
 
@@ -305,7 +311,17 @@ class Converter {
     if (const Quantity* q = derived_quantity(key, j.values[at])) return derived_leaf(j, at, *q);
     if (key == "packed" || key == "per_sequence") return sequence_leaf(j, at);
     if (key == "reduce") return reduce_leaf(j, at);
+    if (key == "dim") return dim_leaf(j, at);
     return split_leaf(j, at);
+  }
+
+  // {"dim": "time"}: cut along the axis of that dimension, wherever it is;
+  // datasets without it are replicated.
+  SpecNode dim_leaf(const JNode& j, std::size_t at) const {
+    if (j.keys.size() != 1)
+      b_.fail(j.key_pos[at == 0 ? 1 : 0], "a \"dim\" leaf takes no other key (it names the dimension to cut)");
+    if (j.values[at].text.empty()) b_.fail(j.values[at].pos, "\"dim\" needs a dimension's name");
+    return SpecNode::make_leaf(LeafRule::split_dim(j.values[at].text));
   }
 
   // {"split_axis": k} and {"split_axis": k, "sequence_axis": s}; "@name"

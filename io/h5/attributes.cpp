@@ -2,6 +2,7 @@
 
 #include "io/guard.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 
 namespace mb::h5 {
@@ -67,6 +68,11 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 Attributes read_attributes(hid_t object, const Location& where) {
   Attributes out;
   for (auto& name : attribute_names(object, where)) {
+    if (name == "DIMENSION_LIST" || name == "REFERENCE_LIST") {  // rebuilt by attach_scales, not copied
+      Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), where.attribute(name), "cannot open the attribute");
+      Id type(H5Aget_type(attr.get()), where.attribute(name), "cannot read the attribute's type");
+      if (is_dimension_scale_attribute(name, type.get())) continue;
+    }
     AttributeValue value = read_attribute(object, name, where);
     out.emplace_back(std::move(name), std::move(value));
   }

@@ -4,6 +4,7 @@
 
 #include "io/derived.hpp"
 #include "io/h5/attributes.hpp"
+#include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
@@ -38,13 +39,14 @@ void check_other_elements(const Context& ctx, const std::string& what, const Kep
 
 // The model's value of attribute `index` of `node`: kept at input 0, or
 // read again from the model's object when it did not fit the budget.
-const KeptValue& model_value(const Context& ctx, const NodeInfo& node, std::size_t index,
+// (`index` counts the attributes merged: dimension-scale ones are not.)
+const KeptValue& model_value(const Context& ctx, const NodeInfo& node, std::size_t index, const std::string& name,
                              std::optional<KeptValue>& reread) {
   const ModelInfo& model = ctx.carried.models.at(node.path);
   if (model.attributes_kept) return model.attributes.at(index);
   const h5::Id object = open_model(ctx, node.path);
   const h5::Location at = ctx.model_where(node.path);
-  reread.emplace(ctx.carried.keep(h5::read_attribute(object.get(), node.attributes[index].name, at), at));
+  reread.emplace(ctx.carried.keep(h5::read_attribute(object.get(), name, at), at));
   return *reread;
 }
 
@@ -65,6 +67,7 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
   std::vector<KeptValue> values;
   const h5::Location at = ctx.where(node.path);
   for (const auto& attr : node.attributes) {
+    if (attr.dimension_scale) continue;  // attached again after the walk (h5::attach_scales)
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, attr.name);
     h5::AttributeValue value = h5::read_attribute(object, attr.name, at);
     if (rule.mode == LeafRule::Mode::Derive)  // the merged batch's value replaces it after the walk
@@ -85,13 +88,15 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
 void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
   if (ctx.first()) return first_attributes(ctx, node, object, dst);
   check_attribute_names(ctx, node, object);
-  for (std::size_t k = 0; k < node.attributes.size(); ++k) {
-    const std::string& name = node.attributes[k].name;
+  std::size_t k = 0;  // index of the attribute among the merged ones
+  for (const auto& attr : node.attributes) {
+    if (attr.dimension_scale) continue;
+    const std::string& name = attr.name;
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, name);
     const std::string what = node.path + "@" + name;
     const h5::AttributeValue value = h5::read_attribute(object, name, ctx.where(node.path));
     std::optional<KeptValue> reread;
-    const KeptValue& model = model_value(ctx, node, k, reread);
+    const KeptValue& model = model_value(ctx, node, k++, name, reread);
     check_alike(ctx, what, model, value);
     if (rule.mode == LeafRule::Mode::Reduce) {
       reduce_or_stack(ctx, {what, name, rule, object}, model, dst);
@@ -103,6 +108,9 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
       if (rule.element) check_other_elements(ctx, what, model, value, static_cast<std::uint64_t>(*rule.element));
       continue;
     }
+    // A phony dimension's NAME states its length: each file's own, the
+    // merged one written after the walk (h5::attach_scales).
+    if (h5::is_phony_dimension_name(node, name) && ctx.resolution.dataset_rule(node.path).cuts_rows()) continue;
     check_equal(ctx, what, model, value);
   }
 }

@@ -13,6 +13,7 @@
 #include "io/derived.hpp"
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/scales.hpp"
 #include "io/merge/steps.hpp"
 #include "io/outputs.hpp"
 #include "io/prepare.hpp"
@@ -112,6 +113,7 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
     meter.end();
   }
   merging::reduce_deferred(ctx, out.get());
+  h5::attach_scales(out.get(), job.output, tree);
   // The merged batch's derived values, from the merged offsets as written.
   write_derived_values(out.get(), job.output, derived_targets(tree, resolution));
   out.close({job.output, ""});

@@ -8,6 +8,7 @@
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/transfer/gather.hpp"
@@ -31,6 +32,8 @@ class SplitWriter {
     const h5::Attributes attributes = h5::read_attributes(root.get(), where);
     for (std::size_t i = 0; i < roots.size(); ++i) h5::write_attributes(roots[i], attributes, out_where(i, "/"));
     write_children(source_.tree, root.get(), roots);
+    // Once every scale and dataset exists: dimension scales attached again.
+    for (std::size_t i = 0; i < roots.size(); ++i) h5::attach_scales(roots[i], names_[i], source_.tree);
     // Last, once every output holds its offsets: each derived value is
     // computed from its own file's offsets.
     const std::vector<DerivedTarget> derived = derived_targets(source_.tree, source_.resolution);

@@ -78,6 +78,8 @@ def piece_rows(n, count):
 
 
 def assert_same_matrix(a, b):
+    if isinstance(b, pd.DataFrame):  # a dataframe in obsm
+        return pd.testing.assert_frame_equal(a, frame(b))
     assert a.shape == b.shape and a.dtype == b.dtype
     if sp.issparse(a) or sp.issparse(b):
         assert sp.issparse(a) and sp.issparse(b)
@@ -231,3 +233,49 @@ def test_index_needs_a_1d_integer_attribute(tmp_path):
     spec = dict(SPEC, X=dict(csr("/X"), **{"@shape": {"num_sequences": "/X/indptr", "index": 2}}))
     res = run("split", src, "-s", write_spec(tmp_path / "spec.json", spec), "-n", 2, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "/X@shape", "\"index\": 2", "shape (2,)")
+
+
+def test_preset_builds_the_spec_from_the_tree(tmp_path):
+    """No spec: the anndata preset is detected (root encoding-type) and cuts
+    cells, whatever the file holds (raw, nullable columns, a dataframe in obsm)."""
+    a = make_adata()
+    a.obs["maybe"] = pd.array([None if i % 5 == 0 else i for i in range(N_OBS)], dtype="Int64")
+    a.obsm["meta"] = pd.DataFrame({"x": np.arange(N_OBS) * 0.5}, index=a.obs_names)
+    a.raw = a
+    src = tmp_path / "a.h5ad"
+    a.write_h5ad(src)
+    res = run("inspect", src, check=0)
+    assert "preset: anndata (detected" in res.out
+    out, pieces = split_pieces(tmp_path, src, 3)
+    for path, rows in zip(pieces, rows_of_pieces(a, pieces)):
+        piece = anndata.read_h5ad(path)
+        expected = a[rows]
+        assert_same_adata(piece, expected, obs=a.obs.iloc[rows])
+        assert_same_matrix(piece.raw.X, expected.raw.X)
+        pd.testing.assert_frame_equal(piece.raw.var, frame(expected.raw.var))
+    merged = tmp_path / "merged.h5ad"
+    run("merge", out, "-o", merged, check=0)
+    m = anndata.read_h5ad(merged)
+    assert_same_adata(m, a)
+    assert_same_matrix(m.raw.X, a.raw.X)
+
+
+def test_preset_refuses_a_csc_matrix_it_would_cut_by_cells(tmp_path):
+    a = make_adata()
+    a.layers["counts"] = sp.csc_matrix(a.layers["counts"])
+    src = tmp_path / "a.h5ad"
+    a.write_h5ad(src)
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, str(src), "/layers/counts", "CSC", "tocsr()")
+    assert not os.path.exists(tmp_path / "mb" / "manifest.json")
+
+
+def test_preset_refuses_obsp(tmp_path):
+    """obsp (cell x cell) is refused: a pair of cells may span two pieces."""
+    a = make_adata()
+    a.obsp["distances"] = sp.random(N_OBS, N_OBS, density=0.1, format="csr", random_state=3)
+    src = tmp_path / "a.h5ad"
+    a.write_h5ad(src)
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, str(src), "/obsp/distances", "cell x cell")
+    assert not os.path.exists(tmp_path / "mb" / "manifest.json")

@@ -98,3 +98,48 @@ def test_inspect_shows_what_split_drops(tmp_path):
     df.to_hdf(src, "df", format="table")
     res = run("inspect", src, "-s", write_spec(tmp_path / "spec.json", SPEC), check=0)
     assert "drop" in res.out
+
+
+@pytest.mark.parametrize("data_columns", [None, True])
+def test_preset_cuts_tables_and_drops_index_tables(tmp_path, data_columns):
+    """No spec: the pandas preset is detected; every table of the store is
+    cut by its own length (array_split), NROWS per piece."""
+    df = make_df()
+    other = make_df(1).iloc[:17]
+    src = tmp_path / "store.h5"
+    df.to_hdf(src, "df", format="table", data_columns=data_columns)
+    other.to_hdf(src, "grp/other", format="table")
+    res = run("inspect", src, check=0)
+    assert "preset: pandas (detected" in res.out
+    out = tmp_path / "mb"
+    run("split", src, "-n", 3, "-o", out, check=0)
+    for i, (rows, rows_other) in enumerate(zip(piece_rows(N, 3), piece_rows(17, 3))):
+        path = out / f"microbatch-{i:05d}.h5"
+        pd.testing.assert_frame_equal(pd.read_hdf(path, "df"), df.iloc[rows])
+        pd.testing.assert_frame_equal(pd.read_hdf(path, "grp/other"), other.iloc[rows_other])
+    merged = tmp_path / "merged.h5"
+    run("merge", out, "-o", merged, check=0)
+    pd.testing.assert_frame_equal(pd.read_hdf(merged, "df"), df)
+    pd.testing.assert_frame_equal(pd.read_hdf(merged, "grp/other"), other)
+
+
+def test_preset_cuts_a_fixed_frame_of_numbers(tmp_path):
+    df = make_df().drop(columns=["s"])
+    src = tmp_path / "fixed.h5"
+    df.to_hdf(src, "df", format="fixed")
+    out = tmp_path / "mb"
+    run("split", src, "-n", 4, "-o", out, check=0)
+    for i, rows in enumerate(piece_rows(N, 4)):
+        pd.testing.assert_frame_equal(pd.read_hdf(out / f"microbatch-{i:05d}.h5", "df"), df.iloc[rows])
+    merged = tmp_path / "merged.h5"
+    run("merge", out, "-o", merged, check=0)
+    pd.testing.assert_frame_equal(pd.read_hdf(merged, "df"), df)
+
+
+def test_preset_refuses_pickled_object_columns(tmp_path):
+    df = make_df()  # "s" is an object column: format="fixed" pickles it
+    src = tmp_path / "fixed.h5"
+    df.to_hdf(src, "df", format="fixed")
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, str(src), "/df/block", "_values", "pickled", 'format="table"')
+    assert not os.path.exists(tmp_path / "mb" / "manifest.json")

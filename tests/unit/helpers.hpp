@@ -44,7 +44,7 @@ inline NodeInfo group(const std::string& name, std::vector<NodeInfo> children,
   n.kind = NodeInfo::Kind::Group;
   n.name = name;
   n.children = std::move(children);
-  for (auto& a : attributes) n.attributes.push_back({a, {}, false, "int64", false, {}});
+  for (auto& a : attributes) n.attributes.push_back({a, {}, false, "int64", false, {}, {}, false, false});
   return n;
 }
 

@@ -386,3 +386,22 @@ TEST_CASE("rule_json: inspect's object form, one shape for every mode") {
   CHECK(mb::specs::rule_json(LeafRule::derived(mb::Quantity::MaxSeqlen, "/cu"), RuleForm::Object).dump() ==
         R"({"mode":"derive","quantity":"max_seqlen","offsets":"/cu"})");
 }
+
+TEST_CASE("derived leaves with an element, a split leaf's own attributes, drop") {
+  const SpecNode shape = parse_spec(R"({"@shape": {"num_sequences": "/X/indptr", "index": 0}})", "s");
+  LeafRule expected = LeafRule::derived(mb::Quantity::NumSequences, "/X/indptr");
+  expected.element = 0;
+  CHECK(shape.members.at(0).attribute);
+  CHECK(shape.members.at(0).spec.leaf == expected);
+  const SpecNode table = parse_spec(R"({"table": {"split_axis": 0, "@NROWS": {"num_rows": "/df/table"}}})", "s");
+  const SpecNode& leaf = table.members.at(0).spec;
+  CHECK(leaf.kind == SpecNode::Kind::Leaf);
+  CHECK(leaf.leaf == LeafRule::split(0));
+  REQUIRE(leaf.members.size() == 1);
+  CHECK(leaf.members[0].key == "NROWS");
+  CHECK(leaf.members[0].attribute);
+  CHECK(leaf.members[0].spec.leaf == LeafRule::derived(mb::Quantity::NumRows, "/df/table"));
+  CHECK(parse_spec(R"({"_i_table": "drop"})", "s").members.at(0).spec.leaf == LeafRule::drop());
+  CHECK(error_of(R"({"@shape": {"num_sequences": "/X/indptr", "index": -1}})")
+            .rfind("s.json:1:52: \"index\" takes the element of a 1-D attribute", 0) == 0);
+}
