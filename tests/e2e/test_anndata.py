@@ -13,7 +13,7 @@ anndata = pytest.importorskip("anndata")
 pd = pytest.importorskip("pandas")
 sp = pytest.importorskip("scipy.sparse")
 
-from conftest import assert_one_line_error, run, write_spec
+from conftest import assert_one_line_error, run, summary, write_spec
 
 N_OBS, N_VARS = 40, 12
 
@@ -246,6 +246,9 @@ def test_preset_builds_the_spec_from_the_tree(tmp_path):
     a.write_h5ad(src)
     res = run("inspect", src, check=0)
     assert "preset: anndata (detected" in res.out
+    assert "num_sequences of /X/indptr, per file, as element 0" in res.out
+    doc = summary(run("inspect", src, "--json", check=0), "inspect")  # valid against the schema
+    assert '"index": 0' in json.dumps(doc)
     out, pieces = split_pieces(tmp_path, src, 3)
     for path, rows in zip(pieces, rows_of_pieces(a, pieces)):
         piece = anndata.read_h5ad(path)

@@ -1,6 +1,7 @@
 """pandas / PyTables files: written by DataFrame.to_hdf itself, each piece
 read back with pandas.read_hdf and judged against pandas' own slicing
 (df.iloc[rows]); the merge against df. Never against our own reading."""
+import json
 import os
 
 import h5py
@@ -10,7 +11,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("tables")
 
-from conftest import assert_one_line_error, run, write_spec
+from conftest import assert_one_line_error, run, summary, write_spec
 
 N = 50
 
@@ -97,7 +98,10 @@ def test_inspect_shows_what_split_drops(tmp_path):
     src = tmp_path / "df.h5"
     df.to_hdf(src, "df", format="table")
     res = run("inspect", src, "-s", write_spec(tmp_path / "spec.json", SPEC), check=0)
-    assert "drop" in res.out
+    assert "drop (not written by split)" in res.out
+    # inspect --json: the drop and num_rows rules, valid against the schema
+    doc = json.dumps(summary(run("inspect", src, "--json", check=0), "inspect"))
+    assert '"mode": "drop"' in doc and '"quantity": "num_rows"' in doc
 
 
 @pytest.mark.parametrize("data_columns", [None, True])
