@@ -211,11 +211,11 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
     json j;
     j["path"] = specs::escape_name(n.path);
     j["kind"] = n.is_group() ? "group" : "dataset";
+    if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
     if (!n.is_group()) {
       j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
       add_dtype(j, n.value_type);
       j["layout"] = n.storage.layout;
-      if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
       if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
       auto& filters = j["filters"] = json::array();
       for (const auto& f : n.storage.filter_params)

@@ -80,7 +80,11 @@ class Resolver {
     std::vector<int> axes;
     for (std::size_t a = 0; a < ds.dimensions.size(); ++a)
       if (ds.dimensions[a] == spec.leaf.dim) axes.push_back(static_cast<int>(a));
-    if (axes.empty()) return LeafRule::replicate();
+    // netCDF-C's scale of an unlimited dimension without a coordinate
+    // variable is empty (the variables give the length): nothing to cut.
+    const bool empty_unlimited_scale = ds.is_scale && ds.rank() == 1 && ds.shape[0] == 0 &&
+                                       !ds.storage.max_shape.empty() && !ds.storage.max_shape[0];
+    if (axes.empty() || empty_unlimited_scale) return LeafRule::replicate();
     if (axes.size() > 1)
       fail(spec, fmt::format("{} has dimension \"{}\" on axes {} and {}: give the axis to cut (an integer)", ds.path,
                              spec.leaf.dim, axes[0], axes[1]));

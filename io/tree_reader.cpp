@@ -44,6 +44,7 @@ void check_element_count(const SpaceInfo& s, const Location& where) {
 std::optional<std::string> attribute_text(hid_t attr, hid_t type, const SpaceInfo& s, const Location& at) {
   if (s.null_space || s.elements() != 1) return std::nullopt;
   const H5T_class_t cls = H5Tget_class(type);
+  if (cls == H5T_INTEGER || cls == H5T_STRING) io::note_activity(at.file, at.path);  // a read can hang on a corrupt heap
   if (cls == H5T_INTEGER) {
     const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
     std::uint64_t raw = 0;

@@ -10,7 +10,8 @@ packages=(
   hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
   python3-jsonschema                                # the --json outputs checked against docs/schema
-  python3-anndata python3-scipy python3-pandas python3-tables  # AnnData and pandas files (tests/e2e/test_anndata.py, test_pandas.py)
+  python3-xarray python3-netcdf4 python3-h5netcdf   # netCDF-4 inputs written and outputs read back (test_netcdf)
+  python3-anndata python3-scipy python3-pandas python3-tables  # AnnData and pandas files (test_anndata, test_pandas)
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
   dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
 )
