@@ -261,6 +261,9 @@ def test_preset_builds_the_spec_from_the_tree(tmp_path):
     m = anndata.read_h5ad(merged)
     assert_same_adata(m, a)
     assert_same_matrix(m.raw.X, a.raw.X)
+    virtual = tmp_path / "virtual.h5ad"
+    run("merge", out, "--virtual", "-o", virtual, check=0)
+    assert_same_adata(anndata.read_h5ad(virtual), a)
 
 
 def test_preset_refuses_a_csc_matrix_it_would_cut_by_cells(tmp_path):

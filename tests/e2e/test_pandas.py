@@ -125,6 +125,10 @@ def test_preset_cuts_tables_and_drops_index_tables(tmp_path, data_columns):
     run("merge", out, "-o", merged, check=0)
     pd.testing.assert_frame_equal(pd.read_hdf(merged, "df"), df)
     pd.testing.assert_frame_equal(pd.read_hdf(merged, "grp/other"), other)
+    virtual = tmp_path / "virtual.h5"  # NROWS of a virtual table: the merged length
+    run("merge", out, "--virtual", "-o", virtual, check=0)
+    pd.testing.assert_frame_equal(pd.read_hdf(virtual, "df"), df)
+    pd.testing.assert_frame_equal(pd.read_hdf(virtual, "grp/other"), other)
 
 
 def test_preset_cuts_a_fixed_frame_of_numbers(tmp_path):
