@@ -59,7 +59,11 @@ std::string rule_text(const LeafRule& r) {
     case LeafRule::Mode::Offsets: return "offsets";
     case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", r.offsets, r.axis);
     case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", r.offsets, r.axis);
-    case LeafRule::Mode::Derive: return fmt::format("{} of {}, per file", quantity_name(r.quantity), r.offsets);
+    case LeafRule::Mode::Derive:
+      if (r.element)
+        return fmt::format("{} of {}, per file, as element {}", quantity_name(r.quantity), r.offsets, *r.element);
+      return fmt::format("{} of {}, per file", quantity_name(r.quantity), r.offsets);
+    case LeafRule::Mode::Drop: return "drop (not written by split)";
   }
   return "?";
 }

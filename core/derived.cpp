@@ -12,12 +12,15 @@ const char* quantity_name(Quantity q) {
   switch (q) {
     case Quantity::MaxSeqlen: return "max_seqlen";
     case Quantity::NumTokens: return "num_tokens";
+    case Quantity::NumSequences: return "num_sequences";
+    case Quantity::NumRows: return "num_rows";
   }
   return "?";
 }
 
 std::uint64_t derive(Quantity q, const Offsets& offsets) {
   if (offsets.empty()) return 0;
+  if (q == Quantity::NumSequences || q == Quantity::NumRows) return offsets.size() - 1;
   if (q == Quantity::NumTokens) return offsets.back() - offsets.front();
   std::uint64_t longest = 0;
   for (std::size_t i = 1; i < offsets.size(); ++i) longest = std::max(longest, offsets[i] - offsets[i - 1]);
@@ -45,12 +48,19 @@ std::string integer_text(const StoredInteger& stored) {
 }
 
 void check_stored(const DerivedLeaf& leaf, const StoredInteger& stored, const Offsets& offsets) {
-  const std::uint64_t computed = derive(leaf.quantity, offsets);
+  check_stored(leaf, stored, derive(leaf.quantity, offsets));
+}
+
+void check_stored(const DerivedLeaf& leaf, const StoredInteger& stored, std::uint64_t computed) {
   if (same_value(stored, computed)) return;
+  const char* name = quantity_name(leaf.quantity);
+  if (leaf.quantity == Quantity::NumRows)
+    throw Error(fmt::format("{}: holds {} {}, but {} has {} rows: the value is inconsistent with the data "
+                            "(microbatch does not write a silently corrected value)",
+                            leaf.what, name, integer_text(stored), leaf.offsets, computed));
   throw Error(fmt::format("{}: holds {} {}, but its offsets {} give {} {}: the value is inconsistent with the "
                           "offsets (microbatch does not write a silently corrected value)",
-                          leaf.what, quantity_name(leaf.quantity), integer_text(stored), leaf.offsets,
-                          quantity_name(leaf.quantity), computed));
+                          leaf.what, name, integer_text(stored), leaf.offsets, name, computed));
 }
 
 }  // namespace mb

@@ -13,7 +13,8 @@
 namespace mb {
 
 // The quantity of checked offsets (from 0, rising): the longest sequence
-// (0 with no sequences), or the token count offsets[S] - offsets[0].
+// (0 with no sequences), the token count offsets[S] - offsets[0], or the
+// sequence count S (num_rows too, of offsets read as rows).
 std::uint64_t derive(Quantity q, const Offsets& offsets);
 
 // An integer type of at most 64 bits, as the leaf's dtype is: its sign,
@@ -48,5 +49,9 @@ struct DerivedLeaf {
 
 // Refuses a stored value other than the one its file's offsets give.
 void check_stored(const DerivedLeaf& leaf, const StoredInteger& stored, const Offsets& offsets);
+
+// The same with the value computed: for num_rows, the length of the
+// dataset `leaf.offsets` names.
+void check_stored(const DerivedLeaf& leaf, const StoredInteger& stored, std::uint64_t computed);
 
 }  // namespace mb

@@ -10,10 +10,14 @@ namespace mb {
 
 // One declaration and one registry line per preset (core/presets/NAME.cpp).
 Preset netcdf_preset();
+Preset anndata_preset();
+Preset pandas_preset();
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       netcdf_preset(),
+      anndata_preset(),
+      pandas_preset(),
   };
   return all;
 }

@@ -66,6 +66,7 @@ class Resolver {
       case SpecNode::Kind::Leaf:
         out_.datasets[ds.path] = checked_rule(ds, spec);
         positions_[ds.path] = spec.pos;
+        for (const auto& m : spec.members) visit_attribute_key(ds, m.key, m.spec);
         return;
       case SpecNode::Kind::Object:
         fail(spec, fmt::format("spec gives an object (a group) for {}, which is a dataset", ds.path));
@@ -101,12 +102,15 @@ class Resolver {
       return rule;
     }
     if (rule.mode == LeafRule::Mode::Derive) {
+      if (rule.element)
+        fail(spec, fmt::format("\"index\" derives one element of an attribute (a shape); {} is a dataset", ds.path));
       check_derived_target(spec, ds.path, ds.shape, ds.null_space, ds.dtype);
-      references_.push_back({ds.path, rule.offsets, spec.pos});
+      references_.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
       return rule;
     }
+    if (rule.mode == LeafRule::Mode::Drop) return rule;
     if (!rule.cuts_rows()) return rule;
-    if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos});
+    if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
     if (ds.null_space || ds.rank() == 0)
       fail(spec, fmt::format("cannot split {}: it is a rank-0 dataset (use \"replicate\" or a reducer)", ds.path));
     // (axis checks below apply to split, packed and per-sequence leaves alike)
@@ -127,16 +131,22 @@ class Resolver {
   }
 
   // A derived value is one integer per file (a rank-0 dataset or attribute;
-  // a 1-element array would be a second way to say the same). Its width and
-  // sign are the leaf's own: each file's value is checked to fit when written.
+  // a 1-element array would be a second way to say the same), or one
+  // element ("index") of a 1-D integer attribute. Its width and sign are the
+  // leaf's own: each file's value is checked to fit when written.
   void check_derived_target(const SpecNode& spec, const std::string& what, const Shape& shape, bool null_space,
                             const std::string& dtype) const {
     const char* quantity = quantity_name(spec.leaf.quantity);
-    if (null_space || !shape.empty())
+    const std::optional<int>& element = spec.leaf.element;
+    if (element && (null_space || shape.size() != 1 || static_cast<std::uint64_t>(*element) >= shape[0]))
+      fail(spec, fmt::format("\"{}\" with \"index\": {} needs a 1-D integer of more than {} elements; {} has {}",
+                             quantity, *element, *element, what,
+                             null_space ? std::string("a null dataspace") : "shape " + shape_text(shape)));
+    if (!element && (null_space || !shape.empty()))
       fail(spec, fmt::format("\"{}\" needs a rank-0 integer (one value per file); {} has {}", quantity, what,
                              null_space ? std::string("a null dataspace") : "shape " + shape_text(shape)));
     if (dtype.rfind("int", 0) != 0 && dtype.rfind("uint", 0) != 0)
-      fail(spec, fmt::format("\"{}\" needs a rank-0 integer; {} is {}", quantity, what, dtype));
+      fail(spec, fmt::format("\"{}\" needs {} integer; {} is {}", quantity, element ? "an" : "a rank-0", what, dtype));
   }
 
   // A leaf placed on a group applies to every dataset below it (tree prefix).
@@ -150,6 +160,10 @@ class Resolver {
     switch (spec.kind) {
       case SpecNode::Kind::Default:
       case SpecNode::Kind::Leaf:
+        if (!spec.members.empty())
+          fail(spec, fmt::format("spec gives {} a leaf with attribute keys (\"@{}\"): those name one dataset's "
+                                 "attributes, and {} is a group",
+                                 group.path, spec.members.front().key, group.path));
         apply_everywhere(group, spec);
         return;
       case SpecNode::Kind::Array:
@@ -218,14 +232,15 @@ class Resolver {
     if (spec.kind == SpecNode::Kind::Default) return;
     if (spec.kind != SpecNode::Kind::Leaf)
       fail(spec, fmt::format("the spec of attribute {}@{} must be \"replicate\" or a reducer", group.path, name));
-    if (spec.leaf.cuts_rows())
+    if (spec.leaf.cuts_rows() || spec.leaf.mode == LeafRule::Mode::Drop)
       fail(spec,
-           fmt::format("attribute {}@{} cannot be split: attributes are replicated or reduced", group.path, name));
+           fmt::format("attribute {}@{} cannot be {}: attributes are replicated or reduced", group.path, name,
+                       spec.leaf.mode == LeafRule::Mode::Drop ? "dropped" : "split"));
     if (spec.leaf.mode == LeafRule::Mode::Derive) {
       const AttributeInfo& a = *std::find_if(group.attributes.begin(), group.attributes.end(),
                                              [&](const AttributeInfo& x) { return x.name == name; });
       check_derived_target(spec, group.path + "@" + name, a.shape, a.null_space, a.dtype);
-      references_.push_back({group.path + "@" + name, spec.leaf.offsets, spec.pos});
+      references_.push_back({group.path + "@" + name, spec.leaf.offsets, spec.pos, spec.leaf.quantity});
       out_.attributes[{group.path, name}] = spec.leaf;
       return;
     }
@@ -276,14 +291,22 @@ class Resolver {
       case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", rule.offsets, rule.axis);
       case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", rule.offsets, rule.axis);
       case LeafRule::Mode::Derive: return fmt::format("{} of {}", quantity_name(rule.quantity), rule.offsets);
+      case LeafRule::Mode::Drop: return "drop";
     }
     return "?";
   }
 
-  // Every packed / per-sequence / derived leaf must name a dataset whose spec is "offsets".
+  // Every packed / per-sequence / derived leaf must name a dataset whose
+  // spec is "offsets"; num_rows, one split on axis 0.
   void check_offsets_references() const {
     for (const auto& ref : references_) {
       auto it = out_.datasets.find(ref.offsets);
+      if (ref.quantity == Quantity::NumRows) {
+        if (it != out_.datasets.end() && it->second.mode == LeafRule::Mode::Split && it->second.axis == 0) continue;
+        const char* why = it == out_.datasets.end() ? "the file has no dataset there" : "it is not split on axis 0";
+        throw Error(fmt::format("{}: {} is num_rows of {}, but {}", where(spec_name_, ref.pos), ref.dataset,
+                                ref.offsets, why));
+      }
       if (it != out_.datasets.end() && it->second.mode == LeafRule::Mode::Offsets) continue;
       const char* why = it == out_.datasets.end() ? "the file has no dataset there" : "its spec is not \"offsets\"";
       throw Error(fmt::format("{}: {} names {} as its offsets, but {}", where(spec_name_, ref.pos), ref.dataset,
@@ -329,6 +352,7 @@ class Resolver {
     std::string dataset;
     std::string offsets;
     SourcePos pos;
+    Quantity quantity = Quantity::MaxSeqlen;  // of a derived leaf
   };
 
   struct WeightUse {
@@ -365,6 +389,39 @@ LeafRule default_rule(const NodeInfo& dataset) {
 
 Resolution resolve(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name) {
   return Resolver(spec_name).run(root, spec);
+}
+
+namespace {
+
+// True when `node` goes: a dataset whose rule is "drop", or a group that
+// had members and is left with none once its dropped members are gone.
+bool prune(NodeInfo& node, Resolution& resolution) {
+  if (!node.is_group()) {
+    const auto it = resolution.datasets.find(node.path);
+    return it != resolution.datasets.end() && it->second.mode == LeafRule::Mode::Drop;
+  }
+  if (node.children.empty()) return false;
+  std::vector<NodeInfo> kept;
+  for (auto& child : node.children) {
+    if (!prune(child, resolution)) {
+      kept.push_back(std::move(child));
+      continue;
+    }
+    for_each_node(child, [&](const NodeInfo& gone) { resolution.datasets.erase(gone.path); });
+  }
+  node.children = std::move(kept);
+  return node.children.empty();
+}
+
+}  // namespace
+
+void prune_dropped(NodeInfo& root, Resolution& resolution) {
+  if (prune(root, resolution)) root.children.clear();  // the root stays, even with every dataset dropped
+  for (auto it = resolution.attributes.begin(); it != resolution.attributes.end();) {
+    bool found = false;
+    for_each_node(root, [&](const NodeInfo& n) { found = found || n.path == it->first.first; });
+    it = found ? std::next(it) : resolution.attributes.erase(it);
+  }
 }
 
 }  // namespace mb

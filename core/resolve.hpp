@@ -32,4 +32,9 @@ LeafRule default_rule(const NodeInfo& dataset);
 // spec node, when the spec does not fit the tree.
 Resolution resolve(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
 
+// Split's view of the tree: datasets whose rule is "drop" removed, with
+// every group they leave empty, and their rules with them (the outputs,
+// and the manifest's spec, hold none of them).
+void prune_dropped(NodeInfo& root, Resolution& resolution);
+
 }  // namespace mb

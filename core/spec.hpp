@@ -20,10 +20,13 @@ const char* reducer_name(Reducer r);
 
 // A number a Derive leaf computes from an offsets dataset (S+1 values):
 // the longest sequence, max of offsets[i+1] - offsets[i] (0 with no
-// sequences), or the token count, offsets[S] - offsets[0].
-enum class Quantity { MaxSeqlen, NumTokens };
+// sequences), the token count, offsets[S] - offsets[0], or the sequence
+// count S (a sparse matrix's rows, AnnData's shape[0]). NumRows is of a
+// dataset split on axis 0 instead: its length in the file (PyTables' NROWS).
+enum class Quantity { MaxSeqlen, NumTokens, NumSequences, NumRows };
 
-const char* quantity_name(Quantity q);  // "max_seqlen", "num_tokens": the spec's keys
+// "max_seqlen", "num_tokens", "num_sequences", "num_rows": the spec's keys
+const char* quantity_name(Quantity q);
 
 // What happens to one leaf (dataset or attribute).
 struct LeafRule {
@@ -35,6 +38,7 @@ struct LeafRule {
     Packed,       // token-level data packed along `axis`, described by the offsets at `offsets`
     PerSequence,  // one row per sequence along `axis`, sequences described by `offsets`
     Derive,       // a rank-0 integer recomputed per file: `quantity` of the offsets at `offsets`
+    Drop,         // split only: not written (a derived index, PyTables' _i_table, that a cut would falsify)
   };
   Mode mode = Mode::Replicate;
   int axis = 0;  // as written (may be negative) or, once resolved, normalised
@@ -54,30 +58,40 @@ struct LeafRule {
   // it into the axis that dimension is on, or into Replicate for a dataset
   // without it; a resolved rule has none.
   std::string dim;
+  // Derive only: the element of a 1-D integer leaf that is derived (a
+  // shape's row count); the other elements are replicated. None: rank 0.
+  std::optional<int> element;
 
   static LeafRule split(int axis) {
-    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
   static LeafRule split_dim(std::string dim) {
-    return {Mode::Split, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, std::move(dim)};
+    return {Mode::Split, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, std::move(dim), {}};
   }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
   static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
-    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}, {}};
   }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}}; }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
   static LeafRule packed(std::string offsets, int axis) {
-    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
   }
   static LeafRule derived(Quantity q, std::string offsets) {
-    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}};
+    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}, {}};
+  }
+  static LeafRule drop() {
+    LeafRule r;
+    r.mode = Mode::Drop;
+    return r;
   }
   // True when each microbatch holds some of the rows along `axis`.
-  bool cuts_rows() const { return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive; }
+  bool cuts_rows() const {
+    return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive && mode != Mode::Drop;
+  }
   bool stacks() const { return mode == Mode::Reduce && reducer == Reducer::Stack; }
   bool weighted() const { return mode == Mode::Reduce && !weight.empty(); }
   // "/path" or "/path@name", as messages show the weight.
@@ -99,7 +113,8 @@ struct SpecNode {
   Kind kind = Kind::Default;
   SourcePos pos;
   LeafRule leaf;                                        // Kind::Leaf
-  std::vector<SpecMember> members;                     // Kind::Object, in file order
+  std::vector<SpecMember> members;                     // Kind::Object, in file order; Kind::Leaf: the
+                                                       // dataset's own "@name" keys (a split leaf's)
   std::shared_ptr<SpecNode> star;                      // Kind::Object: the "*" entry, if any
   std::vector<SpecNode> elements;                      // Kind::Array
 

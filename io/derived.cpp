@@ -1,5 +1,7 @@
 #include "io/derived.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/derived.hpp"
@@ -47,23 +49,50 @@ hid_t integer_memory_type(const Opened& o, const LeafRule& rule, const h5::Locat
   return h5::offsets_memory_type(o.type.get(), where);  // int64 or uint64, by the sign
 }
 
-// The stored value, exact: read as int64 or uint64 by the type's sign.
-StoredInteger read_stored(const Opened& o, hid_t memory, const h5::Location& where) {
-  const auto read = [&](void* buffer) {
-    if (o.is_attribute()) {
-      h5::check(H5Aread(o.value(), memory, buffer), where, "cannot read the attribute");
-    } else {
-      h5::check(H5Dread(o.value(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer), where, "cannot read the value");
-    }
-  };
-  if (memory == H5T_NATIVE_UINT64) {
-    std::uint64_t v = 0;
-    read(&v);
-    return v;
+// The elements of the value (one, for rank 0), read as `memory` (int64 or
+// uint64, by the type's sign), so that every value is exact.
+std::vector<std::uint64_t> read_elements(const Opened& o, hid_t memory, const h5::Location& where) {
+  const h5::Id space(o.is_attribute() ? H5Aget_space(o.value()) : H5Dget_space(o.value()), where,
+                     "cannot read the dataspace");
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(std::max<hssize_t>(n, 1)));
+  if (o.is_attribute()) {
+    h5::check(H5Aread(o.value(), memory, values.data()), where, "cannot read the attribute");
+  } else {
+    h5::check(H5Dread(o.value(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
+              "cannot read the value");
   }
-  std::int64_t v = 0;
-  read(&v);
-  return v;
+  return values;
+}
+
+void write_elements(const Opened& o, hid_t memory, const std::vector<std::uint64_t>& values,
+                    const h5::Location& where) {
+  if (o.is_attribute()) {
+    h5::check(H5Awrite(o.value(), memory, values.data()), where, "cannot write the attribute");
+  } else {
+    h5::check(H5Dwrite(o.value(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
+              "cannot write the value");
+  }
+}
+
+// The derived element (the only one of a rank-0 leaf), exact.
+StoredInteger read_stored(const Opened& o, const LeafRule& rule, hid_t memory, const h5::Location& where) {
+  const std::vector<std::uint64_t> values = read_elements(o, memory, where);
+  const std::size_t at = static_cast<std::size_t>(rule.element.value_or(0));
+  if (at >= values.size())
+    throw Error(fmt::format("{}: has {} elements, no element {} to derive", where.describe(), values.size(), at));
+  if (memory == H5T_NATIVE_UINT64) return values[at];
+  return static_cast<std::int64_t>(values[at]);
+}
+
+// The length of the dataset at `path` of `file` along axis 0 (num_rows).
+std::uint64_t rows_of(hid_t file, const std::string& path, const h5::Location& where) {
+  const h5::Id dataset = h5::open_object(file, path, where);
+  const h5::Id space(H5Dget_space(dataset.get()), where, "cannot read the dataspace");
+  hsize_t dims[H5S_MAX_RANK] = {};
+  if (H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 1)
+    throw Error(fmt::format("{}: num_rows of {} needs a dataset of rank >= 1", where.describe(), path));
+  return dims[0];
 }
 
 // The offsets `file` holds at `path`, checked as every offsets dataset is.
@@ -88,12 +117,15 @@ std::vector<DerivedTarget> derived_targets(const NodeInfo& tree, const Resolutio
   return out;
 }
 
-void check_derived_value(hid_t object, const std::string& attribute, const LeafRule& rule, const Offsets& offsets,
-                         const h5::Location& where) {
+void check_derived_value(hid_t object, const std::string& attribute, const LeafRule& rule,
+                         const std::map<std::string, Offsets>& offsets, const h5::Location& where) {
   const Opened o = open_value(object, attribute, where);
   const std::string what = where.describe();
-  check_stored({what, rule.quantity, rule.offsets}, read_stored(o, integer_memory_type(o, rule, where), where),
-               offsets);
+  const StoredInteger stored = read_stored(o, rule, integer_memory_type(o, rule, where), where);
+  if (rule.quantity != Quantity::NumRows)
+    return check_stored({what, rule.quantity, rule.offsets}, stored, offsets.at(rule.offsets));
+  const h5::Id file(H5Iget_file_id(object), where, "cannot find the file");
+  check_stored({what, rule.quantity, rule.offsets}, stored, rows_of(file.get(), rule.offsets, where));
 }
 
 void check_derived_values(hid_t file, const std::string& file_name, const std::vector<DerivedTarget>& targets,
@@ -101,29 +133,35 @@ void check_derived_values(hid_t file, const std::string& file_name, const std::v
   for (const auto& target : targets) {
     const h5::Location where{file_name, target.text()};
     const h5::Id object = h5::open_object(file, target.path, where);
-    check_derived_value(object.get(), target.attribute, target.rule, offsets.at(target.rule.offsets), where);
+    check_derived_value(object.get(), target.attribute, target.rule, offsets, where);
   }
+}
+
+// The value a written file's target takes: of the offsets it holds (read
+// once per file, kept in `offsets`), or the rows of its dataset.
+std::uint64_t written_value(hid_t file, const std::string& file_name, const LeafRule& rule,
+                            std::map<std::string, Offsets>& offsets) {
+  const std::string& from = rule.offsets;
+  if (rule.quantity == Quantity::NumRows) return rows_of(file, from, {file_name, from});
+  if (!offsets.count(from)) offsets[from] = file_offsets(file, from, {file_name, from});
+  return derive(rule.quantity, offsets.at(from));
 }
 
 void write_derived_values(hid_t file, const std::string& file_name, const std::vector<DerivedTarget>& targets) {
   std::map<std::string, Offsets> offsets;  // by path, read once per file
   for (const auto& target : targets) {
-    const std::string& from = target.rule.offsets;
-    if (!offsets.count(from)) offsets[from] = file_offsets(file, from, {file_name, from});
-    const std::uint64_t value = derive(target.rule.quantity, offsets.at(from));
+    const std::uint64_t value = written_value(file, file_name, target.rule, offsets);
     const h5::Location where{file_name, target.text()};
     const Opened o = open_target(file, target, where);
-    integer_memory_type(o, target.rule, where);
+    const hid_t memory = integer_memory_type(o, target.rule, where);
     const IntegerType type{H5Tget_sign(o.type.get()) == H5T_SGN_2,
                            static_cast<unsigned>(H5Tget_precision(o.type.get())), h5::dtype_name(o.type.get())};
     check_fits(where.describe(), target.rule.quantity, value, type);
-    // In range, HDF5's conversion from uint64 to any integer type is exact.
-    if (o.is_attribute()) {
-      h5::check(H5Awrite(o.value(), H5T_NATIVE_UINT64, &value), where, "cannot write the attribute");
-    } else {
-      h5::check(H5Dwrite(o.value(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), where,
-                "cannot write the value");
-    }
+    // The other elements of a 1-D leaf (a shape's other sizes) are kept as
+    // they are; in range, HDF5's conversion between integer types is exact.
+    std::vector<std::uint64_t> values = read_elements(o, memory, where);
+    values.at(static_cast<std::size_t>(target.rule.element.value_or(0))) = value;
+    write_elements(o, memory, values, where);
   }
 }
 

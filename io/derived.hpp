@@ -28,11 +28,12 @@ struct DerivedTarget {
 // further name is the same object).
 std::vector<DerivedTarget> derived_targets(const NodeInfo& tree, const Resolution& resolution);
 
-// Refuses a stored value that is not what the file's offsets give: the
-// dataset `object` (`attribute` empty), or that attribute of `object`;
+// Refuses a stored value that is not what the file's offsets give (by
+// path; num_rows: the length of the dataset in the file holding `object`):
+// the dataset `object` (`attribute` empty), or that attribute of `object`;
 // `where` names it ("file: /path" or "file: /path@name").
-void check_derived_value(hid_t object, const std::string& attribute, const LeafRule& rule, const Offsets& offsets,
-                         const h5::Location& where);
+void check_derived_value(hid_t object, const std::string& attribute, const LeafRule& rule,
+                         const std::map<std::string, Offsets>& offsets, const h5::Location& where);
 
 // The same for every target of a file (`file`, named `file_name`), with
 // its offsets (checked, by path).

@@ -18,7 +18,8 @@ std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::s
   check_preset_name(choice);  // before opening anything
   if (choice == "none") return std::nullopt;
   h5::Id file = h5::open_read_only(input);
-  return preset_spec(choice, h5::read_tree(file.get(), input));
+  const NodeInfo tree = h5::read_tree(file.get(), input);
+  return about_file(input, [&] { return preset_spec(choice, tree); });  // a preset's refusal names the file
 }
 
 Prepared prepare(const PrepareRequest& request) {
@@ -43,7 +44,8 @@ Prepared prepare(const PrepareRequest& request) {
   const SpecNode* spec = request.spec;
   std::string spec_name = request.spec_name;
   const SpecNode default_spec = SpecNode::make_default();
-  if (!spec && request.preset) out.preset = preset_spec(*request.preset, out.tree);
+  if (!spec && request.preset)  // a preset's refusal (a CSC matrix, pickles) names the file
+    out.preset = about_file(input, [&] { return preset_spec(*request.preset, out.tree); });
   if (out.preset) {
     spec = &out.preset->spec;
     spec_name = "preset " + out.preset->name;
@@ -54,6 +56,7 @@ Prepared prepare(const PrepareRequest& request) {
   }
   if (spec) out.resolution = about_file(input, [&] { return resolve(out.tree, *spec, spec_name); });
   if (!request.partition || !out.resolution) return out;
+  prune_dropped(out.tree, *out.resolution);
   const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);
   out.plan = about_file(input, [&] { return plan_split(out.tree, *out.resolution, *request.partition, offsets); });
   // The batch's derived values must be what its offsets give: a split of an

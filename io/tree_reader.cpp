@@ -115,7 +115,13 @@ herr_t collect_scale(hid_t, unsigned, hid_t scale, void* data) {
 // Which dimension scales are attached to each axis (DIMENSION_LIST), and the
 // name of each axis' dimension (see NodeInfo::dimensions).
 void read_scales(hid_t dataset, const Location& where, NodeInfo& node) {
-  const htri_t scale = H5DSis_scale(dataset);
+  // HDF5 1.10.8's H5DSis_scale leaks two ids (the CLASS attribute and its
+  // type) for a CLASS that is not DIMENSION_SCALE (PyTables' "TABLE",
+  // "EARRAY"...): it is asked only about datasets whose CLASS says so.
+  const auto cls = std::find_if(node.attributes.begin(), node.attributes.end(),
+                                [](const AttributeInfo& a) { return a.name == "CLASS"; });
+  const bool says_scale = cls != node.attributes.end() && cls->text && *cls->text == "DIMENSION_SCALE";
+  const htri_t scale = says_scale ? H5DSis_scale(dataset) : 0;
   if (scale < 0) fail(where, "cannot tell whether the dataset is a dimension scale");
   node.is_scale = scale > 0;
   node.dimensions.assign(node.shape.size(), "");

@@ -11,6 +11,7 @@ packages=(
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
   python3-jsonschema                                # the --json outputs checked against docs/schema
   python3-xarray python3-netcdf4 python3-h5netcdf   # netCDF-4 inputs written and outputs read back (test_netcdf)
+  python3-anndata python3-scipy python3-pandas python3-tables  # AnnData and pandas files (test_anndata, test_pandas)
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
   dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
   slurm-wlm munge openmpi-bin libopenmpi-dev        # the Slurm tests' one-node cluster, srun --mpi=pmix, mpicc

@@ -112,21 +112,34 @@ nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
     case LeafRule::Mode::PerSequence:
       return spec ? json{{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}}
                   : json{{"mode", "per_sequence"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
-    case LeafRule::Mode::Derive:
-      return spec ? json{{quantity_name(rule.quantity), escape_name(rule.offsets)}}
-                  : json{{"mode", "derive"}, {"quantity", quantity_name(rule.quantity)},
-                         {"offsets", escape_name(rule.offsets)}};
+    case LeafRule::Mode::Derive: {
+      json out = spec ? json{{quantity_name(rule.quantity), escape_name(rule.offsets)}}
+                      : json{{"mode", "derive"}, {"quantity", quantity_name(rule.quantity)},
+                             {"offsets", escape_name(rule.offsets)}};
+      if (rule.element) out["index"] = *rule.element;
+      return out;
+    }
+    case LeafRule::Mode::Drop: return spec ? json("drop") : json{{"mode", "drop"}};
   }
   return nullptr;
 }
 
 nlohmann::ordered_json resolved_spec_json(const NodeInfo& node, const Resolution& resolution) {
-  if (!node.is_group()) return rule_json(resolution.dataset_rule(node.path));
   auto out = nlohmann::ordered_json::object();
   for (const auto& a : node.attributes) {
     const LeafRule rule = resolution.attribute_rule(node.path, a.name);
     if (rule.mode == LeafRule::Mode::Reduce || rule.mode == LeafRule::Mode::Derive)
       out[attribute_key(a.name)] = rule_json(rule);
+  }
+  if (!node.is_group()) {
+    // A dataset's own derived or reduced attributes go beside its split
+    // axis: {"split_axis": 0, "@NROWS": {"num_rows": "/df/table"}}.
+    const LeafRule& rule = resolution.dataset_rule(node.path);
+    if (out.empty()) return rule_json(rule);
+    nlohmann::ordered_json leaf = rule_json(rule);
+    if (!leaf.is_object()) leaf = {{"split_axis", rule.axis}};
+    for (auto& [key, value] : out.items()) leaf[key] = value;
+    return leaf;
   }
   for (const auto& child : node.children) out[member_key(child.name)] = resolved_spec_json(child, resolution);
   return out;

@@ -237,9 +237,11 @@ class Converter {
       case JNode::Type::String:
         if (j.text == "replicate") return SpecNode::make_leaf(LeafRule::replicate());
         if (j.text == "offsets") return SpecNode::make_leaf(LeafRule::offsets_leaf());
-        b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\" (expected an axis, \"replicate\", \"offsets\", "
+        if (j.text == "drop") return SpecNode::make_leaf(LeafRule::drop());
+        b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\" (expected an axis, \"replicate\", \"offsets\", \"drop\", "
                                    "{{\"split_axis\": k}}, {{\"reduce\": ...}}, {{\"packed\": ...}}, "
-                                   "{{\"per_sequence\": ...}}, {{\"max_seqlen\": \"/offsets\"}}, {{\"num_tokens\": \"/offsets\"}}, null, "
+                                   "{{\"per_sequence\": ...}}, {{\"max_seqlen\": \"/offsets\"}}, {{\"num_tokens\": \"/offsets\"}}, "
+                                   "{{\"num_sequences\": \"/offsets\"}}, {{\"num_rows\": \"/table\"}}, null, "
                                    "an object or an array)",
                                    j.text));
       case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
@@ -272,11 +274,13 @@ class Converter {
     return k == "split_axis" || k == "reduce" || k == "packed" || k == "per_sequence";
   }
 
-  // {"max_seqlen": "/offsets"} and {"num_tokens": "/offsets"}: those are
+  // {"max_seqlen": "/offsets"}, {"num_tokens": "/offsets"}, {"num_sequences":
+  // "/offsets"} and {"num_rows": "/table"}: those are
   // common member names ({"num_tokens": "replicate"} is a group's member),
   // so they make a leaf only with an absolute path, which no member's spec is.
   static const Quantity* derived_quantity(const std::string& k, const JNode& value) {
-    static const Quantity quantities[] = {Quantity::MaxSeqlen, Quantity::NumTokens};
+    static const Quantity quantities[] = {Quantity::MaxSeqlen, Quantity::NumTokens, Quantity::NumSequences,
+                                          Quantity::NumRows};
     if (value.type != JNode::Type::String || value.text.empty() || value.text[0] != '/') return nullptr;
     for (const auto& q : quantities)
       if (k == quantity_name(q)) return &q;
@@ -320,11 +324,23 @@ class Converter {
     return SpecNode::make_leaf(LeafRule::split_dim(j.values[at].text));
   }
 
-  // {"split_axis": k} and {"split_axis": k, "sequence_axis": s}.
+  // {"split_axis": k} and {"split_axis": k, "sequence_axis": s}; "@name"
+  // keys give the dataset's own attributes a spec (PyTables' NROWS:
+  // {"split_axis": 0, "@NROWS": {"num_rows": "/df/table"}}).
   SpecNode split_leaf(const JNode& j, std::size_t at) const {
     LeafRule rule = LeafRule::split(axis_of(j.values[at]));
+    std::vector<SpecMember> attributes;
     for (std::size_t i = 0; i < j.keys.size(); ++i) {
       if (i == at) continue;
+      if (j.keys[i].size() > 1 && j.keys[i][0] == '@') {
+        const std::string name = name_at(j.keys[i].substr(1), j.key_pos[i]);
+        for (const auto& a : attributes)
+          if (a.key == name)
+            b_.fail(j.key_pos[i], fmt::format("key \"{}\" names the same attribute as an earlier key",
+                                              printable(j.keys[i])));
+        attributes.push_back({name, convert(j.values[i]), true});
+        continue;
+      }
       if (j.keys[i] != "sequence_axis")
         b_.fail(j.key_pos[i], fmt::format("a \"split_axis\" leaf takes only \"sequence_axis\" besides the axis, not "
                                           "\"{}\" (to name group members called so, they cannot be mixed with "
@@ -332,7 +348,9 @@ class Converter {
                                           printable(j.keys[i])));
       rule.sequence_axis = axis_of(j.values[i]);
     }
-    return SpecNode::make_leaf(rule);
+    SpecNode n = SpecNode::make_leaf(rule);
+    n.members = std::move(attributes);
+    return n;
   }
 
   // {"reduce": op}, and {"reduce": "mean", "weight": "/path"} or
@@ -374,15 +392,24 @@ class Converter {
     return LeafRule::weighted_mean(path, attribute);
   }
 
-  // {"max_seqlen": "/path/of/offsets"} or {"num_tokens": ...}, alone.
+  // {"max_seqlen": "/path/of/offsets"} or {"num_tokens": ...}, alone or
+  // with "index": k (the element of a 1-D attribute that is derived, as
+  // AnnData's shape[0] is).
   SpecNode derived_leaf(const JNode& j, std::size_t at, Quantity q) const {
     const JNode& value = j.values[at];
-    for (std::size_t i = 0; i < j.keys.size(); ++i)
-      if (i != at)
-        b_.fail(j.key_pos[i], fmt::format("a \"{}\" leaf takes only the offsets path, not \"{}\" (to name group "
-                                          "members called so, give them a spec other than a path)",
+    LeafRule rule = LeafRule::derived(q, name_at(value.text, value.pos));
+    for (std::size_t i = 0; i < j.keys.size(); ++i) {
+      if (i == at) continue;
+      if (j.keys[i] != "index")
+        b_.fail(j.key_pos[i], fmt::format("a \"{}\" leaf takes only the offsets path and \"index\", not \"{}\" (to "
+                                          "name group members called so, give them a spec other than a path)",
                                           quantity_name(q), printable(j.keys[i])));
-    return SpecNode::make_leaf(LeafRule::derived(q, name_at(value.text, value.pos)));
+      const JNode& index = j.values[i];
+      if (index.type != JNode::Type::Integer || !index.integer_fits || index.integer < 0 || index.integer > 1024)
+        b_.fail(index.pos, "\"index\" takes the element of a 1-D attribute, an integer from 0");
+      rule.element = static_cast<int>(index.integer);
+    }
+    return SpecNode::make_leaf(rule);
   }
 
   // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.

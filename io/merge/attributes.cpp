@@ -24,6 +24,19 @@ void check_equal(const Context& ctx, const std::string& what, const KeptValue& a
     ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, *at}));
 }
 
+// A derived element's neighbours (a sparse matrix's column count beside its
+// derived row count) are replicated: equal in every input.
+void check_other_elements(const Context& ctx, const std::string& what, const KeptValue& a,
+                          const h5::AttributeValue& b, std::uint64_t derived) {
+  const ValueType t = h5::value_type_of(a.type, ctx.model_where(what));
+  const std::size_t size = H5Tget_size(a.type);
+  const std::uint64_t n = a.shape.elements();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (i == derived || !first_difference(t, static_cast<const char*>(a.data.data()) + i * size, static_cast<const char*>(b.data.data()) + i * size, 1)) continue;
+    ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, i}));
+  }
+}
+
 // The model's value of attribute `index` of `node`: kept at input 0, or
 // read again from the model's object when it did not fit the budget.
 // (`index` counts the attributes merged: dimension-scale ones are not.)
@@ -58,7 +71,7 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, attr.name);
     h5::AttributeValue value = h5::read_attribute(object, attr.name, at);
     if (rule.mode == LeafRule::Mode::Derive)  // the merged batch's value replaces it after the walk
-      check_derived_value(object, attr.name, rule, ctx.offsets->at(rule.offsets), at.attribute(attr.name));
+      check_derived_value(object, attr.name, rule, *ctx.offsets, at.attribute(attr.name));
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
     values.push_back(ctx.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
@@ -91,7 +104,8 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     }
     // A derived value differs from file to file: each is what its own file's offsets give.
     if (rule.mode == LeafRule::Mode::Derive) {
-      check_derived_value(object, name, rule, ctx.offsets->at(rule.offsets), ctx.where(what));
+      check_derived_value(object, name, rule, *ctx.offsets, ctx.where(what));
+      if (rule.element) check_other_elements(ctx, what, model, value, static_cast<std::uint64_t>(*rule.element));
       continue;
     }
     // A phony dimension's NAME states its length: each file's own, the

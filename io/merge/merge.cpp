@@ -23,6 +23,12 @@ namespace mb::io {
 namespace {
 
 void check_options(const MergeJob& job, const Resolution& resolution) {
+  // A split's pieces hold no dropped dataset (split prunes them); files that
+  // still hold one would be merged without it, which is not their batch.
+  for (const auto& [path, rule] : resolution.datasets)
+    if (rule.mode == LeafRule::Mode::Drop)
+      throw Error(fmt::format("{}: {}: \"drop\" applies to split only: merge writes every dataset of its inputs",
+                              job.inputs.front().path, path));
   if (job.dp.degree == 1) return;
   for (const auto& [path, rule] : resolution.datasets)
     if (rule.mode == LeafRule::Mode::Offsets)

@@ -44,6 +44,7 @@ void write_data(const Context& ctx, const DatasetPair& in, const LeafRule& rule,
     // A derived value differs from file to file: each input's was checked
     // against its offsets, and the merged batch's is written after the walk.
     case LeafRule::Mode::Derive: return;
+    case LeafRule::Mode::Drop: return;  // refused by merge before the walk (check_options)
     case LeafRule::Mode::Replicate: {
       if (!ctx.first()) return compare_replicated(ctx, in);
       const Selection all = Selection::all(in.model.space.dims);
@@ -70,7 +71,8 @@ bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule,
     case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
     case LeafRule::Mode::Offsets: return true;
     case LeafRule::Mode::Replicate:
-    case LeafRule::Mode::Derive: return false;
+    case LeafRule::Mode::Derive:
+    case LeafRule::Mode::Drop: return false;
     case LeafRule::Mode::Reduce: return rule.stacks() || (ctx.last() && ctx.carried.reducing.count(ds.path));
   }
   return true;
@@ -86,7 +88,7 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   // Each input's derived value is what its own offsets give (the merged
   // batch's is written after the walk).
   if (rule.mode == LeafRule::Mode::Derive)
-    check_derived_value(object, {}, rule, ctx.offsets->at(rule.offsets), ctx.where(ds.path));
+    check_derived_value(object, {}, rule, *ctx.offsets, ctx.where(ds.path));
   if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   // Context parallelism: of a dataset the same for every CP rank, only CP

@@ -57,3 +57,13 @@ TEST_CASE("an inconsistent stored value is refused naming both values") {
   CHECK(message.rfind("in.h5: /max_seqlen: holds max_seqlen 9, but its offsets /cu_seqlens give max_seqlen 7", 0) ==
         0);
 }
+
+TEST_CASE("num_sequences counts the offsets' sequences; num_rows is checked against a length") {
+  CHECK(mb::derive(Quantity::NumSequences, Offsets{0, 3, 10, 12}) == 3);
+  CHECK(mb::derive(Quantity::NumSequences, Offsets{0}) == 0);
+  const std::string what = "b.h5: /df/table@NROWS";
+  const std::string table = "/df/table";
+  CHECK_NOTHROW(mb::check_stored({what, Quantity::NumRows, table}, std::int64_t{20}, std::uint64_t{20}));
+  CHECK(message_of([&] { mb::check_stored({what, Quantity::NumRows, table}, std::int64_t{19}, std::uint64_t{20}); })
+            .rfind("b.h5: /df/table@NROWS: holds num_rows 19, but /df/table has 20 rows", 0) == 0);
+}

@@ -350,10 +350,10 @@ TEST_CASE("derived leaves: {\"max_seqlen\": path} and {\"num_tokens\": path}") {
 
 TEST_CASE("derived-leaf errors name the spec, line and column") {
   CHECK(error_of(R"({"max_seqlen": "/cu", "axis": 0})") ==
-        "s.json:1:23: a \"max_seqlen\" leaf takes only the offsets path, not \"axis\" (to name group members called "
-        "so, give them a spec other than a path)");
+        "s.json:1:23: a \"max_seqlen\" leaf takes only the offsets path and \"index\", not \"axis\" (to name group "
+        "members called so, give them a spec other than a path)");
   CHECK(error_of("{\n  \"num_tokens\": \"/cu\",\n  \"x\": 1\n}").rfind(
-            "s.json:3:3: a \"num_tokens\" leaf takes only the offsets path, not \"x\"", 0) == 0);
+            "s.json:3:3: a \"num_tokens\" leaf takes only the offsets path and \"index\", not \"x\"", 0) == 0);
   CHECK(error_of(R"({"max_seqlen": "/a\\q"})").rfind("s.json:1:16: unknown escape", 0) == 0);
   // a relative path is a member's spec, which names no known form
   CHECK(error_of(R"({"max_seqlen": "cu_seqlens"})").rfind("s.json:1:16: unknown leaf spec \"cu_seqlens\"", 0) == 0);
@@ -385,4 +385,23 @@ TEST_CASE("rule_json: inspect's object form, one shape for every mode") {
   CHECK(parse_spec(mb::specs::rule_json(cp).dump(), "s").leaf == cp);
   CHECK(mb::specs::rule_json(LeafRule::derived(mb::Quantity::MaxSeqlen, "/cu"), RuleForm::Object).dump() ==
         R"({"mode":"derive","quantity":"max_seqlen","offsets":"/cu"})");
+}
+
+TEST_CASE("derived leaves with an element, a split leaf's own attributes, drop") {
+  const SpecNode shape = parse_spec(R"({"@shape": {"num_sequences": "/X/indptr", "index": 0}})", "s");
+  LeafRule expected = LeafRule::derived(mb::Quantity::NumSequences, "/X/indptr");
+  expected.element = 0;
+  CHECK(shape.members.at(0).attribute);
+  CHECK(shape.members.at(0).spec.leaf == expected);
+  const SpecNode table = parse_spec(R"({"table": {"split_axis": 0, "@NROWS": {"num_rows": "/df/table"}}})", "s");
+  const SpecNode& leaf = table.members.at(0).spec;
+  CHECK(leaf.kind == SpecNode::Kind::Leaf);
+  CHECK(leaf.leaf == LeafRule::split(0));
+  REQUIRE(leaf.members.size() == 1);
+  CHECK(leaf.members[0].key == "NROWS");
+  CHECK(leaf.members[0].attribute);
+  CHECK(leaf.members[0].spec.leaf == LeafRule::derived(mb::Quantity::NumRows, "/df/table"));
+  CHECK(parse_spec(R"({"_i_table": "drop"})", "s").members.at(0).spec.leaf == LeafRule::drop());
+  CHECK(error_of(R"({"@shape": {"num_sequences": "/X/indptr", "index": -1}})")
+            .rfind("s.json:1:52: \"index\" takes the element of a 1-D attribute", 0) == 0);
 }
