@@ -100,8 +100,8 @@ def make(name, path, scale):
             words = np.array([f"prompt number {i} " + "x" * (i % 40) for i in range(1000)], dtype=object)
             f.create_dataset("text", data=words[np.arange(n) % 1000], dtype=h5py.string_dtype())
         elif name == "compressed-unaligned":
-            rows = int(4096 * scale)  # chunks of 48 rows: a microbatch (rows/8 = 512) starts mid-chunk
-            d = f.create_dataset("x", (rows, 16384), dtype=np.float32, chunks=(48, 4096), compression="gzip",
+            rows = int(4096 * scale)  # chunks of 50 rows: every microbatch (rows/8 = 512) but the first starts mid-chunk
+            d = f.create_dataset("x", (rows, 16384), dtype=np.float32, chunks=(50, 4096), compression="gzip",
                                  compression_opts=4, shuffle=True)
             base = rng.standard_normal((256, 16384), dtype=np.float32).round(2)
             for r in range(0, rows, 256):
