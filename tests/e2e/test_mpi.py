@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import BINARY, ENV, Result, h5diff, listing, run, summary, write_spec
+from test_shards import SPEC, make  # the same batch: a chunked tensor, groups, strings, packed tokens
 
 # Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
 MPI_BINARY = os.environ.get("MICROBATCH_MPI")
@@ -31,22 +32,6 @@ def mpirun(np_, binary, *args, wrap=None):
     proc = subprocess.run(["mpirun", "--oversubscribe", "-np", str(np_), *command], capture_output=True, text=True,
                           timeout=600, stdin=subprocess.DEVNULL, env=MPI_ENV)
     return Result(proc)
-
-
-def make(path, rows=120):
-    with h5py.File(path, "w") as f:
-        f.create_dataset("x", data=np.random.default_rng(3).standard_normal((rows, 64)).astype(np.float32),
-                         chunks=(7, 64), compression="gzip")  # chunks not aligned with the cut
-        for k in range(5):
-            f[f"g/d{k}"] = np.arange(rows) + k
-        f["text"] = np.array([f"t{i}" for i in range(rows)], dtype=h5py.string_dtype())
-        f["tok"] = np.arange(2 * rows)
-        f["cu"] = np.arange(0, 2 * rows + 1, 2)
-        f.attrs["step"] = 1
-    return path
-
-
-SPEC = {"x": 0, "g": 0, "text": 0, "tok": {"packed": "/cu"}, "cu": "offsets"}
 
 
 @pytest.fixture
