@@ -210,6 +210,11 @@ StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& 
   return info;
 }
 
+bool has_external_storage(hid_t dataset, const Location& where) {
+  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  return check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
+}
+
 void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.kind = NodeInfo::Kind::Dataset;
   Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
@@ -235,9 +240,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   // libhdf5 reads a virtual dataset's sources and external storage's files
   // by name, past the remote driver: local files that happen to have those
   // names would be read instead of the remote file's.
-  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
-  if (is_remote(where.file) && (node.storage.layout == "virtual" ||
-                                check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0))
+  if (is_remote(where.file) && (node.storage.layout == "virtual" || has_external_storage(dataset, where)))
     node.storage.unreadable = where.describe() + ": its data is stored in other files (a virtual dataset or external "
                               "storage), which cannot be read through a URL; download the files and read them locally";
   else if (node.storage.layout == "virtual") {
