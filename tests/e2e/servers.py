@@ -5,8 +5,9 @@ the bench: each serves a directory of its own, on a free port, and is stopped
 - nginx(root): static files over HTTP and HTTPS (a self-signed certificate
   for 127.0.0.1/localhost, `cert` to pass as AWS_CA_BUNDLE); range requests
   as nginx serves them; `requests()` parses its access log.
-- s3(root): s3rver (tests/e2e/s3), which verifies AWS Signature V4 with the
-  credentials S3RVER / S3RVER, one bucket "bkt"; anonymous GETs are served too.
+- s3(root): s3rver (tests/e2e/s3), which verifies AWS Signature V4 (the
+  credentials S3_KEY_ID / S3_SECRET, or S3RVER / S3RVER), one bucket "bkt";
+  anonymous GETs are served too.
 - faults(root): a threaded Python server over `root` that misbehaves on
   purpose, chosen by the URL's first path element (/403/, /404/, /500/,
   /500once/, /drop/, /truncate/, /stall/, /silent/) or by `fault()`, and
@@ -20,6 +21,9 @@ Run as a script (python3 servers.py nginx|s3|faults DIR) it starts one and
 prints its URL(s) until interrupted, for the bench and for trying things out.
 """
 import contextlib
+import datetime
+import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -38,9 +42,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 S3_DIR = os.path.join(HERE, "s3")
 NGINX = os.environ.get("MB_NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
 
-# The credentials s3rver accepts (and the only ones it knows).
-S3_KEY_ID = "S3RVER"
-S3_SECRET = "S3RVER"
+# Credentials s3rver accepts: its own S3RVER / S3RVER, and these, given to it by
+# s3/start.js, whose secret is a string that appears nowhere else (the tests
+# look for it in microbatch's output).
+S3_KEY_ID = "AKIAMBTEST0000000001"
+S3_SECRET = "mbTest/Secret+0123456789abcdefghijKLMNOP"
 S3_BUCKET = "bkt"
 
 
@@ -243,6 +249,25 @@ class S3(Server):
             env["AWS_SESSION_TOKEN"] = token
         return env
 
+    def presign(self, key, expires=3600, secret=S3_SECRET):
+        """A presigned GET URL of `key` (SigV4 in the query, as `aws s3 presign` makes them)."""
+        url = urllib.parse.urlsplit(self.url(key))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+        scope = f"{day}/us-east-1/s3/aws4_request"
+        query = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Credential": f"{S3_KEY_ID}/{scope}",
+                 "X-Amz-Date": stamp, "X-Amz-Expires": str(expires), "X-Amz-SignedHeaders": "host"}
+        quoted = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+                          for k, v in sorted(query.items()))
+        canonical = "\n".join(["GET", urllib.parse.quote(url.path, safe="/-_.~"), quoted, f"host:{url.netloc}", "",
+                               "host", "UNSIGNED-PAYLOAD"])
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        k = ("AWS4" + secret).encode()
+        for part in (day, "us-east-1", "s3", "aws4_request"):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+        return f"{url.scheme}://{url.netloc}{url.path}?{quoted}&X-Amz-Signature={signature}"
+
     def put(self, file, key):
         """Uploads `file` as `key` with a signed PUT (curl's SigV4); returns its path-style http:// URL."""
         url = self.url(key)
@@ -268,7 +293,7 @@ def s3(root=None):
         os.makedirs(root, exist_ok=True)
         port = free_port()
         log = open(os.path.join(state, "s3rver.log"), "w+")
-        with log, process_group(["node", os.path.join(S3_DIR, "start.js"), str(port), root],
+        with log, process_group(["node", os.path.join(S3_DIR, "start.js"), str(port), root, S3_KEY_ID, S3_SECRET],
                                 stdout=subprocess.PIPE, stderr=log, text=True) as proc:
             line = proc.stdout.readline()  # "ready", or nothing when it failed
             if line.strip() != "ready":

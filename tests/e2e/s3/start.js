@@ -1,9 +1,13 @@
-// Starts s3rver (it verifies AWS Signature V4; credentials S3RVER / S3RVER) on
-// 127.0.0.1:PORT over DIRECTORY with one bucket, "bkt", and prints "ready"
-// once it listens. Used by ../servers.py: node start.js PORT DIRECTORY
+// Starts s3rver (it verifies AWS Signature V4) on 127.0.0.1:PORT over
+// DIRECTORY with one bucket, "bkt", and prints "ready" once it listens.
+// Used by ../servers.py: node start.js PORT DIRECTORY [KEY_ID SECRET]
+// s3rver knows the credentials S3RVER / S3RVER; KEY_ID / SECRET are added to
+// them, so that a test can look for a secret that appears nowhere else.
 const S3rver = require('@20minutes/s3rver');
+const { DUMMY_ACCOUNT } = require('@20minutes/s3rver/lib/models/account');
 
-const [port, directory] = process.argv.slice(2);
+const [port, directory, keyId, secret] = process.argv.slice(2);
+if (keyId) DUMMY_ACCOUNT.createKeyPair(keyId, secret);
 new S3rver({ port: Number(port), address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bkt' }] })
   .run()
   .then(() => console.log('ready'))
