@@ -9,9 +9,11 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   credentials S3_KEY_ID / S3_SECRET, or S3RVER / S3RVER), one bucket "bkt";
   anonymous GETs are served too.
 - faults(root): a threaded Python server over `root` that misbehaves on
-  purpose, chosen by the URL's first path element (/403/, /404/, /500/,
-  /500once/, /drop/, /truncate/, /stall/, /silent/) or by `fault()`, and
-  counts requests and bytes.
+  purpose, chosen by the URL's first path element (/403/, /404/, /429/,
+  /500/, /500once/, /drop/, /truncate/, /stall/) or by `fault()` (that
+  and /silent/: connections accepted and never answered), and counts
+  requests and bytes. drop sends half the body and resets the connection;
+  truncate sends all but the last byte and closes it cleanly.
 - unreachable(): a URL on a port that nothing listens on.
 
 Every server has `put(file, key)`, which publishes a local file under `key`
@@ -308,7 +310,7 @@ def s3(root=None):
 
 # --- the faulty server -------------------------------------------------------
 
-FAULTS = ("403", "404", "500", "500once", "drop", "truncate", "stall", "silent")
+FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent")
 
 
 class Fault:
@@ -391,7 +393,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         entry["status"] = code
 
     def respond(self, entry, mode, file, head):
-        if mode in ("403", "404", "500", "500once"):
+        if mode == "silent":  # the request read, never answered
+            self.server.owner.stopping.wait(self.server.owner.stall_seconds)
+            self.close_connection = True
+            return
+        if mode in ("403", "404", "429", "500", "500once"):
             return self.status_only(entry, 500 if mode == "500once" else int(mode))
         if not os.path.isfile(file):
             return self.status_only(entry, 404)
