@@ -10,15 +10,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <mutex>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/guard.hpp"
+#include "io/remote/http.hpp"
 
 namespace mb::io {
 namespace {
@@ -64,6 +68,23 @@ FileDigest digest_file(const std::string& path, const std::string& shown_as) {
   return {size, hex(XXH3_128bits_digest(state.get()))};
 }
 
+// A remote file is hashed as it arrives, a window per request.
+FileDigest digest_remote(const std::string& name) {
+  remote::Object object(resolve_remote(name, std::getenv), remote::settings_from(std::getenv), kWindow);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
+  if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
+  XXH3_128bits_update(state.get(), object.head().data(), object.head().size());
+  std::vector<char> window(std::min<std::uint64_t>(kWindow, object.size()));
+  object.release_head();
+  for (std::uint64_t at = std::min(kWindow, object.size()); at < object.size(); at += kWindow) {
+    throw_if_interrupted();
+    const std::uint64_t n = std::min(kWindow, object.size() - at);
+    object.read(at, n, window.data());
+    XXH3_128bits_update(state.get(), window.data(), n);
+  }
+  return {object.size(), hex(XXH3_128bits_digest(state.get()))};
+}
+
 }  // namespace
 
 std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
@@ -75,7 +96,7 @@ std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, cons
   const auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
       try {
-        out[i] = digest_file(paths[i], shown_as[i]);
+        out[i] = is_remote(paths[i]) ? digest_remote(paths[i]) : digest_file(paths[i], shown_as[i]);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -91,6 +112,15 @@ std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, cons
   note_progress();
   if (failure) std::rethrow_exception(failure);
   return out;
+}
+
+std::uint64_t size_of(const std::string& path) {
+  if (is_remote(path))
+    return remote::Object(resolve_remote(path, std::getenv), remote::settings_from(std::getenv), 1).size();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(fmt::format("{}: cannot read ({})", path, ec.message()));
+  return size;
 }
 
 std::string digest_text(const std::string& text) { return hex(XXH3_128bits(text.data(), text.size())); }

@@ -18,6 +18,9 @@ struct FileDigest {
 std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
                                      unsigned threads);
 
+// The size of a file, local or remote (a URL: one small request).
+std::uint64_t size_of(const std::string& path);
+
 // Digest of a text (the split id is the digest of what defines a split).
 std::string digest_text(const std::string& text);
 

@@ -7,6 +7,7 @@ packages=(
   cmake g++ make                                    # build
   libhdf5-dev libcli11-dev nlohmann-json3-dev       # libraries
   libspdlog-dev libfmt-dev doctest-dev libxxhash-dev pkg-config
+  libcurl4-openssl-dev                              # inputs named by URL (HTTP(S), S3)
   hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
   python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
   python3-jsonschema                                # the --json outputs checked against docs/schema

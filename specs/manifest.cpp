@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "specs/emit.hpp"
@@ -201,9 +202,15 @@ Manifest read_manifest(const std::string& dir) {
   if (!in)
     throw Error(fmt::format("{}: no manifest (is {} the output of a finished split? merge also takes the files)",
                             path, dir));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_manifest(text.str(), path);
+}
+
+Manifest parse_manifest(const std::string& text, const std::string& path) {
   Manifest m;
   try {
-    const auto j = json::parse(in);
+    const auto j = json::parse(text);
     if (j.at("format") != kManifestFormat) throw Error("not a microbatch manifest");
     if (j.at("version") != kManifestVersion)
       throw Error(fmt::format("manifest version {} is not supported (expected {})", j.at("version").dump(),

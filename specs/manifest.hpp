@@ -73,6 +73,8 @@ std::string assemble_manifest(const nlohmann::ordered_json& head, const std::str
 // it lists one plain file name per output. Throws mb::Error naming the
 // manifest.
 Manifest read_manifest(const std::string& dir);
+// The same checks on a manifest's text; messages name `path`.
+Manifest parse_manifest(const std::string& text, const std::string& path);
 
 // The text the split id is the digest of: spec, options and file records.
 std::string split_identity(const Manifest& manifest);

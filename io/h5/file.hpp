@@ -8,7 +8,8 @@
 namespace mb::h5 {
 
 // Opens an input read-only, with evict-on-close; refuses what is not an
-// existing regular HDF5 file before HDF5 sees it.
+// existing regular HDF5 file before HDF5 sees it. A URL (core/remote.hpp)
+// is read over the network.
 Id open_read_only(const std::string& path);
 
 // What an output file needs of its format.

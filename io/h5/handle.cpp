@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "core/error.hpp"
 #include "io/library.hpp"
 
@@ -10,6 +12,7 @@ namespace mb::h5 {
 namespace {
 
 std::size_t g_failed_closes = 0;
+std::optional<Error> g_driver_error;  // the library is not thread-safe: neither is this
 
 // Collects the HDF5 error stack: the innermost message for the user, the
 // whole stack for the debug log.
@@ -65,13 +68,25 @@ std::string root_cause(std::string cause) {
 
 void fail(const Location& where, const std::string& action) {
   const StackText stack = current_stack();
+  if (g_driver_error) {
+    spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
+    const Error e = *std::exchange(g_driver_error, std::nullopt);
+    throw e;
+  }
   spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
   const std::string cause = root_cause(stack.innermost);
   if (cause.empty()) throw Error(fmt::format("{}: {}", where.describe(), action));
   throw Error(fmt::format("{}: {} ({})", where.describe(), action, cause));
 }
 
-void forget_error() { H5Eclear2(H5E_DEFAULT); }
+void forget_error() {
+  H5Eclear2(H5E_DEFAULT);
+  g_driver_error.reset();
+}
+
+void note_driver_error(const Error& error) {
+  if (!g_driver_error) g_driver_error = error;  // the first failure is the cause of the others
+}
 
 void Id::reset() {
   if (id_ < 0) return;

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/tree.hpp"
 
 namespace mb::h5 {
@@ -34,6 +35,11 @@ T check(T result, const Location& where, const char* action) {
 // Clears the error stack after a call whose failure is an expected answer
 // (a chunk never written, a dataset never allocated).
 void forget_error();
+
+// A file driver of ours (io/remote) failed inside a library call with this
+// error: the next fail() throws it instead of the library's own words
+// ("file read failed"), which do not say that a server answered 403.
+void note_driver_error(const Error& error);
 
 // Owns one HDF5 identifier of any kind and releases it exactly once.
 class Id {

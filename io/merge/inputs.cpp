@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
 #include "core/error.hpp"
+#include "core/remote.hpp"
+#include "io/remote/http.hpp"
 
 namespace mb::io {
 namespace {
@@ -17,21 +20,50 @@ struct Listing {
   std::size_t index = 0;
 };
 
+// Manifests are small; this bounds what a wrong URL can make us fetch.
+constexpr std::uint64_t kManifestLimit = 1u << 30;
+
+specs::Manifest read_remote_manifest(const std::string& name) {
+  const std::string text =
+      remote::fetch_text(resolve_remote(name, std::getenv), remote::settings_from(std::getenv), kManifestLimit);
+  return specs::parse_manifest(text, name);
+}
+
+// The manifest a remote file would be listed in, if one is there.
+std::optional<specs::Manifest> remote_manifest_beside(const std::string& file) {
+  try {
+    return read_remote_manifest(sibling(file, specs::kManifestName));
+  } catch (const remote::Missing&) {
+    return std::nullopt;
+  }
+}
+
+// A file's name in its directory, for a local path or a URL.
+std::string file_name(const std::string& file) {
+  if (!is_remote(file)) return fs::path(file).filename().string();
+  const std::string base = file.substr(0, file.find('?'));
+  return base.substr(base.rfind('/') + 1);
+}
+
 class ManifestCache {
  public:
   std::optional<Listing> listing(const std::string& file) {
+    const bool remote = is_remote(file);
     const fs::path dir = fs::path(file).parent_path().empty() ? fs::path(".") : fs::path(file).parent_path();
-    const std::string path = (dir / specs::kManifestName).string();
+    const std::string path = remote ? sibling(file, specs::kManifestName) : (dir / specs::kManifestName).string();
     auto it = manifests_.find(path);
     if (it == manifests_.end()) {
       std::error_code ec;
       std::optional<specs::Manifest> m;
-      if (fs::exists(path, ec)) m = specs::read_manifest(dir.string());
+      if (remote)
+        m = remote_manifest_beside(file);
+      else if (fs::exists(path, ec))
+        m = specs::read_manifest(dir.string());
       it = manifests_.emplace(path, std::move(m)).first;
     }
     if (!it->second) return std::nullopt;
     const auto& files = it->second->files;
-    const std::string name = fs::path(file).filename().string();
+    const std::string name = file_name(file);
     for (std::size_t i = 0; i < files.size(); ++i)
       if (files[i].name == name) return Listing{path, i};
     return std::nullopt;
@@ -69,13 +101,26 @@ void check_listed(const std::vector<std::string>& files, const std::vector<std::
 
 }  // namespace
 
+// A split directory by URL: its manifest's, or the directory's ending in "/".
+bool remote_directory(const std::string& in) {
+  return is_remote(in) && remote_manifest_name(in, specs::kManifestName).has_value();
+}
+
 MergeSources find_sources(const std::vector<std::string>& arguments) {
   std::error_code ec;
-  const bool from_directory = arguments.size() == 1 && fs::is_directory(arguments[0], ec);
+  const auto is_directory = [&](const std::string& in) { return remote_directory(in) || fs::is_directory(in, ec); };
+  const bool from_directory = arguments.size() == 1 && is_directory(arguments[0]);
   for (const auto& in : arguments)
-    if (!from_directory && fs::is_directory(in, ec))
-      throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " + in);
+    if (!from_directory && is_directory(in))
+      throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " +
+                        shown_name(in));
   MergeSources out;
+  if (from_directory && is_remote(arguments[0])) {
+    out.manifest_path = *remote_manifest_name(arguments[0], specs::kManifestName);
+    out.manifest = read_remote_manifest(out.manifest_path);
+    for (const auto& f : out.manifest->files) out.paths.push_back(sibling(out.manifest_path, f.name));
+    return out;
+  }
   if (from_directory) {
     out.manifest = specs::read_manifest(arguments[0]);
     out.manifest_path = (fs::path(arguments[0]) / specs::kManifestName).string();

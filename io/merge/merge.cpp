@@ -40,14 +40,12 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
 void verify_inputs(const MergeJob& job) {
   if (!job.manifest || (job.team && job.team->rank != 0)) return;  // a team: rank 0 checks them
   std::vector<std::string> paths;
+  for (const auto& input : job.inputs) paths.push_back(input.path);
   std::vector<FileDigest> found;
-  for (const auto& input : job.inputs) {
-    paths.push_back(input.path);
-    std::error_code ec;
-    found.push_back({std::filesystem::file_size(input.path, ec), {}});
-    if (ec) throw Error(fmt::format("{}: cannot read ({})", input.path, ec.message()));
-  }
-  if (job.verify) found = digest_files(paths, paths, std::thread::hardware_concurrency());
+  if (job.verify)
+    found = digest_files(paths, paths, std::thread::hardware_concurrency());
+  else
+    for (const auto& path : paths) found.push_back({size_of(path), {}});
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const specs::FileRecord& expected = job.manifest->files.at(i);
     if (found[i].size != expected.size)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +15,9 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/digest.hpp"
+#include "io/remote/http.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
 
@@ -122,6 +125,13 @@ std::string split_of(const PartRecord& p) {
 }
 
 void stat_input(const std::string& input, PartRecord& part) {
+  if (is_remote(input)) {  // its size and Last-Modified, from one small request
+    const remote::Object object(resolve_remote(input, std::getenv), remote::settings_from(std::getenv), 1);
+    part.input = input;
+    part.input_size = object.size();
+    part.input_mtime_ns = object.modified() * 1'000'000'000LL;
+    return;
+  }
   struct stat st {};
   if (::stat(input.c_str(), &st) != 0) throw Error(fmt::format("{}: cannot stat the input: {}", input, std::strerror(errno)));
   part.input = input;

@@ -1,0 +1,133 @@
+#include "core/remote.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.hpp"
+
+namespace mb {
+namespace {
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+std::string variable(const Environment& env, const char* name) {
+  const char* v = env(name);
+  return v ? std::string(v) : std::string();
+}
+
+// Percent-encodes an S3 key the way Signature V4's canonical URI has it:
+// everything but unreserved characters and "/".
+std::string encode_key(std::string_view key) {
+  std::string out;
+  for (const unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+// Bucket names as S3 allows them (3-63 of a-z, 0-9, '.', '-').
+bool valid_bucket(std::string_view b) {
+  return b.size() >= 3 && b.size() <= 63 && std::all_of(b.begin(), b.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+         });
+}
+
+std::optional<Signing> signing_from(const Environment& env) {
+  Signing s;
+  s.key_id = variable(env, "AWS_ACCESS_KEY_ID");
+  s.secret = variable(env, "AWS_SECRET_ACCESS_KEY");
+  s.token = variable(env, "AWS_SESSION_TOKEN");
+  s.region = variable(env, "AWS_REGION");
+  if (s.region.empty()) s.region = variable(env, "AWS_DEFAULT_REGION");
+  if (s.region.empty()) s.region = "us-east-1";
+  if (s.key_id.empty() != s.secret.empty())
+    throw usage_error(fmt::format("{} is set but {} is not: give both for signed requests, or neither for anonymous "
+                                  "ones",
+                                  s.key_id.empty() ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
+                                  s.key_id.empty() ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY"));
+  if (s.key_id.empty()) {
+    if (!s.token.empty()) throw usage_error("AWS_SESSION_TOKEN is set without AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::string endpoint_from(const Environment& env) {
+  std::string e = variable(env, "AWS_ENDPOINT_URL_S3");
+  const char* which = "AWS_ENDPOINT_URL_S3";
+  if (e.empty()) e = variable(env, "AWS_ENDPOINT_URL"), which = "AWS_ENDPOINT_URL";
+  if (e.empty()) return e;
+  if (!starts_with_nocase(e, "http://") && !starts_with_nocase(e, "https://"))
+    throw usage_error(fmt::format("{}: \"{}\" is not an http:// or https:// URL", which, shown_name(e)));
+  while (e.ends_with('/')) e.pop_back();
+  return e;
+}
+
+RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
+  const std::string_view rest = name.substr(5);
+  const auto slash = rest.find('/');
+  const std::string_view bucket = rest.substr(0, slash);
+  const std::string_view key = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  if (!valid_bucket(bucket) || key.empty() || key.ends_with('/'))
+    throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
+  RemoteAddress a{std::string(name), "", signing_from(env)};
+  const std::string endpoint = endpoint_from(env);
+  const std::string region = a.signing ? a.signing->region : std::string("us-east-1");
+  if (!endpoint.empty())
+    a.url = fmt::format("{}/{}/{}", endpoint, bucket, encode_key(key));
+  else if (bucket.find('.') != std::string_view::npos)  // a dotted bucket breaks the TLS wildcard
+    a.url = fmt::format("https://s3.{}.amazonaws.com/{}/{}", region, bucket, encode_key(key));
+  else
+    a.url = fmt::format("https://{}.s3.{}.amazonaws.com/{}", bucket, region, encode_key(key));
+  return a;
+}
+
+}  // namespace
+
+bool is_remote(std::string_view name) {
+  return starts_with_nocase(name, "s3://") || starts_with_nocase(name, "http://") ||
+         starts_with_nocase(name, "https://");
+}
+
+RemoteAddress resolve_remote(std::string_view name, const Environment& env) {
+  if (starts_with_nocase(name, "s3://")) return resolve_s3(name, env);
+  const auto host = name.find("://") + 3;
+  if (host >= name.size() || name[host] == '/')
+    throw usage_error(fmt::format("{}: not a URL with a host", shown_name(name)));
+  return RemoteAddress{std::string(name), std::string(name), std::nullopt};
+}
+
+std::string shown_name(std::string_view name) {
+  std::string out(name);
+  if (const auto q = out.find('?'); q != std::string::npos) out = out.substr(0, q) + "?...";
+  const auto scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
+  const auto host_end = out.find('/', scheme + 3);
+  const auto at = out.rfind('@', host_end == std::string::npos ? out.size() : host_end);
+  if (at != std::string::npos && at > scheme) out = out.substr(0, scheme + 3) + "...@" + out.substr(at + 1);
+  return out;
+}
+
+std::string sibling(std::string_view name, std::string_view file) {
+  std::string_view base = name.substr(0, name.find('?'));
+  return std::string(base.substr(0, base.rfind('/') + 1)) + std::string(file);
+}
+
+std::optional<std::string> remote_manifest_name(std::string_view name, std::string_view manifest) {
+  const std::string_view base = name.substr(0, name.find('?'));
+  if (base.ends_with(manifest) && base.size() > manifest.size() && base[base.size() - manifest.size() - 1] == '/')
+    return std::string(name);
+  if (base.ends_with('/')) return std::string(base) + std::string(manifest);
+  return std::nullopt;
+}
+
+}  // namespace mb

@@ -1,0 +1,53 @@
+#pragma once
+// Inputs named by URL (s3://, http://, https://): where a name points, how
+// requests to it are signed, how it is shown in messages, and names
+// relative to it. Pure: the environment is passed in, nothing is fetched.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/launcher.hpp"  // Environment
+
+namespace mb {
+
+// s3://, http:// or https:// (the scheme in any case).
+bool is_remote(std::string_view name);
+
+// AWS Signature V4 settings for an s3:// object, the way AWS tools take
+// them from the environment.
+struct Signing {
+  std::string region;  // AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
+  std::string key_id, secret, token;  // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+};
+
+// Where to send the requests for a remote name.
+struct RemoteAddress {
+  std::string name;               // as given: s3://bkt/key or the URL
+  std::string url;                // the http(s) URL requested
+  std::optional<Signing> signing;  // none: anonymous
+};
+
+// Resolves `name` (is_remote). s3://BUCKET/KEY goes to AWS_ENDPOINT_URL_S3,
+// else AWS_ENDPOINT_URL, path-style (ENDPOINT/BUCKET/KEY, as S3-compatible
+// stores expect), else to AWS virtual-hosted style
+// (https://BUCKET.s3.REGION.amazonaws.com/KEY). It is signed when both
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set, anonymous when
+// neither is. http(s) URLs are requested as given, unsigned (a presigned
+// URL carries its signature in its query). Throws mb::Error (a usage
+// error) for a malformed name or half-given credentials.
+RemoteAddress resolve_remote(std::string_view name, const Environment& env);
+
+// `name` as messages show it: the query (which can hold a presigned URL's
+// signature and token) and any user:password@ replaced.
+std::string shown_name(std::string_view name);
+
+// The name of `file` in the same "directory" as the remote `name`
+// (s3://bkt/dir/manifest.json, "microbatch-00000.h5" ->
+// s3://bkt/dir/microbatch-00000.h5); a query on `name` is not carried over.
+std::string sibling(std::string_view name, std::string_view file);
+
+// The remote `name` of a split directory (ending in "/") or of its
+// manifest (ending in "/" + `manifest`): the manifest's name, else none.
+std::optional<std::string> remote_manifest_name(std::string_view name, std::string_view manifest);
+
+}  // namespace mb

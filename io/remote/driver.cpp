@@ -1,0 +1,221 @@
+#include "io/remote/driver.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/remote/http.hpp"
+
+namespace mb::remote {
+namespace {
+
+// Small reads are served from blocks of this size, fetched whole: the
+// library reads a file's metadata a few bytes at a time, scattered over
+// the file. Reads of a block or more bypass the cache.
+constexpr std::uint64_t kBlock = 1u << 20;
+// All open remote files share this many bytes of blocks (merge opens many).
+constexpr std::uint64_t kCacheBytes = 64u << 20;
+
+const char* environment(const char* name) { return std::getenv(name); }
+
+// Blocks of every open remote file, least recently used dropped first.
+class BlockCache {
+ public:
+  using Key = std::pair<std::uint64_t, std::uint64_t>;  // (file serial, block index)
+
+  const std::vector<char>* find(const Key& key) {
+    const auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return &it->second->bytes;
+  }
+
+  void put(const Key& key, std::vector<char> bytes) {
+    if (find(key)) return;
+    bytes_ += bytes.size();
+    order_.push_front({key, std::move(bytes)});
+    index_[key] = order_.begin();
+    while (bytes_ > kCacheBytes && order_.size() > 2) evict(std::prev(order_.end()));
+  }
+
+  void drop(std::uint64_t file) {
+    for (auto it = index_.lower_bound({file, 0}); it != index_.end() && it->first.first == file;)
+      evict((it++)->second);
+  }
+
+ private:
+  struct Entry {
+    Key key;
+    std::vector<char> bytes;
+  };
+  void evict(std::list<Entry>::iterator entry) {
+    bytes_ -= entry->bytes.size();
+    index_.erase(entry->key);
+    order_.erase(entry);
+  }
+  std::list<Entry> order_;
+  std::map<Key, std::list<Entry>::iterator> index_;
+  std::uint64_t bytes_ = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache c;
+  return c;
+}
+
+// The driver's file: HDF5's public part first, as the library requires.
+struct RemoteFile {
+  H5FD_t pub{};
+  std::string name;
+  std::unique_ptr<Object> object;
+  std::uint64_t serial = 0;
+  haddr_t eoa = 0;
+};
+
+RemoteFile* as_remote(H5FD_t* f) { return reinterpret_cast<RemoteFile*>(f); }
+const RemoteFile* as_remote(const H5FD_t* f) { return reinterpret_cast<const RemoteFile*>(f); }
+
+// Copies [at, at + n) of the file out of cached blocks, fetching the
+// missing ones, each run of adjacent missing blocks in one request.
+void read_blocks(RemoteFile& f, std::uint64_t at, std::uint64_t n, char* out) {
+  const std::uint64_t size = f.object->size(), first = at / kBlock, last = (at + n - 1) / kBlock;
+  for (std::uint64_t b = first; b <= last;) {
+    if (cache().find({f.serial, b})) {
+      ++b;
+      continue;
+    }
+    std::uint64_t end = b + 1;
+    while (end <= last && !cache().find({f.serial, end})) ++end;
+    const std::uint64_t from = b * kBlock, to = std::min(end * kBlock, size);
+    std::vector<char> run(to - from);
+    f.object->read(from, run.size(), run.data());
+    for (std::uint64_t k = b; k < end; ++k) {
+      const auto lo = run.begin() + static_cast<std::ptrdiff_t>((k - b) * kBlock);
+      cache().put({f.serial, k}, std::vector<char>(lo, lo + static_cast<std::ptrdiff_t>(
+                                                             std::min(kBlock, to - k * kBlock))));
+    }
+    b = end;
+  }
+  for (std::uint64_t b = first; b <= last; ++b) {
+    const std::vector<char>* block = cache().find({f.serial, b});
+    if (!block) throw Error(f.object->shown() + ": internal: a block left the cache while it was read");
+    const std::uint64_t lo = std::max(at, b * kBlock), hi = std::min(at + n, b * kBlock + block->size());
+    std::memcpy(out + (lo - at), block->data() + (lo - b * kBlock), hi - lo);
+  }
+}
+
+// Callbacks: every exception stops here, recorded for h5::fail().
+template <typename Fn>
+herr_t guarded(Fn&& fn) {
+  try {
+    fn();
+    return 0;
+  } catch (const Error& e) {
+    h5::note_driver_error(e);
+  } catch (const std::exception& e) {
+    h5::note_driver_error(Error(e.what()));
+  }
+  return -1;
+}
+
+H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
+  static std::uint64_t serials = 0;
+  std::unique_ptr<RemoteFile> f(new RemoteFile);
+  const herr_t rc = guarded([&] {
+    if (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT))
+      throw usage_error(fmt::format("{}: remote files are read-only", shown_name(name)));
+    f->name = name;
+    f->serial = ++serials;
+    f->object = std::make_unique<Object>(resolve_remote(name, environment), settings_from(environment), kBlock);
+    const auto& head = f->object->head();
+    cache().put({f->serial, 0}, std::vector<char>(head.begin(), head.end()));
+    f->object->release_head();
+    f->pub.maxaddr = maxaddr;
+  });
+  return rc < 0 ? nullptr : &f.release()->pub;
+}
+
+herr_t close_file(H5FD_t* file) {
+  std::unique_ptr<RemoteFile> f(as_remote(file));
+  cache().drop(f->serial);
+  return 0;
+}
+
+int compare(const H5FD_t* a, const H5FD_t* b) { return std::strcmp(as_remote(a)->name.c_str(), as_remote(b)->name.c_str()); }
+
+herr_t query(const H5FD_t*, unsigned long* flags) {
+  *flags = 0;  // the block cache does what sieving and metadata accumulation would
+  return 0;
+}
+
+haddr_t get_eoa(const H5FD_t* file, H5FD_mem_t) { return as_remote(file)->eoa; }
+
+herr_t set_eoa(H5FD_t* file, H5FD_mem_t, haddr_t addr) {
+  as_remote(file)->eoa = addr;
+  return 0;
+}
+
+haddr_t get_eof(const H5FD_t* file, H5FD_mem_t) { return as_remote(file)->object->size(); }
+
+// As the POSIX driver does, bytes past the end of the file read as zeros.
+herr_t read(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t addr, size_t size, void* buffer) {
+  return guarded([&] {
+    RemoteFile& f = *as_remote(file);
+    char* out = static_cast<char*>(buffer);
+    const std::uint64_t end = f.object->size();
+    const std::uint64_t n = addr >= end ? 0 : std::min<std::uint64_t>(size, end - addr);
+    std::memset(out + n, 0, size - n);
+    if (n == 0) return;
+    if (n >= kBlock)
+      f.object->read(addr, n, out);
+    else
+      read_blocks(f, addr, n, out);
+  });
+}
+
+herr_t write(H5FD_t* file, H5FD_mem_t, hid_t, haddr_t, size_t, const void*) {
+  return guarded([&] { throw Error(shown_name(as_remote(file)->name) + ": remote files are read-only"); });
+}
+
+const H5FD_class_t kDriver = {
+    "microbatch-remote",                             // name
+    (haddr_t(1) << 62),                              // maxaddr
+    H5F_CLOSE_WEAK,                                  // fc_degree
+    nullptr,                                         // terminate
+    nullptr, nullptr, nullptr,                       // superblock: nothing of ours in it
+    0, nullptr, nullptr, nullptr,                    // fapl: the name says everything
+    0, nullptr, nullptr,                             // dxpl
+    open_file, close_file, compare, query,
+    nullptr,                                         // get_type_map
+    nullptr, nullptr,                                // alloc, free: read-only
+    get_eoa, set_eoa, get_eof,
+    nullptr,                                         // get_handle: no descriptor to give
+    read, write,
+    nullptr, nullptr, nullptr, nullptr,              // flush, truncate, lock, unlock
+    H5FD_FLMAP_DICHOTOMY,
+};
+
+hid_t driver_id() {
+  static const hid_t id = H5FDregister(&kDriver);
+  if (id < 0) h5::fail({"", ""}, "cannot register the remote file driver");
+  return id;
+}
+
+}  // namespace
+
+h5::Id file_access(const std::string& name) {
+  resolve_remote(name, environment);  // a usage error before any request
+  settings_from(environment);
+  const h5::Location where{shown_name(name), ""};
+  h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  h5::check(H5Pset_driver(fapl.get(), driver_id(), nullptr), where, "cannot select the remote file driver");
+  return fapl;
+}
+
+}  // namespace mb::remote

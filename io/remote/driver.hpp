@@ -1,0 +1,23 @@
+#pragma once
+// An HDF5 file driver (virtual file layer) that reads a remote file by
+// byte ranges through remote::Object, for inputs named by URL.
+//
+// Why not libhdf5's own read-only S3 driver (ROS3): in 1.10.8 it sets no
+// timeout (a stalled server hangs the run forever), cannot send a session
+// token, reports every failure as "curl cannot perform request" (no HTTP
+// status, no URL), and makes one request per library read: opening a file
+// alone costs dozens of requests of a few bytes each. This driver keeps
+// what the library reads in blocks (a process-wide, bounded cache), so the
+// many small metadata reads of a file cost a few block requests, and reads
+// of a block or more go straight to one request each.
+#include <string>
+
+#include "io/h5/handle.hpp"
+
+namespace mb::remote {
+
+// File access properties that open the remote `name` through the driver.
+// Throws mb::Error for a malformed name or half-given credentials.
+h5::Id file_access(const std::string& name);
+
+}  // namespace mb::remote

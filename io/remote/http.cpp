@@ -1,0 +1,334 @@
+#include "io/remote/http.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/error.hpp"
+#include "io/guard.hpp"
+
+namespace mb::remote {
+namespace {
+
+constexpr std::size_t kErrorBodyLimit = 4096;  // enough for an S3 error document
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialize libcurl");
+  });
+}
+
+bool header_is(std::string_view line, std::string_view name) {
+  if (line.size() <= name.size() || line[name.size()] != ':') return false;
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
+  return true;
+}
+
+std::string header_value(std::string_view line) {
+  std::string_view v = line.substr(line.find(':') + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  return std::string(v);
+}
+
+// The text between <tag> and </tag> of an S3 error document, if any.
+std::string xml_element(const std::string& body, const std::string& tag) {
+  const auto open = body.find("<" + tag + ">");
+  if (open == std::string::npos) return "";
+  const auto from = open + tag.size() + 2;
+  const auto close = body.find("</" + tag + ">", from);
+  return close == std::string::npos ? "" : body.substr(from, close - from);
+}
+
+// One response, as the callbacks see it.
+struct Response {
+  char* out = nullptr;
+  std::uint64_t capacity = 0, got = 0;
+  bool overflow = false;  // more bytes than asked for: the server ignored the Range
+  std::string status_line, content_range, etag, last_modified, error_body;
+  CURL* curl = nullptr;
+
+  long status() const {
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+  }
+};
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto& r = *static_cast<Response*>(user);
+  const std::string_view line(data, size * count);
+  if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100 Continue)
+    // "HTTP/1.1 404 Not Found" -> "404 Not Found"
+    const auto space = line.find(' ');
+    r.status_line = space == std::string_view::npos ? "" : header_value("s:" + std::string(line.substr(space)));
+    r.content_range.clear(), r.etag.clear(), r.last_modified.clear();
+  } else if (header_is(line, "content-range")) {
+    r.content_range = header_value(line);
+  } else if (header_is(line, "etag")) {
+    r.etag = header_value(line);
+  } else if (header_is(line, "last-modified")) {
+    r.last_modified = header_value(line);
+  }
+  return size * count;
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto& r = *static_cast<Response*>(user);
+  const std::size_t n = size * count;
+  io::note_progress();
+  if (r.status() >= 300) {
+    r.error_body.append(data, std::min(n, kErrorBodyLimit - std::min(kErrorBodyLimit, r.error_body.size())));
+    return n;
+  }
+  if (r.got + n > r.capacity) {
+    r.overflow = true;
+    return 0;  // aborts the transfer
+  }
+  std::memcpy(r.out + r.got, data, n);
+  r.got += n;
+  return n;
+}
+
+struct ContentRange {
+  std::uint64_t first = 0, last = 0, total = 0;
+  bool whole_unknown = false;  // "bytes */TOTAL" (416)
+};
+
+std::optional<ContentRange> parse_content_range(const std::string& v) {
+  ContentRange c;
+  unsigned long long a = 0, b = 0, t = 0;
+  if (std::sscanf(v.c_str(), "bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b) {
+    c.first = a, c.last = b, c.total = t;
+    return c;
+  }
+  if (std::sscanf(v.c_str(), "bytes */%llu", &t) == 1) {
+    c.total = t, c.whole_unknown = true;
+    return c;
+  }
+  return std::nullopt;
+}
+
+// A failed attempt: what to say, and whether another attempt may succeed.
+struct Failure {
+  std::string what;
+  bool transient = false;
+  bool missing = false;  // 404
+};
+
+Failure http_failure(long status, const Response& r) {
+  std::string what = fmt::format("HTTP {}", r.status_line.empty() ? std::to_string(status) : r.status_line);
+  const std::string code = xml_element(r.error_body, "Code"), message = xml_element(r.error_body, "Message");
+  if (!code.empty()) what += fmt::format(" ({}{}{})", code, message.empty() ? "" : ": ", message);
+  if (status == 412) what += ": the object changed while it was being read";
+  if (status == 403 || status == 401)
+    what += " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the region)";
+  return {what, status >= 500 || status == 429, status == 404};
+}
+
+Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::uint64_t expected,
+                     const Settings& settings) {
+  const std::string d = *detail ? detail : curl_easy_strerror(code);
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+      return {fmt::format("cannot connect ({})", d), true};
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return {fmt::format("cannot connect: unknown host ({})", d), false};
+    case CURLE_OPERATION_TIMEDOUT:
+      return {fmt::format("timed out: no data for {} s (MICROBATCH_HTTP_TIMEOUT)", settings.timeout_seconds), true};
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+      return {fmt::format("the connection closed after {} of {} bytes ({})", r.got, expected, d), true};
+    case CURLE_PEER_FAILED_VERIFICATION:
+      return {fmt::format("the server's certificate is not trusted ({}); give its CA in AWS_CA_BUNDLE", d), false};
+    default:
+      return {fmt::format("request failed ({})", d), false};
+  }
+}
+
+}  // namespace
+
+Settings settings_from(const Environment& env) {
+  Settings s;
+  if (const char* t = env("MICROBATCH_HTTP_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(t, &end, 10);
+    if (*end || v == 0 || v > 86400)
+      throw usage_error(fmt::format("MICROBATCH_HTTP_TIMEOUT: \"{}\" is not a number of seconds (1 to 86400)", t));
+    s.timeout_seconds = static_cast<unsigned>(v);
+  }
+  if (const char* ca = env("AWS_CA_BUNDLE"); ca && *ca) s.ca_bundle = ca;
+  return s;
+}
+
+struct Object::State {
+  RemoteAddress address;
+  Settings settings;
+  std::string shown;
+  CURL* curl = nullptr;
+  curl_slist* headers = nullptr;
+  char error[CURL_ERROR_SIZE] = {};
+  std::uint64_t size = 0;
+  std::int64_t modified = 0;
+  std::string etag;
+  std::vector<char> head;
+  Traffic traffic;
+
+  void configure();
+  void set_headers(bool with_etag);
+  // One request for [offset, offset + n); a failure, or none.
+  std::optional<Failure> attempt(std::uint64_t offset, std::uint64_t n, char* out, bool first);
+  void fetch(std::uint64_t offset, std::uint64_t n, char* out, bool first);
+};
+
+void Object::State::configure() {
+  curl = curl_easy_init();
+  if (!curl) throw Error(shown + ": cannot create a libcurl handle");
+  curl_easy_setopt(curl, CURLOPT_URL, address.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: threads read digests
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings.timeout_seconds));
+  // A stall is no byte for timeout_seconds, however long a large read takes in all.
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings.timeout_seconds));
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "microbatch");
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  if (!settings.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings.ca_bundle.c_str());
+  if (address.signing) {
+    const Signing& s = *address.signing;
+    const std::string provider = "aws:amz:" + s.region + ":s3";
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());
+    curl_easy_setopt(curl, CURLOPT_USERNAME, s.key_id.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, s.secret.c_str());
+  }
+  set_headers(false);
+}
+
+void Object::State::set_headers(bool with_etag) {
+  curl_slist_free_all(headers);
+  headers = nullptr;
+  if (address.signing) {
+    // S3 requires the payload's hash header; a GET has no payload to sign.
+    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!address.signing->token.empty())
+      headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
+  }
+  if (with_etag && !etag.empty() && !etag.starts_with("W/"))
+    headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+}
+
+std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_t n, char* out, bool first) {
+  Response r;
+  r.curl = curl, r.out = out, r.capacity = n;
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+  const std::string range = fmt::format("{}-{}", offset, offset + n - 1);
+  curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  error[0] = '\0';
+  ++traffic.requests;
+  const CURLcode code = curl_easy_perform(curl);
+  traffic.bytes += r.got;
+  const long status = r.status();
+  if (r.overflow || (code == CURLE_OK && status == 200 && !first))
+    return Failure{"the server does not answer range requests (HTTP 200 to a Range request); download the file "
+                   "first", false};
+  if (code != CURLE_OK) return curl_failure(code, error, r, n, settings);
+  if (status == 416 && first) {  // an empty object
+    size = 0;
+    return std::nullopt;
+  }
+  if (status >= 300 || status < 200) return http_failure(status, r);
+  if (first && status == 200) {  // the whole object fitted in the head
+    size = r.got;
+  } else {
+    const auto c = parse_content_range(r.content_range);
+    if (!c || c->whole_unknown || c->first != offset || (!first && c->last != offset + n - 1) || c->last >= c->total)
+      return Failure{fmt::format("answered bytes \"{}\" to a request for bytes {}", r.content_range, range), false};
+    if (first) size = c->total;
+    if (r.got != c->last - c->first + 1)
+      return Failure{fmt::format("the connection closed after {} of {} bytes", r.got, c->last - c->first + 1), true};
+  }
+  if (first) {
+    etag = r.etag;
+    if (!r.last_modified.empty()) modified = curl_getdate(r.last_modified.c_str(), nullptr);
+    head.resize(r.got);
+    set_headers(true);
+  }
+  return std::nullopt;
+}
+
+void Object::State::fetch(std::uint64_t offset, std::uint64_t n, char* out, bool first) {
+  for (unsigned attempt_no = 1;; ++attempt_no) {
+    io::throw_if_interrupted();
+    const auto failure = attempt(offset, n, out, first);
+    if (!failure) return;
+    if (!failure->transient || attempt_no >= settings.attempts) {
+      const std::string tries = attempt_no > 1 ? fmt::format(" (after {} attempts)", attempt_no) : "";
+      if (failure->missing) throw Missing(fmt::format("{}: {}{}", shown, failure->what, tries));
+      throw Error(fmt::format("{}: {}{}", shown, failure->what, tries));
+    }
+    spdlog::debug("{}: {}; trying again", shown, failure->what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << (2 * (attempt_no - 1))));
+  }
+}
+
+Object::Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head) : s_(new State) {
+  init_curl_once();
+  s_->address = address;
+  s_->settings = settings;
+  s_->shown = shown_name(address.name);
+  s_->configure();
+  s_->head.resize(std::max<std::uint64_t>(head, 1));
+  s_->fetch(0, s_->head.size(), s_->head.data(), true);
+}
+
+Object::~Object() {
+  spdlog::debug("{}: {} requests, {} bytes fetched", s_->shown, s_->traffic.requests, s_->traffic.bytes);
+  curl_slist_free_all(s_->headers);
+  curl_easy_cleanup(s_->curl);
+}
+
+std::uint64_t Object::size() const { return s_->size; }
+const std::vector<char>& Object::head() const { return s_->head; }
+void Object::release_head() { std::vector<char>().swap(s_->head); }
+std::int64_t Object::modified() const { return s_->modified; }
+Traffic Object::traffic() const { return s_->traffic; }
+const std::string& Object::shown() const { return s_->shown; }
+
+void Object::read(std::uint64_t offset, std::uint64_t n, char* out) {
+  if (n == 0) return;
+  if (offset + n > s_->size || offset + n < offset)
+    throw Error(fmt::format("{}: a read of bytes {}-{} past its end ({} bytes)", s_->shown, offset, offset + n - 1,
+                            s_->size));
+  s_->fetch(offset, n, out, false);
+}
+
+std::string fetch_text(const RemoteAddress& address, const Settings& settings, std::uint64_t limit) {
+  Object object(address, settings, std::min<std::uint64_t>(limit + 1, 1u << 20));
+  if (object.size() > limit)
+    throw Error(fmt::format("{}: {} bytes, more than the {} expected of it", object.shown(), object.size(), limit));
+  std::string text(object.head().begin(), object.head().end());
+  const std::uint64_t have = text.size();
+  text.resize(object.size());
+  object.read(have, object.size() - have, text.data() + have);
+  return text;
+}
+
+}  // namespace mb::remote

@@ -1,0 +1,68 @@
+#pragma once
+// One remote object read by byte ranges (HTTP Range requests over libcurl,
+// one kept-alive connection per object), signed with AWS Signature V4 when
+// its address says so. Every failure is an mb::Error of one line naming the
+// object (shown_name: no query, no credentials) and what happened; faults
+// that a retry can cure (a dropped or truncated response, a stall, 5xx,
+// 429) are retried before that.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/remote.hpp"
+
+namespace mb::remote {
+
+// The object does not exist (HTTP 404).
+class Missing : public Error {
+ public:
+  using Error::Error;
+};
+
+// How requests behave, from the environment: MICROBATCH_HTTP_TIMEOUT
+// (seconds without progress before a request fails, default 30) and
+// AWS_CA_BUNDLE (the CA certificates https servers are checked against).
+struct Settings {
+  unsigned timeout_seconds = 30;
+  unsigned attempts = 3;
+  std::string ca_bundle;
+};
+Settings settings_from(const Environment& env);
+
+struct Traffic {
+  std::uint64_t requests = 0, bytes = 0;
+};
+
+class Object {
+ public:
+  // Fetches the object's first `head` bytes (fewer when it is smaller),
+  // which tells its size; later reads require the same version of it
+  // (If-Match its ETag), so an object replaced while being read is an error.
+  Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head);
+  ~Object();
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+
+  std::uint64_t size() const;
+  // The bytes the first request fetched: [0, head.size()).
+  const std::vector<char>& head() const;
+  // Drops the head's copy once the caller has kept what it needs of it.
+  void release_head();
+  // Last-Modified as seconds since the epoch (0 when the server gives none).
+  std::int64_t modified() const;
+  // Reads exactly [offset, offset + n) (within size()) into `out`.
+  void read(std::uint64_t offset, std::uint64_t n, char* out);
+  Traffic traffic() const;
+  const std::string& shown() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The whole (small) object as text, for manifests: at most `limit` bytes.
+std::string fetch_text(const RemoteAddress& address, const Settings& settings, std::uint64_t limit);
+
+}  // namespace mb::remote
