@@ -377,10 +377,8 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         mode = owner.choose(path, parts[0] if prefixed else None)
         entry = {"method": self.command, "uri": self.path, "status": 0, "range": self.headers.get("Range", ""),
                  "bytes": 0, "fault": mode}
-        try:
-            self.respond(entry, mode, os.path.join(owner.root, urllib.parse.unquote(key)), head)
-        finally:
-            owner.record(entry)
+        owner.record(entry)  # now, not once answered: a stalled answer counts while it stalls
+        self.respond(entry, mode, os.path.join(owner.root, urllib.parse.unquote(key)), head)
 
     def status_only(self, entry, code):
         body = f"{code}\n".encode()
