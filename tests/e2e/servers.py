@@ -251,14 +251,17 @@ class S3(Server):
             env["AWS_SESSION_TOKEN"] = token
         return env
 
-    def presign(self, key, expires=3600, secret=S3_SECRET):
-        """A presigned GET URL of `key` (SigV4 in the query, as `aws s3 presign` makes them)."""
+    def presign(self, key, expires=3600, secret=S3_SECRET, token=None):
+        """A presigned GET URL of `key` (SigV4 in the query, as `aws s3 presign` makes them; with
+        X-Amz-Security-Token when `token` is given, as temporary credentials make them)."""
         url = urllib.parse.urlsplit(self.url(key))
         now = datetime.datetime.now(datetime.timezone.utc)
         stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
         scope = f"{day}/us-east-1/s3/aws4_request"
         query = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Credential": f"{S3_KEY_ID}/{scope}",
                  "X-Amz-Date": stamp, "X-Amz-Expires": str(expires), "X-Amz-SignedHeaders": "host"}
+        if token is not None:
+            query["X-Amz-Security-Token"] = token
         quoted = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
                           for k, v in sorted(query.items()))
         canonical = "\n".join(["GET", urllib.parse.quote(url.path, safe="/-_.~"), quoted, f"host:{url.netloc}", "",

@@ -362,6 +362,34 @@ def test_presigned_url_is_fetched_as_given_and_its_query_never_shown(s3, data, t
     nothing_published(out)
 
 
+def test_a_presigned_url_with_a_session_token_prints_no_credential(s3, data, tmp_path, key):
+    # Temporary credentials put the session token in a presigned URL's query: it is a credential, and
+    # nothing microbatch prints may hold it (nor the signature), with -v or not, whatever succeeds.
+    token = "mbPresignedToken/0123456789+ABCDEFGHIJKLMNOPQRSTUVWXYZ=="
+    s3.put(data.src, f"{key}/in.h5")
+    url = s3.presign(f"{key}/in.h5", token=token)
+    signature = url.rsplit("X-Amz-Signature=", 1)[1]
+    quoted = url.split("X-Amz-Security-Token=", 1)[1].split("&", 1)[0]  # as it is in the URL
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out, "-v"))
+    assert res.code == 0, res
+    no_secret_in(res, token, quoted, signature)
+    same_split(data.plain, out)
+    for args in ([], ["--json"], ["-v"]):
+        res = remote("inspect", url, *args)
+        assert res.code == 0, res
+        no_secret_in(res, token, quoted, signature)
+
+
+def test_shards_of_an_s3_object_then_finish_give_the_local_split(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "sh"
+    for k in range(2):
+        run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out, "--shard", f"{k}/2"), env=s3_env(s3), check=0)
+    run("finish", out, check=0)
+    same_split(data.plain, out, sharded=True)
+
+
 # --- outputs stay local -------------------------------------------------------------
 
 @pytest.mark.parametrize("target", ["s3://bkt/out", "http://127.0.0.1:9/out", "https://127.0.0.1:9/out"])

@@ -6,6 +6,21 @@
 const S3rver = require('@20minutes/s3rver');
 const { DUMMY_ACCOUNT } = require('@20minutes/s3rver/lib/models/account');
 
+// s3rver 5.0.0 reads "Range: bytes=N-0" as "bytes=N-" (its store takes an end of 0 for none) and sends
+// the object from N to its end; S3 sends the one byte asked for. Fixed here, in the store, for end 0.
+const { createReadStream } = require('node:fs');
+const FilesystemStore = require('@20minutes/s3rver/lib/stores/filesystem');
+const getObject = FilesystemStore.prototype.getObject;
+FilesystemStore.prototype.getObject = async function (bucket, key, options) {
+  const object = await getObject.call(this, bucket, key, options);
+  if (object && object.content && object.range && options && options.end === 0) {
+    object.content.destroy();
+    object.range = { start: object.range.start, end: 0 };
+    object.content = createReadStream(this.getResourcePath(bucket, key, 'object'), object.range);
+  }
+  return object;
+};
+
 const [port, directory, keyId, secret] = process.argv.slice(2);
 if (keyId) DUMMY_ACCOUNT.createKeyPair(keyId, secret);
 new S3rver({ port: Number(port), address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bkt' }] })
