@@ -563,6 +563,9 @@ def main(argv):
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # TERM ends the block as Ctrl-C does
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
+        # timeout(1) and shells signal the whole group, often twice: the cleanup is not cut short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return 0
 
 
