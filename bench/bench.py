@@ -32,6 +32,10 @@ Workloads (sizes at --scale 1):
 `scale-out` runs only when named (`--only scale-out`; needs mpirun and build/microbatch-mpi). Each command is
 best of 2; the table gives seconds and the speedup over the one-process command.
 
+`remote` runs only when named (`--only remote`; bench/remote.py, needs nginx): the sample, 1 GiB contiguous and
+5,000 small datasets split and merged back reading over HTTP from nginx on loopback, against curl + the local
+command and against libhdf5's ROS3 driver (h5py) reading every dataset: seconds, requests and MiB fetched.
+
 `many` runs only when named (`--only many`): it is about the cost of each
 microbatch file, not of the bytes. For each N it prints split and merge time
 and peak RSS, merge time per input, the h5py script's merge (its inputs from a
@@ -425,6 +429,10 @@ def main():
             continue
         if name == "scale-out":
             bench_scale_out(args.dir, args)
+            continue
+        if name == "remote":
+            import remote  # bench/remote.py: needs nginx (Debian's nginx-light)
+            remote.bench_remote(args.dir, BINARY, make, args.runs)
             continue
         bench(name, args.dir, args.scale, skip_h5py=args.skip_h5py or name == "memory", jobs=args.jobs, runs=args.runs)
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/presets.hpp"
+#include "core/remote.hpp"
 #include "io/guard.hpp"
 #include "io/team.hpp"
 #include "specs/parse.hpp"
@@ -39,6 +40,18 @@ CLI::Validator whole_number(const std::string& option) {
         if (!digits)
           throw usage_error(fmt::format("{}: '{}' is not a whole number (see --help)", option, value));
         value.erase(0, std::min(value.find_first_not_of('0'), value.size() - 1));
+        return {};
+      },
+      "");
+}
+
+CLI::Validator local_output(const std::string& option) {
+  return CLI::Validator(
+      [option](std::string& value) -> std::string {
+        if (is_remote(value))
+          throw usage_error(fmt::format("{}: {} is a URL, but outputs are local files (remote inputs are read-only); "
+                                        "write locally, then upload (aws s3 cp --recursive, curl -T)",
+                                        option, shown_name(value)));
         return {};
       },
       "");

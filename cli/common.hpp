@@ -26,6 +26,10 @@ unsigned stall_timeout_seconds();
 // other text is a usage error naming `option` ("-n/--chunks").
 CLI::Validator whole_number(const std::string& option);
 
+// Outputs are local files: a URL (remote inputs are read-only) is a usage
+// error naming `option` and saying how to upload instead.
+CLI::Validator local_output(const std::string& option);
+
 // -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split
 // and inspect.
 void add_partition_options(CLI::App& app, SplitOptions& options);

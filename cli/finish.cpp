@@ -19,7 +19,7 @@ void setup_finish(CLI::App& app) {
       "  microbatch finish mb/\n"
       "  checks mb/part-00000-of-00002.json and mb/part-00001-of-00002.json (same input, spec and options; every\n"
       "  file listed present at its recorded size) and writes mb/manifest.json, the one 'split -o mb/' writes");
-  sub->add_option("dir", *dir, "output directory of the shards")->required();
+  sub->add_option("dir", *dir, "output directory of the shards")->required()->check(local_output("dir"));
   add_common_options(*sub);
   sub->callback([dir] {
     apply_common_options();

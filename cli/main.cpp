@@ -13,6 +13,7 @@
 #include "cli/common.hpp"
 #include "cli/hints.hpp"
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/guard.hpp"
 #include "io/library.hpp"
 
@@ -98,14 +99,15 @@ int run(int argc, char** argv) {
     if (const auto typo = mb::cli::misspelt_option(app, argc, argv)) {
       spdlog::error("{}", *typo);
     } else {
-      spdlog::error("{} (see --help)", e.what());
+      spdlog::error("{} (see --help)", mb::scrub_urls(e.what()));
     }
     return 2;
   } catch (const mb::Error& e) {
-    spdlog::error("{}", e.what());
+    // A presigned URL's query holds a signature, maybe a session token: never shown.
+    spdlog::error("{}", mb::scrub_urls(e.what()));
     return e.exit_code();
   } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", e.what());
+    spdlog::error("internal error: {}", mb::scrub_urls(e.what()));
     return 1;
   }
   return 0;

@@ -9,6 +9,7 @@
 #include "cli/common.hpp"
 #include "cli/summary.hpp"
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
 #include "io/prepare.hpp"
@@ -109,6 +110,11 @@ void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
   Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json && lead) capture.emplace();
+  if (cmd.virtual_datasets)
+    for (const auto& in : cmd.inputs)
+      if (is_remote(in))
+        throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
+                                      shown_name(in)));
   const io::MergeSources sources = io::find_sources(cmd.inputs);
   io::MergeJob job = merge_job(cmd, sources);
   job.team = std::move(team);
@@ -167,7 +173,7 @@ void setup_merge(CLI::App& app) {
                    "chunk-spec JSON (default: the manifest's spec for a directory, else a detected preset's, else the "
                    "default spec)");
   add_preset_option(*sub, cmd->preset);
-  sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required();
+  sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required()->check(local_output("-o/--output"));
   sub->add_flag("--force", cmd->force, "replace an existing output file");
   sub->add_flag("--virtual", cmd->virtual_datasets,
                 "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "

@@ -188,7 +188,7 @@ void setup_split(CLI::App& app) {
                    "chunk-spec JSON (default: a detected preset's, else split rank>=1 on axis 0, replicate the rest)");
   add_preset_option(*sub, cmd->preset);
   add_partition_options(*sub, cmd->partition);
-  sub->add_option("-o,--output", cmd->output_dir, "output directory")->required();
+  sub->add_option("-o,--output", cmd->output_dir, "output directory")->required()->check(local_output("-o/--output"));
   sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,

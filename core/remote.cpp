@@ -11,8 +11,8 @@ namespace mb {
 namespace {
 
 bool starts_with_nocase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
+  return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(), [](char p, char c) {
+           return std::tolower(static_cast<unsigned char>(c)) == p;
          });
 }
 
@@ -41,14 +41,18 @@ bool valid_bucket(std::string_view b) {
          });
 }
 
+std::string region_from(const Environment& env) {
+  std::string region = variable(env, "AWS_REGION");
+  if (region.empty()) region = variable(env, "AWS_DEFAULT_REGION");
+  return region.empty() ? "us-east-1" : region;
+}
+
 std::optional<Signing> signing_from(const Environment& env) {
   Signing s;
   s.key_id = variable(env, "AWS_ACCESS_KEY_ID");
   s.secret = variable(env, "AWS_SECRET_ACCESS_KEY");
   s.token = variable(env, "AWS_SESSION_TOKEN");
-  s.region = variable(env, "AWS_REGION");
-  if (s.region.empty()) s.region = variable(env, "AWS_DEFAULT_REGION");
-  if (s.region.empty()) s.region = "us-east-1";
+  s.region = region_from(env);
   if (s.key_id.empty() != s.secret.empty())
     throw usage_error(fmt::format("{} is set but {} is not: give both for signed requests, or neither for anonymous "
                                   "ones",
@@ -81,7 +85,7 @@ RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
     throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
   RemoteAddress a{std::string(name), "", signing_from(env)};
   const std::string endpoint = endpoint_from(env);
-  const std::string region = a.signing ? a.signing->region : std::string("us-east-1");
+  const std::string region = region_from(env);
   if (!endpoint.empty())
     a.url = fmt::format("{}/{}/{}", endpoint, bucket, encode_key(key));
   else if (bucket.find('.') != std::string_view::npos)  // a dotted bucket breaks the TLS wildcard
@@ -115,6 +119,23 @@ std::string shown_name(std::string_view name) {
   const auto at = out.rfind('@', host_end == std::string::npos ? out.size() : host_end);
   if (at != std::string::npos && at > scheme) out = out.substr(0, scheme + 3) + "...@" + out.substr(at + 1);
   return out;
+}
+
+std::string scrub_urls(std::string_view text) {
+  std::string out;
+  std::size_t done = 0;
+  for (std::size_t at = text.find("://"); at != std::string_view::npos; at = text.find("://", at + 3)) {
+    std::size_t begin = at;
+    while (begin > done && std::isalnum(static_cast<unsigned char>(text[begin - 1]))) --begin;
+    std::size_t end = text.find_first_of(" \t\n'\"", at);
+    if (end == std::string_view::npos) end = text.size();
+    while (end > at + 3 && (text[end - 1] == ':' || text[end - 1] == ',' || text[end - 1] == ')')) --end;
+    out += text.substr(done, begin - done);
+    out += shown_name(text.substr(begin, end - begin));
+    done = end;
+    at = std::max(at, end > 3 ? end - 3 : 0);
+  }
+  return out + std::string(text.substr(done));
 }
 
 std::string sibling(std::string_view name, std::string_view file) {

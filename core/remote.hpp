@@ -41,6 +41,9 @@ RemoteAddress resolve_remote(std::string_view name, const Environment& env);
 // signature and token) and any user:password@ replaced.
 std::string shown_name(std::string_view name);
 
+// `text` (a message) with every URL in it shown as shown_name shows it.
+std::string scrub_urls(std::string_view text);
+
 // The name of `file` in the same "directory" as the remote `name`
 // (s3://bkt/dir/manifest.json, "microbatch-00000.h5" ->
 // s3://bkt/dir/microbatch-00000.h5); a query on `name` is not carried over.

@@ -28,11 +28,10 @@ Id open_remote(const std::string& name) {
   evict_on_close(fapl.get(), where);
   Id file(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get()));
   if (file.valid()) return file;
+  if (driver_failed()) fail(where, "cannot open the file read-only");  // what the server did
   try {
     fail(where, "cannot open the file read-only");
-  } catch (const Error& e) {
-    // The driver's own errors say what the server did; the library's only
-    // that no HDF5 signature was found in the bytes it read.
+  } catch (const Error& e) {  // the library read the bytes and found no HDF5 file in them
     if (std::string_view(e.what()).find("signature") != std::string_view::npos)
       throw Error(where.file + ": not an HDF5 file");
     throw;

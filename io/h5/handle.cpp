@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/library.hpp"
 
 namespace mb::h5 {
@@ -67,7 +68,8 @@ std::string root_cause(std::string cause) {
 }  // namespace
 
 void fail(const Location& where, const std::string& action) {
-  const StackText stack = current_stack();
+  StackText stack = current_stack();
+  stack.all = scrub_urls(stack.all);  // the library names the file as it was opened
   if (g_driver_error) {
     spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
     const Error e = *std::exchange(g_driver_error, std::nullopt);
@@ -83,6 +85,8 @@ void forget_error() {
   H5Eclear2(H5E_DEFAULT);
   g_driver_error.reset();
 }
+
+bool driver_failed() { return g_driver_error.has_value(); }
 
 void note_driver_error(const Error& error) {
   if (!g_driver_error) g_driver_error = error;  // the first failure is the cause of the others

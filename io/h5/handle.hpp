@@ -40,6 +40,7 @@ void forget_error();
 // error: the next fail() throws it instead of the library's own words
 // ("file read failed"), which do not say that a server answered 403.
 void note_driver_error(const Error& error);
+bool driver_failed();
 
 // Owns one HDF5 identifier of any kind and releases it exactly once.
 class Id {

@@ -29,8 +29,11 @@ specs::Manifest read_remote_manifest(const std::string& name) {
   return specs::parse_manifest(text, name);
 }
 
-// The manifest a remote file would be listed in, if one is there.
+// The manifest a remote file would be listed in, if one is there. A
+// presigned URL (one with a query) signs that one object: its neighbours
+// cannot be asked for, so it is merged as a plain file.
 std::optional<specs::Manifest> remote_manifest_beside(const std::string& file) {
+  if (file.find('?') != std::string::npos) return std::nullopt;
   try {
     return read_remote_manifest(sibling(file, specs::kManifestName));
   } catch (const remote::Missing&) {

@@ -1,0 +1,102 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/remote.hpp"
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+mb::RemoteAddress resolve(const std::string& name, Vars vars) {
+  return mb::resolve_remote(name, [&vars](const char* n) -> const char* {
+    const auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("remote: which names are URLs") {
+  CHECK(mb::is_remote("s3://bkt/key.h5"));
+  CHECK(mb::is_remote("HTTPS://host/x.h5"));
+  CHECK(mb::is_remote("http://host/x.h5"));
+  CHECK_FALSE(mb::is_remote("data/s3://x.h5"));
+  CHECK_FALSE(mb::is_remote("file:///tmp/x.h5"));
+  CHECK_FALSE(mb::is_remote("batch.h5"));
+}
+
+TEST_CASE("remote: s3:// goes to AWS, virtual-hosted, in the region the environment gives") {
+  CHECK(resolve("s3://bkt/a/b.h5", {}).url == "https://bkt.s3.us-east-1.amazonaws.com/a/b.h5");
+  CHECK(resolve("s3://bkt/a/b.h5", {{"AWS_DEFAULT_REGION", "eu-west-3"}}).url ==
+        "https://bkt.s3.eu-west-3.amazonaws.com/a/b.h5");
+  const auto signed_ = resolve("s3://bkt/b.h5", {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                                  {"AWS_DEFAULT_REGION", "eu-west-3"}});
+  CHECK(signed_.url == "https://bkt.s3.eu-west-3.amazonaws.com/b.h5");
+  REQUIRE(signed_.signing);
+  CHECK(signed_.signing->region == "eu-west-3");
+  CHECK(resolve("s3://bkt/b.h5", {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                  {"AWS_REGION", "ap-south-1"}, {"AWS_DEFAULT_REGION", "eu-west-3"}})
+            .signing->region == "ap-south-1");
+  // A dotted bucket would not match the wildcard certificate of virtual hosts.
+  CHECK(resolve("s3://my.bkt/b.h5", {}).url == "https://s3.us-east-1.amazonaws.com/my.bkt/b.h5");
+}
+
+TEST_CASE("remote: an endpoint override is path-style, and keys are percent-encoded once") {
+  const Vars vars{{"AWS_ENDPOINT_URL", "http://127.0.0.1:9000/"}};
+  CHECK(resolve("s3://bkt/dir/batch one+1.h5", vars).url == "http://127.0.0.1:9000/bkt/dir/batch%20one%2B1.h5");
+  CHECK(resolve("s3://bkt/k.h5", {{"AWS_ENDPOINT_URL", "http://a:1"}, {"AWS_ENDPOINT_URL_S3", "https://b:2"}}).url ==
+        "https://b:2/bkt/k.h5");
+  CHECK_THROWS_AS(resolve("s3://bkt/k.h5", {{"AWS_ENDPOINT_URL", "127.0.0.1:9000"}}), mb::Error);
+}
+
+TEST_CASE("remote: credentials are both or neither; a token comes with them") {
+  CHECK_FALSE(resolve("s3://bkt/k.h5", {}).signing);
+  const auto with_token =
+      resolve("s3://bkt/k.h5", {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"AWS_SESSION_TOKEN", "T"}});
+  REQUIRE(with_token.signing);
+  CHECK(with_token.signing->token == "T");
+  for (const Vars& half : {Vars{{"AWS_ACCESS_KEY_ID", "AK"}}, Vars{{"AWS_SECRET_ACCESS_KEY", "SK"}},
+                           Vars{{"AWS_SESSION_TOKEN", "T"}}}) {
+    try {
+      resolve("s3://bkt/k.h5", half);
+      FAIL("half-given credentials were taken");
+    } catch (const mb::Error& e) {
+      CHECK(e.exit_code() == 2);
+      CHECK(std::string(e.what()).find("SK") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("remote: http(s) URLs are requested as given, unsigned") {
+  const auto a = resolve("https://host:8443/d/x.h5?X-Amz-Signature=abc",
+                         {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}});
+  CHECK(a.url == "https://host:8443/d/x.h5?X-Amz-Signature=abc");
+  CHECK_FALSE(a.signing);
+  CHECK_THROWS_AS(resolve("http:///x.h5", {}), mb::Error);
+}
+
+TEST_CASE("remote: malformed s3 names are refused") {
+  for (const char* name : {"s3://", "s3://bkt", "s3://bkt/", "s3://Bad_Bucket/k", "s3://bkt/dir/"})
+    CHECK_THROWS_AS(resolve(name, {}), mb::Error);
+}
+
+TEST_CASE("remote: shown names hide queries and user information") {
+  CHECK(mb::shown_name("https://h/x.h5?X-Amz-Security-Token=SECRET") == "https://h/x.h5?...");
+  CHECK(mb::shown_name("http://user:pw@h:80/x.h5") == "http://...@h:80/x.h5");
+  CHECK(mb::shown_name("s3://bkt/x.h5") == "s3://bkt/x.h5");
+  CHECK(mb::scrub_urls("https://h/x.h5?sig=SECRET: HTTP 403 and http://u:pw@h/y?t=T, again") ==
+        "https://h/x.h5?...: HTTP 403 and http://...@h/y?..., again");
+  CHECK(mb::scrub_urls("no url here") == "no url here");
+}
+
+TEST_CASE("remote: siblings and manifests of a remote split directory") {
+  CHECK(mb::sibling("s3://bkt/dir/manifest.json", "microbatch-00000.h5") == "s3://bkt/dir/microbatch-00000.h5");
+  CHECK(mb::sibling("https://h/d/manifest.json?sig=1", "m.h5") == "https://h/d/m.h5");
+  CHECK(mb::remote_manifest_name("https://h/d/", "manifest.json") == "https://h/d/manifest.json");
+  CHECK(mb::remote_manifest_name("https://h/d/manifest.json", "manifest.json") == "https://h/d/manifest.json");
+  CHECK_FALSE(mb::remote_manifest_name("https://h/d/my-manifest.json", "manifest.json"));
+  CHECK_FALSE(mb::remote_manifest_name("https://h/d/microbatch-00000.h5", "manifest.json"));
+}
