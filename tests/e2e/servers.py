@@ -13,7 +13,9 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   /500/, /500once/, /drop/, /truncate/, /stall/) or by `fault()` (that
   and /silent/: connections accepted and never answered), and counts
   requests and bytes. drop sends half the body and resets the connection;
-  truncate sends all but the last byte and closes it cleanly.
+  truncate sends all but the last byte and closes it cleanly. Files carry an
+  ETag ("v1"); changed answers as the file replaced (ETag "v2", FILE.v2
+  when there is one, else every byte inverted; 412 to an If-Match of "v1").
 - unreachable(): a URL on a port that nothing listens on.
 
 Every server has `put(file, key)`, which publishes a local file under `key`
@@ -313,7 +315,7 @@ def s3(root=None):
 
 # --- the faulty server -------------------------------------------------------
 
-FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent")
+FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed")
 
 
 class Fault:
@@ -402,6 +404,14 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             return self.status_only(entry, 500 if mode == "500once" else int(mode))
         if not os.path.isfile(file):
             return self.status_only(entry, 404)
+        # Every file is version "v1"; "changed" answers as if it had been replaced by version "v2"
+        # (every byte inverted): If-Match on anything else is refused, as servers do.
+        etag = '"v2"' if mode == "changed" else '"v1"'
+        wanted = self.headers.get("If-Match")
+        if wanted is not None and wanted.strip() not in (etag, "*"):
+            return self.status_only(entry, 412)
+        if mode == "changed" and os.path.isfile(file + ".v2"):
+            file = file + ".v2"
         size = os.path.getsize(file)
         rng = parse_range(self.headers.get("Range"), size)
         if rng == "bad":
@@ -414,6 +424,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         begin, end = rng or (0, size)
         self.send_response(206 if rng else 200)
         self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", etag)
         if rng:
             self.send_header("Content-Range", f"bytes {begin}-{end - 1}/{size}")
         self.send_header("Content-Length", str(end - begin))
@@ -423,10 +434,17 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
             return
         self.body(entry, mode, file, begin, end)
 
+    @staticmethod
+    def replacement(file, begin, end, data):
+        """Version 2 of `file` when there is no FILE.v2 (served instead when there is): every byte inverted."""
+        return data if file.endswith(".v2") else bytes(b ^ 0xFF for b in data)
+
     def body(self, entry, mode, file, begin, end):
         with open(file, "rb") as f:
             f.seek(begin)
             data = f.read(end - begin)
+        if mode == "changed":
+            data = self.replacement(file, begin, end, data)
         if mode == "stall":  # headers sent, then nothing for a long time
             self.wfile.flush()
             self.server.owner.stopping.wait(self.server.owner.stall_seconds)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import h5py
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import ENV, assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import ENV, assert_one_line_error, listing, run, write_spec
 from test_shards import SPEC, make  # a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
 
 # nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
@@ -29,6 +30,15 @@ BASE_ENV = {k: v for k, v in ENV.items() if not k.startswith("AWS_")}
 BASE_ENV["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"
 BASE_ENV["MICROBATCH_HTTP_TIMEOUT"] = "10"  # nothing stalls unless a test says so; bounds a hang
 N = 7
+
+
+def h5diff(a, b):
+    """0 when h5diff finds no difference and no object it cannot compare: h5diff 1.10.8 exits 0 when
+    two datasets or attributes differ in shape or type ("Some objects are not comparable")."""
+    proc = subprocess.run(["h5diff", "-c", str(a), str(b)], capture_output=True, text=True)
+    if proc.returncode == 0 and "not comparable" in proc.stdout.lower():
+        return 1
+    return proc.returncode
 
 
 def env(**settings):
@@ -220,12 +230,15 @@ def test_merge_of_a_remote_split_by_its_manifest_url(web, data, tmp_path, key, s
     merged_like(data, res, out)
 
 
-def test_merge_of_remote_files_named_one_by_one(web, data, tmp_path, key):
-    base = web.put_dir(data.plain, key)
+@pytest.mark.parametrize("where", ["http", "s3"])
+def test_merge_of_remote_files_named_one_by_one(web, s3, data, tmp_path, key, where):
+    server = web if where == "http" else s3
+    server.put_dir(data.plain, key)
+    names = [server.url(f"{key}/{n}") if where == "http" else s3.s3_url(f"{key}/{n}") for n in data.files]
     local = tmp_path / "local.h5"
     run("merge", *[data.plain / n for n in data.files], "-o", local, check=0)
     out = tmp_path / "m.h5"
-    res = remote("merge", *[f"{base}/{n}" for n in data.files], "-o", out)
+    res = remote("merge", *names, "-o", out, environ=s3_env(s3))
     assert res.code == 0, res
     assert h5diff(local, out) == 0
     assert h5diff(data.src, out) == 0
@@ -532,6 +545,58 @@ def test_a_fault_on_one_file_of_a_remote_merge_writes_nothing(bad, data, tmp_pat
     res = remote("merge", f"{base}/manifest.json", "-o", dest / "m.h5")
     refused(res, f"{base}/{victim}", FAULT_WORDS[mode])
     assert listing(dest) == []
+
+
+def test_a_remote_file_of_another_content_than_its_manifest_says_is_refused(web, data, tmp_path, key):
+    # The manifest's sizes and digests hold for remote files too: one file swapped for another.
+    base = web.put_dir(data.plain, key)
+    web.put(data.plain / data.files[4], f"{key}/{data.files[3]}")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    refused(remote("merge", f"{base}/manifest.json", "-o", dest / "m.h5"), f"{base}/{data.files[3]}")
+    assert listing(dest) == []
+
+
+def make_version(path, seed, rows):
+    with h5py.File(path, "w") as f:
+        f["x"] = np.random.default_rng(seed).standard_normal((rows, 1000)).astype(np.float32)  # 1.6 MB and more
+        f["y"] = np.random.default_rng(seed + 1).integers(0, 100, rows)
+        f.attrs["step"] = seed
+    return path
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_object_replaced_while_a_split_reads_it_is_refused_or_read_as_one_version(bad, tmp_path, key, jobs):
+    # The server answers as if the file had been replaced by another batch (more rows, other values)
+    # from its Nth request on, for each N a clean split makes: exit 1 publishing nothing, or an output
+    # that is one version exactly; never a plan of one version filled with the rows of the other.
+    v1 = make_version(tmp_path / "v1.h5", 1, 400)
+    v2 = make_version(tmp_path / "v2.h5", 2, 500)
+    url = bad.put(v1, f"{key}/in.h5")
+    bad.put(v2, f"{key}/in.h5.v2")
+    run("split", url, "-n", 4, "-j", jobs, "-o", tmp_path / "clean", env=BASE_ENV, check=0)
+    count = len(bad.requests(f"{key}/"))
+    assert count >= 2, bad.requests(f"{key}/")  # the file is read in more than one request
+    for after in range(count):
+        bad.clear()
+        bad.fault("changed", prefix=f"/{key}/in.h5", after=after)
+        out, merged = tmp_path / f"out-{after}", tmp_path / f"m-{after}.h5"
+        res = remote("split", url, "-n", 4, "-j", jobs, "-o", out)
+        if res.code != 0:
+            refused(res, url)
+            nothing_published(out)
+            continue
+        run("merge", out, "-o", merged, check=0)
+        assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, f"version changed after {after} requests: " \
+            f"exit 0 with an output that is neither version\n{res}"
+
+
+def test_a_remote_file_that_is_not_hdf5(web, data, tmp_path, key):
+    url = web.put(data.plain / "manifest.json", f"{key}/in.h5")
+    out = tmp_path / "out"
+    refused(remote(*data.split_args(url, out)), url)
+    nothing_published(out)
+    refused(remote("inspect", url), url)
 
 
 def test_a_missing_manifest_of_a_remote_split(web, data, tmp_path, key):
