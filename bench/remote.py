@@ -15,14 +15,21 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 import servers  # noqa: E402  (tests/e2e/servers.py: nginx on a free loopback port)
 
 SAMPLE = os.path.join(HERE, "..", "sample_data", "batch.h5")
+SPECS = {"sample": os.path.join(HERE, "..", "sample_data", "batch_spec.json")}
 
 
-def wall(cmd, runs):
-    """Best of `runs` wall times of a shell command (a string) or argv."""
+def wall(cmd, runs, outputs):
+    """Best of `runs` wall times of a shell command (a string) or argv; the
+    `outputs` are removed and dirty pages written back before each run,
+    outside the timing (as bench.timed does)."""
     best = None
     for _ in range(runs):
+        subprocess.run(["rm", "-rf", *outputs], check=True)
+        os.sync()
         start = time.perf_counter()
-        subprocess.run(cmd, shell=isinstance(cmd, str), check=True, capture_output=True)
+        out = subprocess.run(cmd, shell=isinstance(cmd, str), capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"failed: {cmd}\n{out.stderr}")
         secs = time.perf_counter() - start
         best = secs if best is None or secs < best else best
     return best
@@ -37,12 +44,12 @@ def ros3_read_all(url):
         f.visititems(visit)
 
 
-def measured(server, prefix, cmd, runs):
+def measured(server, prefix, cmd, runs, outputs):
     """(seconds, requests, MiB fetched) of a command reading under `prefix`:
     the best time of `runs`, nginx's counts of one more run."""
-    secs = wall(cmd, runs)
+    secs = wall(cmd, runs, outputs)
     start = len(server.requests())
-    subprocess.run(cmd, shell=isinstance(cmd, str), check=True, capture_output=True)
+    wall(cmd, 1, outputs)
     served = [r for r in server.requests()[start:] if r["uri"].startswith(prefix)]
     return secs, len(served), sum(r["bytes"] for r in served) / 2**20
 
@@ -68,26 +75,27 @@ def bench_remote(work, binary, make, runs):
         for name, path in files.items():
             url = server.put(path, f"{name}.h5")
             size = os.path.getsize(path) / 2**20
-            local, mb, merged = (os.path.join(work, f"remote-{name}{x}") for x in (".h5", "-mb", "-merged.h5"))
-            clean = f"rm -rf {local} {mb} {merged}"
-            split = f"{binary} split {{}} -n 4 -o {mb} -q"
+            local, mb, merged, dl = (os.path.join(work, f"remote-{name}{x}") for x in (".h5", "-mb", "-merged.h5", "-dl"))
+            spec = f" --spec {SPECS[name]}" if name in SPECS else ""
+            split = f"{binary} split {{}}{spec} -n 4 -o {mb} -q"
             print(f"  {name} ({size:.1f} MiB)")
-            base = measured(server, f"/{name}", f"{clean}; curl -sf -o {local} {url} && " + split.format(local), runs)
+            base = measured(server, f"/{name}", f"curl -sf -o {local} {url} && " + split.format(local), runs,
+                            [local, mb])
             row("curl, then split", base)
-            row("split URL", measured(server, f"/{name}", f"{clean}; " + split.format(url), runs), base[0])
+            row("split URL", measured(server, f"/{name}", split.format(url), runs, [mb]), base[0])
             row("ROS3 (h5py): read every dataset",
                 measured(server, f"/{name}", [sys.executable, "-c", f"import sys; sys.path.insert(0, '{HERE}'); "
-                                               f"import remote; remote.ros3_read_all('{url}')"], 1))
-            subprocess.run(f"{clean}; " + split.format(path), shell=True, check=True)
+                                               f"import remote; remote.ros3_read_all('{url}')"], 1, []))
+            subprocess.run(["rm", "-rf", mb], check=True)
+            subprocess.run(split.format(path), shell=True, check=True)
             server.put_dir(mb, f"{name}-mb")
             mburl = server.url(f"{name}-mb/manifest.json")
-            names = sorted(os.listdir(mb))
-            fetch = " && ".join(f"curl -sf -o {local}-dl/{n} {server.url(f'{name}-mb/{n}')}" for n in names)
-            mbase = measured(server, f"/{name}-mb", f"rm -rf {merged} {local}-dl; mkdir {local}-dl && {fetch} && "
-                             f"{binary} merge {local}-dl -o {merged} -q", runs)
+            fetch = " && ".join(f"curl -sf -o {dl}/{n} {server.url(f'{name}-mb/{n}')}" for n in sorted(os.listdir(mb)))
+            mbase = measured(server, f"/{name}-mb", f"mkdir {dl} && {fetch} && {binary} merge {dl} -o {merged} -q",
+                             runs, [dl, merged])
             row("curl, then merge", mbase)
-            row("merge URL", measured(server, f"/{name}-mb", f"rm -f {merged}; {binary} merge {mburl} -o {merged} -q",
-                                      runs), mbase[0])
-            row("merge URL --no-verify", measured(server, f"/{name}-mb", f"rm -f {merged}; {binary} merge {mburl} "
-                                                  f"-o {merged} -q --no-verify", runs), mbase[0])
-            subprocess.run(f"{clean}; rm -rf {local}-dl", shell=True, check=True)
+            row("merge URL", measured(server, f"/{name}-mb", f"{binary} merge {mburl} -o {merged} -q", runs, [merged]),
+                mbase[0])
+            row("merge URL --no-verify", measured(server, f"/{name}-mb", f"{binary} merge {mburl} -o {merged} -q "
+                                                  "--no-verify", runs, [merged]), mbase[0])
+            subprocess.run(["rm", "-rf", local, mb, merged, dl], check=True)

@@ -36,26 +36,34 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
 }
 
 // Every input is the file the split published: same size and (unless
-// --no-verify) the same content.
+// --no-verify) the same content. A team shares the inputs out (rank R
+// checks inputs R, R + P, ...): a digest reads a whole file, which for a
+// remote input is a download, and each rank should fetch its own share.
+// A rank whose share fails votes no, so nothing is published.
 void verify_inputs(const MergeJob& job) {
-  if (!job.manifest || (job.team && job.team->rank != 0)) return;  // a team: rank 0 checks them
+  if (!job.manifest) return;
+  const std::uint64_t rank = job.team ? job.team->rank : 0, size = job.team ? job.team->size : 1;
   std::vector<std::string> paths;
-  for (const auto& input : job.inputs) paths.push_back(input.path);
+  std::vector<std::size_t> index;
+  for (std::size_t i = rank; i < job.inputs.size(); i += size) {
+    paths.push_back(job.inputs[i].path);
+    index.push_back(i);
+  }
   std::vector<FileDigest> found;
   if (job.verify)
     found = digest_files(paths, paths, std::thread::hardware_concurrency());
   else
     for (const auto& path : paths) found.push_back({size_of(path), {}});
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    const specs::FileRecord& expected = job.manifest->files.at(i);
-    if (found[i].size != expected.size)
+  for (std::size_t k = 0; k < paths.size(); ++k) {
+    const specs::FileRecord& expected = job.manifest->files.at(index[k]);
+    if (found[k].size != expected.size)
       throw Error(fmt::format("{}: {} bytes, but the manifest of its split says {}: the file was changed or replaced "
                               "after the split",
-                              paths[i], found[i].size, expected.size));
-    if (job.verify && found[i].digest != expected.digest)
+                              paths[k], found[k].size, expected.size));
+    if (job.verify && found[k].digest != expected.digest)
       throw Error(fmt::format("{}: its content digest differs from the manifest's: the file was changed or replaced "
                               "after the split",
-                              paths[i]));
+                              paths[k]));
   }
 }
 

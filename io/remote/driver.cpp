@@ -7,6 +7,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -69,6 +70,37 @@ BlockCache& cache() {
   return c;
 }
 
+// What the first open of a URL found, so that opening it again (split
+// opens its input to plan, then to copy; --shard describes it first) costs
+// no request: the blocks stay cached, and every read asks for the same
+// version (If-Match). Only objects with a strong ETag: without one, a
+// reopen could not tell a replaced object from the cached one.
+struct Known {
+  Version version;
+  std::uint64_t serial = 0;
+};
+
+std::map<std::string, Known>& known() {
+  static std::map<std::string, Known> k;
+  return k;
+}
+
+// An Object for `name`, its first block in the cache; the serial its blocks are cached under.
+std::pair<std::unique_ptr<Object>, std::uint64_t> open_object(const std::string& name) {
+  static std::uint64_t serials = 0;
+  const RemoteAddress address = resolve_remote(name, environment);
+  const Settings settings = settings_from(environment);
+  if (const auto it = known().find(name); it != known().end())
+    return {std::make_unique<Object>(address, settings, it->second.version), it->second.serial};
+  auto object = std::make_unique<Object>(address, settings, kBlock);
+  const std::uint64_t serial = ++serials;
+  const auto& head = object->head();
+  cache().put({serial, 0}, std::vector<char>(head.begin(), head.end()));
+  object->release_head();
+  if (!object->version().etag.empty()) known()[name] = {object->version(), serial};
+  return {std::move(object), serial};
+}
+
 // The driver's file: HDF5's public part first, as the library requires.
 struct RemoteFile {
   H5FD_t pub{};
@@ -125,17 +157,12 @@ herr_t guarded(Fn&& fn) {
 }
 
 H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
-  static std::uint64_t serials = 0;
   std::unique_ptr<RemoteFile> f(new RemoteFile);
   const herr_t rc = guarded([&] {
     if (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT))
       throw usage_error(fmt::format("{}: remote files are read-only", shown_name(name)));
     f->name = name;
-    f->serial = ++serials;
-    f->object = std::make_unique<Object>(resolve_remote(name, environment), settings_from(environment), kBlock);
-    const auto& head = f->object->head();
-    cache().put({f->serial, 0}, std::vector<char>(head.begin(), head.end()));
-    f->object->release_head();
+    std::tie(f->object, f->serial) = open_object(name);
     f->pub.maxaddr = maxaddr;
   });
   return rc < 0 ? nullptr : &f.release()->pub;
@@ -143,7 +170,7 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
 
 herr_t close_file(H5FD_t* file) {
   std::unique_ptr<RemoteFile> f(as_remote(file));
-  cache().drop(f->serial);
+  if (!known().contains(f->name)) cache().drop(f->serial);  // not to be reopened from the cache
   return 0;
 }
 
@@ -208,6 +235,12 @@ hid_t driver_id() {
 }
 
 }  // namespace
+
+Version describe(const std::string& name) {
+  const auto [object, serial] = open_object(name);
+  if (!known().contains(name)) cache().drop(serial);
+  return object->version();
+}
 
 h5::Id file_access(const std::string& name) {
   resolve_remote(name, environment);  // a usage error before any request

@@ -13,11 +13,16 @@
 #include <string>
 
 #include "io/h5/handle.hpp"
+#include "io/remote/http.hpp"
 
 namespace mb::remote {
 
 // File access properties that open the remote `name` through the driver.
 // Throws mb::Error for a malformed name or half-given credentials.
 h5::Id file_access(const std::string& name);
+
+// The version of the remote `name` that this process reads (fetching its
+// first block, which opening it then takes from the cache).
+Version describe(const std::string& name);
 
 }  // namespace mb::remote

@@ -229,7 +229,7 @@ void Object::State::set_headers(bool with_etag) {
     if (!address.signing->token.empty())
       headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
   }
-  if (with_etag && !etag.empty() && !etag.starts_with("W/"))
+  if (with_etag && !etag.empty())
     headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 }
@@ -266,7 +266,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
       return Failure{fmt::format("the connection closed after {} of {} bytes", r.got, c->last - c->first + 1), true};
   }
   if (first) {
-    etag = r.etag;
+    etag = r.etag.starts_with("W/") ? "" : r.etag;  // a weak ETag does not name the bytes
     if (!r.last_modified.empty()) modified = curl_getdate(r.last_modified.c_str(), nullptr);
     head.resize(r.got);
     set_headers(true);
@@ -299,6 +299,18 @@ Object::Object(const RemoteAddress& address, const Settings& settings, std::uint
   s_->fetch(0, s_->head.size(), s_->head.data(), true);
 }
 
+Object::Object(const RemoteAddress& address, const Settings& settings, const Version& known) : s_(new State) {
+  init_curl_once();
+  s_->address = address;
+  s_->settings = settings;
+  s_->shown = shown_name(address.name);
+  s_->size = known.size;
+  s_->etag = known.etag;
+  s_->modified = known.modified;
+  s_->configure();
+  s_->set_headers(true);
+}
+
 Object::~Object() {
   spdlog::debug("{}: {} requests, {} bytes fetched", s_->shown, s_->traffic.requests, s_->traffic.bytes);
   curl_slist_free_all(s_->headers);
@@ -308,7 +320,7 @@ Object::~Object() {
 std::uint64_t Object::size() const { return s_->size; }
 const std::vector<char>& Object::head() const { return s_->head; }
 void Object::release_head() { std::vector<char>().swap(s_->head); }
-std::int64_t Object::modified() const { return s_->modified; }
+Version Object::version() const { return {s_->size, s_->etag, s_->modified}; }
 Traffic Object::traffic() const { return s_->traffic; }
 const std::string& Object::shown() const { return s_->shown; }
 

@@ -35,12 +35,22 @@ struct Traffic {
   std::uint64_t requests = 0, bytes = 0;
 };
 
+// Which version of an object a first request found.
+struct Version {
+  std::uint64_t size = 0;
+  std::string etag;        // strong ETag, or empty
+  std::int64_t modified = 0;  // Last-Modified, seconds since the epoch (0: none given)
+};
+
 class Object {
  public:
   // Fetches the object's first `head` bytes (fewer when it is smaller),
   // which tells its size; later reads require the same version of it
   // (If-Match its ETag), so an object replaced while being read is an error.
   Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head);
+  // Without a request: the `known` version, which an earlier Object found
+  // (its ETag is required of every read).
+  Object(const RemoteAddress& address, const Settings& settings, const Version& known);
   ~Object();
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
@@ -50,8 +60,7 @@ class Object {
   const std::vector<char>& head() const;
   // Drops the head's copy once the caller has kept what it needs of it.
   void release_head();
-  // Last-Modified as seconds since the epoch (0 when the server gives none).
-  std::int64_t modified() const;
+  Version version() const;
   // Reads exactly [offset, offset + n) (within size()) into `out`.
   void read(std::uint64_t offset, std::uint64_t n, char* out);
   Traffic traffic() const;

@@ -17,7 +17,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/digest.hpp"
-#include "io/remote/http.hpp"
+#include "io/remote/driver.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
 
@@ -125,11 +125,11 @@ std::string split_of(const PartRecord& p) {
 }
 
 void stat_input(const std::string& input, PartRecord& part) {
-  if (is_remote(input)) {  // its size and Last-Modified, from one small request
-    const remote::Object object(resolve_remote(input, std::getenv), remote::settings_from(std::getenv), 1);
+  if (is_remote(input)) {  // its size and Last-Modified, from the request that opening it would make
+    const remote::Version version = remote::describe(input);
     part.input = input;
-    part.input_size = object.size();
-    part.input_mtime_ns = object.modified() * 1'000'000'000LL;
+    part.input_size = version.size;
+    part.input_mtime_ns = version.modified * 1'000'000'000LL;
     return;
   }
   struct stat st {};

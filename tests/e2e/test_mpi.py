@@ -237,6 +237,25 @@ def test_merge_with_a_rank_failing_publishes_nothing(compressed_split, tmp_path,
     assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
 
 
+@pytest.mark.parametrize("changed", [0, 1])
+def test_ranks_share_the_digest_checks_and_a_changed_file_is_refused(compressed_split, tmp_path, mpi_binary,
+                                                                      changed):
+    """Rank R checks inputs R, R + P, ... against the manifest: a file changed after the split is refused
+    whichever rank's share it is in, and nothing is published."""
+    _, split, _ = compressed_split
+    victim = split / sorted(n for n in listing(split) if n.endswith(".h5"))[changed]
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF  # the same size, another digest
+    victim.write_bytes(bytes(data))
+    out = tmp_path / "m.h5"
+    res = mpirun(2, mpi_binary, "merge", split, "-o", out)
+    assert res.code == 1, res.err
+    assert f"{victim.name}: its content digest differs from the manifest's" in res.err
+    assert f"rank {changed} of 2 failed" in res.err  # the file's own rank found it; the other stopped too
+    assert not out.exists()
+    assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
+
+
 def test_a_scratch_file_in_the_way_is_refused_and_left_alone(compressed_split, tmp_path, mpi_binary):
     """A scratch name that exists (another merge onto this output, or one killed): that rank refuses, nothing is
     published, and the file found there is not removed."""
