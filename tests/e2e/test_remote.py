@@ -561,7 +561,7 @@ def make_version(path, seed, rows):
     with h5py.File(path, "w") as f:
         f["x"] = np.random.default_rng(seed).standard_normal((rows, 1000)).astype(np.float32)  # 1.6 MB and more
         f["y"] = np.random.default_rng(seed + 1).integers(0, 100, rows)
-        f.attrs["step"] = seed
+        f.attrs["step"] = 1  # the same in both versions: only the data tells them apart
     return path
 
 
@@ -589,6 +589,31 @@ def test_an_object_replaced_while_a_split_reads_it_is_refused_or_read_as_one_ver
         run("merge", out, "-o", merged, check=0)
         assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, f"version changed after {after} requests: " \
             f"exit 0 with an output that is neither version\n{res}"
+
+
+@pytest.mark.parametrize("rows", [400, 500])
+def test_shards_of_an_object_replaced_between_them_do_not_finish_as_one_split(web, tmp_path, key, rows):
+    # Shard 0 reads version 1; the object is replaced (same size and tree, other values; or more rows);
+    # shard 1 reads version 2. Each shard is exact for what it read, but finish must not make one split
+    # of the two: refused by shard 1 or by finish, or else the merge is one version exactly.
+    v1 = make_version(tmp_path / "v1.h5", 1, 400)
+    v2 = make_version(tmp_path / "v2.h5", 2, rows)
+    if rows == 400:
+        assert os.path.getsize(v1) == os.path.getsize(v2)
+    url = web.put(v1, f"{key}/in.h5")
+    out = tmp_path / "sh"
+    run("split", url, "-n", 4, "-o", out, "--shard", "0/2", env=BASE_ENV, check=0)
+    web.put(v2, f"{key}/in.h5")
+    res = remote("split", url, "-n", 4, "-o", out, "--shard", "1/2")
+    if res.code == 0:
+        res = run("finish", out)
+    if res.code != 0:
+        assert_one_line_error(res, 1)
+        assert "manifest.json" not in listing(out)
+        return
+    merged = tmp_path / "m.h5"
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, "finish made one split of two versions"
 
 
 def test_a_remote_file_that_is_not_hdf5(web, data, tmp_path, key):
