@@ -687,3 +687,9 @@ def test_mpirun_split_of_a_url(web, big, tmp_path, key):
     same_split(plain, out)
     # two ranks, each its own half of the rows: neither the whole file twice nor more
     assert sum(e["bytes"] for e in settled(web, f"{key}/")) < 1.2 * os.path.getsize(src)
+    # and the ranks merge the remote split back
+    base = web.put_dir(plain, f"{key}/split")
+    merged = tmp_path / "m.h5"
+    res = mpirun(2, MPI_BINARY, "merge", f"{base}/manifest.json", "-o", merged)
+    assert res.code == 0, res
+    assert h5diff(src, merged) == 0
