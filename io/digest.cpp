@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -22,7 +21,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/guard.hpp"
-#include "io/remote/http.hpp"
+#include "io/remote/driver.hpp"
 
 namespace mb::io {
 namespace {
@@ -68,21 +67,13 @@ FileDigest digest_file(const std::string& path, const std::string& shown_as) {
   return {size, hex(XXH3_128bits_digest(state.get()))};
 }
 
-// A remote file is hashed as it arrives, a window per request.
+// A remote file is hashed as it arrives (io/remote/driver.hpp).
 FileDigest digest_remote(const std::string& name) {
-  remote::Object object(resolve_remote(name, std::getenv), remote::settings_from(std::getenv), kWindow);
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
-  XXH3_128bits_update(state.get(), object.head().data(), object.head().size());
-  std::vector<char> window(std::min<std::uint64_t>(kWindow, object.size()));
-  object.release_head();
-  for (std::uint64_t at = std::min(kWindow, object.size()); at < object.size(); at += kWindow) {
-    throw_if_interrupted();
-    const std::uint64_t n = std::min(kWindow, object.size() - at);
-    object.read(at, n, window.data());
-    XXH3_128bits_update(state.get(), window.data(), n);
-  }
-  return {object.size(), hex(XXH3_128bits_digest(state.get()))};
+  const std::uint64_t size =
+      remote::read_all(name, [&](const char* bytes, std::size_t n) { XXH3_128bits_update(state.get(), bytes, n); });
+  return {size, hex(XXH3_128bits_digest(state.get()))};
 }
 
 }  // namespace
@@ -115,8 +106,7 @@ std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, cons
 }
 
 std::uint64_t size_of(const std::string& path) {
-  if (is_remote(path))
-    return remote::Object(resolve_remote(path, std::getenv), remote::settings_from(std::getenv), 1).size();
+  if (is_remote(path)) return remote::describe(path).size;  // whose first block merge then reads from the cache
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw Error(fmt::format("{}: cannot read ({})", path, ec.message()));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
@@ -231,7 +232,15 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
     node.storage.unreadable = where.describe() +
                               ": filter scaleoffset is lossy on floating-point data: its chunks could not be "
                               "re-encoded exactly (rewrite the dataset without it, or with a lossless filter)";
-  if (node.storage.layout == "virtual") {
+  // libhdf5 reads a virtual dataset's sources and external storage's files
+  // by name, past the remote driver: local files that happen to have those
+  // names would be read instead of the remote file's.
+  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  if (is_remote(where.file) && (node.storage.layout == "virtual" ||
+                                check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0))
+    node.storage.unreadable = where.describe() + ": its data is stored in other files (a virtual dataset or external "
+                              "storage), which cannot be read through a URL; download the files and read them locally";
+  else if (node.storage.layout == "virtual") {
     try {
       check_virtual_sources(dataset, where);
     } catch (const Error& e) {

@@ -87,6 +87,7 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
+  if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   std::vector<std::string> paths;
   for (const auto& input : job.inputs) paths.push_back(input.path);
   // The first input is the model: its tree is the output's, and every other

@@ -26,8 +26,8 @@ struct MergeInput {
 // to the output, and rank 0, which writes everything else as one process
 // would, moves the other ranks' stored chunks into the output (raw, not
 // recompressed) and publishes it. `agree` is the team's vote (throws when
-// a rank failed); every rank calls it twice: scratch files written, output
-// complete.
+// a rank failed); every rank calls it three times: its share of the inputs
+// verified against the manifest, scratch files written, output complete.
 struct MergeTeam {
   std::uint64_t rank = 0, size = 1;
   std::function<void()> agree;

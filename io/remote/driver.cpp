@@ -7,10 +7,12 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <tuple>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/guard.hpp"
 #include "io/remote/http.hpp"
 
 namespace mb::remote {
@@ -25,20 +27,29 @@ constexpr std::uint64_t kCacheBytes = 64u << 20;
 
 const char* environment(const char* name) { return std::getenv(name); }
 
-// Blocks of every open remote file, least recently used dropped first.
+// Blocks of remote files, least recently used dropped first. Locked:
+// merge's digest threads fill it while they read whole files.
 class BlockCache {
  public:
   using Key = std::pair<std::uint64_t, std::uint64_t>;  // (file serial, block index)
 
-  const std::vector<char>* find(const Key& key) {
-    const auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return &it->second->bytes;
+  bool has(const Key& key) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    return touch(key) != nullptr;
+  }
+
+  // Copies bytes [from, from + n) of a cached block to `out`; false when it is not cached.
+  bool copy(const Key& key, std::uint64_t from, std::uint64_t n, char* out) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    const std::vector<char>* block = touch(key);
+    if (!block || from + n > block->size()) return false;
+    std::memcpy(out, block->data() + from, n);
+    return true;
   }
 
   void put(const Key& key, std::vector<char> bytes) {
-    if (find(key)) return;
+    const std::lock_guard<std::mutex> hold(mutex_);
+    if (touch(key)) return;
     bytes_ += bytes.size();
     order_.push_front({key, std::move(bytes)});
     index_[key] = order_.begin();
@@ -46,6 +57,7 @@ class BlockCache {
   }
 
   void drop(std::uint64_t file) {
+    const std::lock_guard<std::mutex> hold(mutex_);
     for (auto it = index_.lower_bound({file, 0}); it != index_.end() && it->first.first == file;)
       evict((it++)->second);
   }
@@ -55,11 +67,18 @@ class BlockCache {
     Key key;
     std::vector<char> bytes;
   };
+  const std::vector<char>* touch(const Key& key) {
+    const auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return &it->second->bytes;
+  }
   void evict(std::list<Entry>::iterator entry) {
     bytes_ -= entry->bytes.size();
     index_.erase(entry->key);
     order_.erase(entry);
   }
+  std::mutex mutex_;
   std::list<Entry> order_;
   std::map<Key, std::list<Entry>::iterator> index_;
   std::uint64_t bytes_ = 0;
@@ -70,35 +89,69 @@ BlockCache& cache() {
   return c;
 }
 
+// Puts `bytes`, which start at block `first`, into the cache block by block.
+void put_blocks(std::uint64_t serial, std::uint64_t first, const char* bytes, std::uint64_t n) {
+  for (std::uint64_t at = 0; at < n; at += kBlock)
+    cache().put({serial, first + at / kBlock}, std::vector<char>(bytes + at, bytes + std::min(n, at + kBlock)));
+}
+
 // What the first open of a URL found, so that opening it again (split
-// opens its input to plan, then to copy; --shard describes it first) costs
-// no request: the blocks stay cached, and every read asks for the same
-// version (If-Match). Only objects with a strong ETag: without one, a
-// reopen could not tell a replaced object from the cached one.
+// opens its input to plan, then to copy; --shard describes it first; merge
+// digests its inputs, then reads them) costs no request: the blocks stay
+// cached, and every read asks for the same version (If-Match). Only objects
+// with a strong ETag: without one, a reopen could not tell a replaced
+// object from the cached one.
 struct Known {
   Version version;
   std::uint64_t serial = 0;
 };
 
-std::map<std::string, Known>& known() {
-  static std::map<std::string, Known> k;
+class KnownObjects {
+ public:
+  std::optional<Known> find(const std::string& name) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    const auto it = known_.find(name);
+    return it == known_.end() ? std::nullopt : std::optional<Known>(it->second);
+  }
+  void add(const std::string& name, const Known& k) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    known_.emplace(name, k);
+  }
+  std::uint64_t next_serial() {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    return ++serials_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, Known> known_;
+  std::uint64_t serials_ = 0;
+};
+
+KnownObjects& known() {
+  static KnownObjects k;
   return k;
 }
 
-// An Object for `name`, its first block in the cache; the serial its blocks are cached under.
-std::pair<std::unique_ptr<Object>, std::uint64_t> open_object(const std::string& name) {
-  static std::uint64_t serials = 0;
+struct Opened {
+  std::unique_ptr<Object> object;
+  std::uint64_t serial = 0;
+  bool known = false;  // its blocks may stay cached after it is closed
+};
+
+// An Object for `name`, its first block in the cache.
+Opened open_object(const std::string& name) {
   const RemoteAddress address = resolve_remote(name, environment);
   const Settings settings = settings_from(environment);
-  if (const auto it = known().find(name); it != known().end())
-    return {std::make_unique<Object>(address, settings, it->second.version), it->second.serial};
+  if (const auto k = known().find(name))
+    return {std::make_unique<Object>(address, settings, k->version), k->serial, true};
   auto object = std::make_unique<Object>(address, settings, kBlock);
-  const std::uint64_t serial = ++serials;
-  const auto& head = object->head();
-  cache().put({serial, 0}, std::vector<char>(head.begin(), head.end()));
+  const std::uint64_t serial = known().next_serial();
+  put_blocks(serial, 0, object->head().data(), object->head().size());
   object->release_head();
-  if (!object->version().etag.empty()) known()[name] = {object->version(), serial};
-  return {std::move(object), serial};
+  const bool strong = !object->version().etag.empty();
+  if (strong) known().add(name, {object->version(), serial});
+  return {std::move(object), serial, strong};
 }
 
 // The driver's file: HDF5's public part first, as the library requires.
@@ -107,6 +160,7 @@ struct RemoteFile {
   std::string name;
   std::unique_ptr<Object> object;
   std::uint64_t serial = 0;
+  bool known = false;
   haddr_t eoa = 0;
 };
 
@@ -118,27 +172,22 @@ const RemoteFile* as_remote(const H5FD_t* f) { return reinterpret_cast<const Rem
 void read_blocks(RemoteFile& f, std::uint64_t at, std::uint64_t n, char* out) {
   const std::uint64_t size = f.object->size(), first = at / kBlock, last = (at + n - 1) / kBlock;
   for (std::uint64_t b = first; b <= last;) {
-    if (cache().find({f.serial, b})) {
+    if (cache().has({f.serial, b})) {
       ++b;
       continue;
     }
     std::uint64_t end = b + 1;
-    while (end <= last && !cache().find({f.serial, end})) ++end;
+    while (end <= last && !cache().has({f.serial, end})) ++end;
     const std::uint64_t from = b * kBlock, to = std::min(end * kBlock, size);
     std::vector<char> run(to - from);
     f.object->read(from, run.size(), run.data());
-    for (std::uint64_t k = b; k < end; ++k) {
-      const auto lo = run.begin() + static_cast<std::ptrdiff_t>((k - b) * kBlock);
-      cache().put({f.serial, k}, std::vector<char>(lo, lo + static_cast<std::ptrdiff_t>(
-                                                             std::min(kBlock, to - k * kBlock))));
-    }
+    put_blocks(f.serial, b, run.data(), run.size());
     b = end;
   }
   for (std::uint64_t b = first; b <= last; ++b) {
-    const std::vector<char>* block = cache().find({f.serial, b});
-    if (!block) throw Error(f.object->shown() + ": internal: a block left the cache while it was read");
-    const std::uint64_t lo = std::max(at, b * kBlock), hi = std::min(at + n, b * kBlock + block->size());
-    std::memcpy(out + (lo - at), block->data() + (lo - b * kBlock), hi - lo);
+    const std::uint64_t lo = std::max(at, b * kBlock), hi = std::min(at + n, (b + 1) * kBlock);
+    if (!cache().copy({f.serial, b}, lo - b * kBlock, hi - lo, out + (lo - at)))
+      throw Error(f.object->shown() + ": internal: a block left the cache while it was read");
   }
 }
 
@@ -162,7 +211,10 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
     if (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT))
       throw usage_error(fmt::format("{}: remote files are read-only", shown_name(name)));
     f->name = name;
-    std::tie(f->object, f->serial) = open_object(name);
+    Opened opened = open_object(name);
+    f->object = std::move(opened.object);
+    f->serial = opened.serial;
+    f->known = opened.known;
     f->pub.maxaddr = maxaddr;
   });
   return rc < 0 ? nullptr : &f.release()->pub;
@@ -170,7 +222,7 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
 
 herr_t close_file(H5FD_t* file) {
   std::unique_ptr<RemoteFile> f(as_remote(file));
-  if (!known().contains(f->name)) cache().drop(f->serial);  // not to be reopened from the cache
+  if (!f->known) cache().drop(f->serial);  // not to be reopened from the cache
   return 0;
 }
 
@@ -237,9 +289,34 @@ hid_t driver_id() {
 }  // namespace
 
 Version describe(const std::string& name) {
-  const auto [object, serial] = open_object(name);
-  if (!known().contains(name)) cache().drop(serial);
-  return object->version();
+  const Opened opened = open_object(name);
+  if (!opened.known) cache().drop(opened.serial);
+  return opened.object->version();
+}
+
+// Windows of this size: few requests for a whole file.
+constexpr std::uint64_t kWindow = 16u << 20;
+
+std::uint64_t read_all(const std::string& name, const std::function<void(const char*, std::size_t)>& consume) {
+  const Opened opened = open_object(name);
+  Object& object = *opened.object;
+  // A file that fits the cache well is kept there: merge, which digests its
+  // inputs before it reads them, then reads it without a request.
+  const bool keep = opened.known && object.size() <= kCacheBytes / 4;
+  std::vector<char> window(std::min(kWindow, object.size()));
+  for (std::uint64_t at = 0; at < object.size(); at += kWindow) {
+    io::throw_if_interrupted();
+    const std::uint64_t n = std::min(kWindow, object.size() - at);
+    std::uint64_t cached = 0;  // the head, and blocks an earlier reader left
+    while (cached < n && cache().copy({opened.serial, (at + cached) / kBlock}, 0, std::min(kBlock, n - cached),
+                                      window.data() + cached))
+      cached += std::min(kBlock, n - cached);
+    object.read(at + cached, n - cached, window.data() + cached);
+    if (keep) put_blocks(opened.serial, (at + cached) / kBlock, window.data() + cached, n - cached);
+    consume(window.data(), n);
+  }
+  if (!opened.known) cache().drop(opened.serial);
+  return object.size();
 }
 
 h5::Id file_access(const std::string& name) {

@@ -10,6 +10,9 @@
 // what the library reads in blocks (a process-wide, bounded cache), so the
 // many small metadata reads of a file cost a few block requests, and reads
 // of a block or more go straight to one request each.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "io/h5/handle.hpp"
@@ -24,5 +27,10 @@ h5::Id file_access(const std::string& name);
 // The version of the remote `name` that this process reads (fetching its
 // first block, which opening it then takes from the cache).
 Version describe(const std::string& name);
+
+// Reads the remote `name` whole, in order, a window at a time (for
+// digests); returns its size. A small file stays in the block cache for
+// the reads that follow.
+std::uint64_t read_all(const std::string& name, const std::function<void(const char*, std::size_t)>& consume);
 
 }  // namespace mb::remote

@@ -98,6 +98,9 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   return n;
 }
 
+// A stop signal ends a transfer at once, not at its timeout.
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return io::interrupted() ? 1 : 0; }
+
 struct ContentRange {
   std::uint64_t first = 0, last = 0, total = 0;
   bool whole_unknown = false;  // "bytes */TOTAL" (416)
@@ -205,10 +208,14 @@ void Object::State::configure() {
   // A stall is no byte for timeout_seconds, however long a large read takes in all.
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings.timeout_seconds));
+  // Fewer, larger socket reads for the large ranges data is read in (default 16 KiB).
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L << 10);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "microbatch");
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   if (!settings.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings.ca_bundle.c_str());
   if (address.signing) {
     const Signing& s = *address.signing;
@@ -249,6 +256,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   if (r.overflow || (code == CURLE_OK && status == 200 && !first))
     return Failure{"the server does not answer range requests (HTTP 200 to a Range request); download the file "
                    "first", false};
+  if (code == CURLE_ABORTED_BY_CALLBACK) io::throw_if_interrupted();
   if (code != CURLE_OK) return curl_failure(code, error, r, n, settings);
   if (status == 416 && first) {  // an empty object
     size = 0;
