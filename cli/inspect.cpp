@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/plan.hpp"
+#include "core/remote.hpp"
 #include "core/resolve.hpp"
 #include "io/prepare.hpp"
 #include "specs/dtype.hpp"
@@ -163,7 +164,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     w[2] = std::max(w[2], r.dtype.size());
     w[3] = std::max(w[3], r.storage.size());
   }
-  std::printf("%s\n", cmd.input.c_str());
+  std::printf("%s\n", shown_name(cmd.input).c_str());
   for (const auto& r : rows) {
     if (r.path.rfind("  @", 0) == 0) {
       std::printf("%s %s  %s%s%s\n", r.path.c_str(), r.shape.c_str(), r.dtype.c_str(), r.plan.empty() ? "" : "  -> ",
@@ -204,7 +205,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   json out;
   out["format"] = "microbatch-inspect";
   out["version"] = 1;
-  out["file"] = specs::escape_name(cmd.input);
+  out["file"] = specs::escape_name(shown_name(cmd.input));
   out["preset"] = in.preset ? json{{"name", in.preset->name}, {"detected", in.preset->detected}} : json(nullptr);
   auto& nodes = out["tree"] = json::array();
   for_each_node(in.tree, [&](const NodeInfo& n) {

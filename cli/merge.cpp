@@ -132,7 +132,7 @@ void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
     summary.microbatches = sources.paths.size();
     summary.warnings = capture->warnings();
     auto inputs = nlohmann::ordered_json::array();
-    for (const auto& p : sources.paths) inputs.push_back(specs::printable_text(p));
+    for (const auto& p : sources.paths) inputs.push_back(specs::printable_text(shown_name(p)));
     print_summary(summary_json(summary, {{"inputs", inputs}, {"output", specs::printable_text(cmd.output)}}));
   }
   spdlog::info("merged {} files into {}{}", sources.paths.size(), cmd.output,

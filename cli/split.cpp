@@ -13,6 +13,7 @@
 #include "cli/common.hpp"
 #include "cli/summary.hpp"
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "core/shards.hpp"
 #include "io/prepare.hpp"
 #include "io/split/parts.hpp"
@@ -63,7 +64,7 @@ void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, 
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
   summary.microbatches = plan.count;
-  nlohmann::ordered_json extra{{"input", specs::printable_text(cmd.input)},
+  nlohmann::ordered_json extra{{"input", specs::printable_text(shown_name(cmd.input))},
                                {"output_dir", specs::printable_text(cmd.output_dir)},
                                {"split_datasets", plan.pieces.size()},
                                {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1}};
@@ -93,7 +94,7 @@ io::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
 }
 
 void log_split(const SplitCommand& cmd, const SplitPlan& plan) {
-  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", cmd.input, plan.count,
+  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", shown_name(cmd.input), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
 }
@@ -109,7 +110,7 @@ std::pair<io::Prepared, io::SplitResult> split_once(const SplitCommand& cmd, con
   io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
   io::Prepared prepared = io::prepare(request);
   if (prepared.preset && run.report)
-    spdlog::info("{}: preset {}{}", cmd.input, prepared.preset->name,
+    spdlog::info("{}: preset {}{}", shown_name(cmd.input), prepared.preset->name,
                  prepared.preset->detected ? " (detected; --preset none for the default spec)" : "");
   if (run.report)
     for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);

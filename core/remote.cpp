@@ -112,6 +112,7 @@ RemoteAddress resolve_remote(std::string_view name, const Environment& env) {
 
 std::string shown_name(std::string_view name) {
   std::string out(name);
+  if (!is_remote(name)) return out;  // a local file's name may hold a '?'; and scrub_urls passes other schemes
   if (const auto q = out.find('?'); q != std::string::npos) out = out.substr(0, q) + "?...";
   const auto scheme = out.find("://");
   if (scheme == std::string::npos) return out;

@@ -38,7 +38,8 @@ struct RemoteAddress {
 RemoteAddress resolve_remote(std::string_view name, const Environment& env);
 
 // `name` as messages show it: the query (which can hold a presigned URL's
-// signature and token) and any user:password@ replaced.
+// signature and token) and any user:password@ replaced. Any other name
+// (a local path) as it is.
 std::string shown_name(std::string_view name);
 
 // `text` (a message) with every URL in it shown as shown_name shows it.

@@ -80,7 +80,8 @@ std::string part_text(const PartRecord& p) {
   j["first_file"] = p.range.begin;
   j["end_file"] = p.range.end;
   j["file_count"] = p.file_count;
-  j["input"] = {{"path", specs::escape_name(p.input)}, {"size", p.input_size}, {"mtime_ns", p.input_mtime_ns}};
+  j["input"] = {{"path", specs::escape_name(p.input)}, {"size", p.input_size}, {"mtime_ns", p.input_mtime_ns},
+                {"etag", p.input_etag}};
   j["files"] = files;
   j["manifest_head"] = p.head;  // holds the resolved spec and the split options
   j["manifest_datasets"] = p.datasets;
@@ -103,6 +104,7 @@ PartRecord read_part(const std::string& path) {
     p.input = specs::unescape_name(j.at("input").at("path").get<std::string>());
     p.input_size = j.at("input").at("size").get<std::uint64_t>();
     p.input_mtime_ns = j.at("input").at("mtime_ns").get<std::int64_t>();
+    p.input_etag = j.at("input").at("etag").get<std::string>();
     for (const auto& f : j.at("files"))
       p.files.push_back({f.at("name").get<std::string>(), f.at("size").get<std::uint64_t>(),
                          f.at("xxh3_128").get<std::string>()});
@@ -120,16 +122,17 @@ PartRecord read_part(const std::string& path) {
 }
 
 std::string split_of(const PartRecord& p) {
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", p.shard.count, p.input, p.input_size, p.input_mtime_ns, p.head.dump(),
-                     p.datasets);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", p.shard.count, p.input, p.input_size, p.input_mtime_ns,
+                     p.input_etag, p.head.dump(), p.datasets);
 }
 
 void stat_input(const std::string& input, PartRecord& part) {
-  if (is_remote(input)) {  // its size and Last-Modified, from the request that opening it would make
+  if (is_remote(input)) {  // its version, from the request that opening it would make; never its query
     const remote::Version version = remote::describe(input);
-    part.input = input;
+    part.input = shown_name(input);
     part.input_size = version.size;
     part.input_mtime_ns = version.modified * 1'000'000'000LL;
+    part.input_etag = version.etag;
     return;
   }
   struct stat st {};

@@ -24,6 +24,7 @@ struct PartRecord {
   std::string input;
   std::uint64_t input_size = 0;
   std::int64_t input_mtime_ns = 0;
+  std::string input_etag;  // a remote input's version (its ETag); empty for a local file
   // The manifest's head (its files listed by name, size 0, no digest; no
   // split id) and its per-dataset records: what every shard must agree on.
   nlohmann::ordered_json head;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/remote.hpp"
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/outputs.hpp"
@@ -43,7 +44,7 @@ specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, con
   const SplitPlan& plan = *prepared.plan;
   specs::Manifest m;
   m.tool_version = job.tool_version;
-  m.source = job.input;
+  m.source = shown_name(job.input);  // a presigned URL's query is a credential
   m.spec = specs::resolved_spec_json(prepared.tree, *prepared.resolution);
   m.options = job.options;
   m.microbatches = plan.count;
