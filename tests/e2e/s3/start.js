@@ -1,0 +1,29 @@
+// Starts s3rver (it verifies AWS Signature V4) on 127.0.0.1:PORT over
+// DIRECTORY with one bucket, "bkt", and prints "ready" once it listens.
+// Used by ../servers.py: node start.js PORT DIRECTORY [KEY_ID SECRET]
+// s3rver knows the credentials S3RVER / S3RVER; KEY_ID / SECRET are added to
+// them, so that a test can look for a secret that appears nowhere else.
+const S3rver = require('@20minutes/s3rver');
+const { DUMMY_ACCOUNT } = require('@20minutes/s3rver/lib/models/account');
+
+// s3rver 5.0.0 reads "Range: bytes=N-0" as "bytes=N-" (its store takes an end of 0 for none) and sends
+// the object from N to its end; S3 sends the one byte asked for. Fixed here, in the store, for end 0.
+const { createReadStream } = require('node:fs');
+const FilesystemStore = require('@20minutes/s3rver/lib/stores/filesystem');
+const getObject = FilesystemStore.prototype.getObject;
+FilesystemStore.prototype.getObject = async function (bucket, key, options) {
+  const object = await getObject.call(this, bucket, key, options);
+  if (object && object.content && object.range && options && options.end === 0) {
+    object.content.destroy();
+    object.range = { start: object.range.start, end: 0 };
+    object.content = createReadStream(this.getResourcePath(bucket, key, 'object'), object.range);
+  }
+  return object;
+};
+
+const [port, directory, keyId, secret] = process.argv.slice(2);
+if (keyId) DUMMY_ACCOUNT.createKeyPair(keyId, secret);
+new S3rver({ port: Number(port), address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bkt' }] })
+  .run()
+  .then(() => console.log('ready'))
+  .catch((err) => { console.error(`s3rver: ${err.message}`); process.exit(1); });

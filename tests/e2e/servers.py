@@ -1,0 +1,591 @@
+"""Real servers on 127.0.0.1 for the remote-input tests (test_remote.py) and
+the bench: each serves a directory of its own, on a free port, and is stopped
+(its whole process group killed) when its `with` block ends, however it ends.
+
+- nginx(root): static files over HTTP and HTTPS (a self-signed certificate
+  for 127.0.0.1/localhost, `cert` to pass as AWS_CA_BUNDLE); range requests
+  as nginx serves them; `requests()` parses its access log.
+- s3(root): s3rver (tests/e2e/s3), which verifies AWS Signature V4 (the
+  credentials S3_KEY_ID / S3_SECRET, or S3RVER / S3RVER), one bucket "bkt";
+  anonymous GETs are served too.
+- faults(root): a threaded Python server over `root` that misbehaves on
+  purpose, chosen by the URL's first path element (/403/, /404/, /429/,
+  /500/, /500once/, /drop/, /truncate/, /stall/) or by `fault()` (that
+  and /silent/: connections accepted and never answered), and counts
+  requests and bytes. drop sends half the body and resets the connection;
+  truncate sends all but the last byte and closes it cleanly. Files carry an
+  ETag ("v1"); changed answers as the file replaced (ETag "v2", FILE.v2
+  when there is one, else every byte inverted; 412 to an If-Match of "v1").
+- unreachable(): a URL on a port that nothing listens on.
+
+Every server has `put(file, key)`, which publishes a local file under `key`
+and returns its http:// URL, and `url(key)`.
+
+Run as a script (python3 servers.py nginx|s3|faults DIR) it starts one and
+prints its URL(s) until interrupted, for the bench and for trying things out.
+"""
+import contextlib
+import datetime
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+S3_DIR = os.path.join(HERE, "s3")
+NGINX = os.environ.get("MB_NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
+
+# Credentials s3rver accepts: its own S3RVER / S3RVER, and these, given to it by
+# s3/start.js, whose secret is a string that appears nowhere else (the tests
+# look for it in microbatch's output).
+S3_KEY_ID = "AKIAMBTEST0000000001"
+S3_SECRET = "mbTest/Secret+0123456789abcdefghijKLMNOP"
+S3_BUCKET = "bkt"
+
+
+def free_port():
+    """A port nothing listens on right now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, proc=None, timeout=20, what="server"):
+    """Returns once something accepts connections on `port`; fails when `proc` exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} not listening on {port} after {timeout} s")
+            time.sleep(0.05)
+
+
+def stop_group(proc, grace=5):
+    """Ends `proc` and everything it started (it leads its own session): TERM, then KILL."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace)
+
+
+@contextlib.contextmanager
+def process_group(args, **kwargs):
+    """Popen in a session of its own, stopped (the whole group) on leaving the block."""
+    proc = subprocess.Popen(args, start_new_session=True, stdin=subprocess.DEVNULL, **kwargs)
+    try:
+        yield proc
+    finally:
+        stop_group(proc)
+
+
+def make_cert(directory):
+    """A self-signed certificate for 127.0.0.1 and localhost (subjectAltName); returns (cert, key)."""
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", key, "-out", cert, "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+class Server:
+    """What every server offers: a root directory, a base URL, put() and url()."""
+    root = None
+    base = None
+
+    def url(self, key):
+        return f"{self.base}/{key.lstrip('/')}"
+
+    def put(self, file, key):
+        """Publishes the local `file` as `key` (copied into the served directory); returns its URL."""
+        target = os.path.join(self.root, key.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(file, target)
+        return self.url(key)
+
+    def put_dir(self, directory, prefix):
+        """Every file of `directory` (not recursive) under `prefix`/; returns the URL of `prefix`."""
+        for name in sorted(os.listdir(directory)):
+            if os.path.isfile(os.path.join(directory, name)):
+                self.put(os.path.join(directory, name), f"{prefix.strip('/')}/{name}")
+        return self.url(prefix.strip("/"))
+
+
+# --- nginx -------------------------------------------------------------------
+
+# One JSON object per request: what the tests and the bench count.
+NGINX_LOG_FORMAT = ('{"method":"$request_method","uri":"$request_uri","status":$status,'
+                    '"range":"$http_range","bytes":$body_bytes_sent,"port":$server_port}')
+
+NGINX_CONF = """# written by tests/e2e/servers.py
+{user}
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    default_type application/octet-stream;
+    types {{ application/json json; }}
+    log_format mb escape=json '{log_format}';
+    access_log {dir}/access.log mb;
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+    sendfile on;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{http_port};
+        root {root};
+    }}
+    server {{
+        listen 127.0.0.1:{https_port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {root};
+    }}
+}}
+"""
+
+
+class Nginx(Server):
+    """nginx over `root`: `base` (http://), `https_base`, `cert` (the CA file for AWS_CA_BUNDLE)."""
+
+    def __init__(self, root, state):
+        self.root, self.state = root, state
+        self.cert, self.key = make_cert(state)
+        self.http_port, self.https_port = free_port(), free_port()
+        self.base = f"http://127.0.0.1:{self.http_port}"
+        self.https_base = f"https://127.0.0.1:{self.https_port}"
+        self.log = os.path.join(state, "access.log")
+        os.makedirs(os.path.join(state, "tmp"), exist_ok=True)
+        self.conf = os.path.join(state, "nginx.conf")
+        # Workers run as nobody unless told otherwise; a root-owned 0700 temp dir needs root.
+        user = "user root;" if os.geteuid() == 0 else ""
+        with open(self.conf, "w") as f:
+            f.write(NGINX_CONF.format(user=user, dir=state, root=root, http_port=self.http_port,
+                                      https_port=self.https_port, cert=self.cert, key=self.key,
+                                      log_format=NGINX_LOG_FORMAT))
+
+    def https_url(self, key):
+        return f"{self.https_base}/{key.lstrip('/')}"
+
+    def requests(self, prefix=None):
+        """The access log's entries so far (dicts: method, uri, status, range, bytes, port), oldest first;
+        only those whose URI starts with `prefix` when given."""
+        entries = []
+        with contextlib.suppress(FileNotFoundError), open(self.log) as f:
+            for line in f:
+                if line.strip():
+                    entries.append(json.loads(line))
+        if prefix is not None:
+            prefix = "/" + prefix.lstrip("/")
+            entries = [e for e in entries if e["uri"].startswith(prefix)]
+        return entries
+
+    def bytes_sent(self, prefix=None):
+        return sum(e["bytes"] for e in self.requests(prefix))
+
+
+@contextlib.contextmanager
+def nginx(root=None):
+    """Starts nginx over `root` (a new temp dir when None); yields a Nginx."""
+    with tempfile.TemporaryDirectory(prefix="mb-nginx-") as state:
+        if root is None:
+            root = os.path.join(state, "www")
+            os.makedirs(root)
+        server = Nginx(os.path.abspath(root), state)
+        errors = open(os.path.join(state, "stderr.log"), "w")
+        with errors, process_group([NGINX, "-p", state, "-e", os.path.join(state, "error.log"), "-c", server.conf,
+                                    "-g", "daemon off;"], stdout=errors, stderr=errors) as proc:
+            try:
+                wait_for_port(server.http_port, proc, what="nginx")
+                wait_for_port(server.https_port, proc, what="nginx")
+            except RuntimeError as e:
+                raise RuntimeError(f"{e}: {open(os.path.join(state, 'error.log')).read()}") from None
+            server.proc = proc
+            yield server
+
+
+# --- s3rver ------------------------------------------------------------------
+
+class S3(Server):
+    """s3rver: `base` is the endpoint (AWS_ENDPOINT_URL); keys live in bucket "bkt"."""
+
+    def __init__(self, root, port):
+        self.root, self.port = root, port
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.base = f"{self.endpoint}/{S3_BUCKET}"  # path-style URLs of the bucket's objects
+
+    def s3_url(self, key):
+        return f"s3://{S3_BUCKET}/{key.lstrip('/')}"
+
+    def env(self, base, signed=True, key_id=S3_KEY_ID, secret=S3_SECRET, token=None):
+        """`base` (an environment dict) for s3:// URLs of this server: endpoint, region, credentials."""
+        env = {k: v for k, v in base.items() if not k.startswith("AWS_")}
+        env.update(AWS_ENDPOINT_URL=self.endpoint, AWS_REGION="us-east-1")
+        if signed:
+            env.update(AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
+        if token is not None:
+            env["AWS_SESSION_TOKEN"] = token
+        return env
+
+    def presign(self, key, expires=3600, secret=S3_SECRET, token=None):
+        """A presigned GET URL of `key` (SigV4 in the query, as `aws s3 presign` makes them; with
+        X-Amz-Security-Token when `token` is given, as temporary credentials make them)."""
+        url = urllib.parse.urlsplit(self.url(key))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+        scope = f"{day}/us-east-1/s3/aws4_request"
+        query = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Credential": f"{S3_KEY_ID}/{scope}",
+                 "X-Amz-Date": stamp, "X-Amz-Expires": str(expires), "X-Amz-SignedHeaders": "host"}
+        if token is not None:
+            query["X-Amz-Security-Token"] = token
+        quoted = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+                          for k, v in sorted(query.items()))
+        canonical = "\n".join(["GET", urllib.parse.quote(url.path, safe="/-_.~"), quoted, f"host:{url.netloc}", "",
+                               "host", "UNSIGNED-PAYLOAD"])
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        k = ("AWS4" + secret).encode()
+        for part in (day, "us-east-1", "s3", "aws4_request"):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+        return f"{url.scheme}://{url.netloc}{url.path}?{quoted}&X-Amz-Signature={signature}"
+
+    def put(self, file, key):
+        """Uploads `file` as `key` with a signed PUT (curl's SigV4); returns its path-style http:// URL."""
+        url = self.url(key)
+        res = subprocess.run(["curl", "-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                              "-u", f"{S3_KEY_ID}:{S3_SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+                              "-T", file, url], capture_output=True, text=True, timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError(f"upload of {file} to {url} failed: {res.stderr} {res.stdout}")
+        return url
+
+
+def s3_installed():
+    return os.path.isdir(os.path.join(S3_DIR, "node_modules", "@20minutes", "s3rver"))
+
+
+@contextlib.contextmanager
+def s3(root=None):
+    """Starts s3rver over `root` (a new temp dir when None); yields an S3."""
+    if not s3_installed():
+        raise RuntimeError(f"s3rver is not installed: npm ci --prefix {S3_DIR} (scripts/install-deps.sh)")
+    with tempfile.TemporaryDirectory(prefix="mb-s3-") as state:
+        root = os.path.abspath(root or os.path.join(state, "data"))
+        os.makedirs(root, exist_ok=True)
+        port = free_port()
+        log = open(os.path.join(state, "s3rver.log"), "w+")
+        with log, process_group(["node", os.path.join(S3_DIR, "start.js"), str(port), root, S3_KEY_ID, S3_SECRET],
+                                stdout=subprocess.PIPE, stderr=log, text=True) as proc:
+            line = proc.stdout.readline()  # "ready", or nothing when it failed
+            if line.strip() != "ready":
+                proc.wait(timeout=10)
+                log.seek(0)
+                raise RuntimeError(f"s3rver did not start: {line} {log.read()}")
+            wait_for_port(port, proc, what="s3rver")
+            server = S3(root, port)
+            server.proc = proc
+            yield server
+
+
+# --- the faulty server -------------------------------------------------------
+
+FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed")
+
+
+class Fault:
+    """A misbehaviour: `mode` (one of FAULTS), after `after` good requests, for `times` requests (None: forever)."""
+
+    def __init__(self, mode, after=0, times=None):
+        assert mode in FAULTS, mode
+        self.mode, self.after, self.times = mode, after, times
+        self.seen = 0
+
+    def fires(self):
+        """Counts one request; True when this one misbehaves."""
+        self.seen += 1
+        if self.seen <= self.after:
+            return False
+        return self.times is None or self.seen - self.after <= self.times
+
+
+def parse_range(header, size):
+    """(begin, end) of a single "bytes=" range, end exclusive; None for no header or what is not a range;
+    "bad" when it cannot be satisfied."""
+    if not header or not header.startswith("bytes=") or "," in header:
+        return None
+    first, _, last = header[len("bytes="):].strip().partition("-")
+    try:
+        if first == "":
+            n = int(last)
+            return (max(size - n, 0), size) if n > 0 else "bad"
+        begin = int(first)
+        end = min(int(last) + 1, size) if last else size
+    except ValueError:
+        return None
+    return (begin, end) if begin < size and begin < end else "bad"
+
+
+class FaultHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real server
+    server_version = "faults"
+
+    def log_message(self, *args):
+        pass
+
+    def handle(self):
+        owner = self.server.owner
+        if owner.next_connection_fault() == "silent":  # accept the connection and never answer, not even read
+            owner.record({"method": "", "uri": "", "status": 0, "range": "", "bytes": 0, "fault": "silent"})
+            owner.stopping.wait(owner.stall_seconds)
+            return
+        with contextlib.suppress(ConnectionError):
+            super().handle()
+
+    def do_HEAD(self):
+        self.answer(head=True)
+
+    def do_GET(self):
+        self.answer(head=False)
+
+    def answer(self, head):
+        owner = self.server.owner
+        path = urllib.parse.urlsplit(self.path).path
+        parts = path.lstrip("/").split("/", 1)
+        prefixed = parts[0] in FAULTS
+        key = parts[1] if prefixed and len(parts) > 1 else path.lstrip("/")
+        mode = owner.choose(path, parts[0] if prefixed else None)
+        entry = {"method": self.command, "uri": self.path, "status": 0, "range": self.headers.get("Range", ""),
+                 "bytes": 0, "fault": mode}
+        owner.record(entry)  # now, not once answered: a stalled answer counts while it stalls
+        self.respond(entry, mode, os.path.join(owner.root, urllib.parse.unquote(key)), head)
+
+    def status_only(self, entry, code):
+        body = f"{code}\n".encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        entry["status"] = code
+
+    def respond(self, entry, mode, file, head):
+        if mode == "silent":  # the request read, never answered
+            self.server.owner.stopping.wait(self.server.owner.stall_seconds)
+            self.close_connection = True
+            return
+        if mode in ("403", "404", "429", "500", "500once"):
+            return self.status_only(entry, 500 if mode == "500once" else int(mode))
+        if not os.path.isfile(file):
+            return self.status_only(entry, 404)
+        # Every file is version "v1"; "changed" answers as if it had been replaced by version "v2"
+        # (every byte inverted): If-Match on anything else is refused, as servers do.
+        etag = '"v2"' if mode == "changed" else '"v1"'
+        wanted = self.headers.get("If-Match")
+        if wanted is not None and wanted.strip() not in (etag, "*"):
+            return self.status_only(entry, 412)
+        if mode == "changed" and os.path.isfile(file + ".v2"):
+            file = file + ".v2"
+        size = os.path.getsize(file)
+        rng = parse_range(self.headers.get("Range"), size)
+        if rng == "bad":
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            entry["status"] = 416
+            return
+        begin, end = rng or (0, size)
+        self.send_response(206 if rng else 200)
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("ETag", etag)
+        if rng:
+            self.send_header("Content-Range", f"bytes {begin}-{end - 1}/{size}")
+        self.send_header("Content-Length", str(end - begin))
+        self.end_headers()
+        entry["status"] = 206 if rng else 200
+        if head:
+            return
+        self.body(entry, mode, file, begin, end)
+
+    @staticmethod
+    def replacement(file, begin, end, data):
+        """Version 2 of `file` when there is no FILE.v2 (served instead when there is): every byte inverted."""
+        return data if file.endswith(".v2") else bytes(b ^ 0xFF for b in data)
+
+    def body(self, entry, mode, file, begin, end):
+        with open(file, "rb") as f:
+            f.seek(begin)
+            data = f.read(end - begin)
+        if mode == "changed":
+            data = self.replacement(file, begin, end, data)
+        if mode == "stall":  # headers sent, then nothing for a long time
+            self.wfile.flush()
+            self.server.owner.stopping.wait(self.server.owner.stall_seconds)
+            self.close_connection = True
+            return
+        if mode in ("drop", "truncate"):
+            # drop: half the body, then the connection reset; truncate: all but the last
+            # byte (the Content-Length promised more), then closed cleanly.
+            data = data[:len(data) // 2] if mode == "drop" else data[:-1]
+            self.wfile.write(data)
+            self.wfile.flush()
+            entry["bytes"] = len(data)
+            if mode == "drop":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.close_connection = True
+            return
+        self.wfile.write(data)
+        entry["bytes"] = len(data)
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+class Faults(Server):
+    """The faulty server: `base`, `url(key)`, `fault_url(mode, key)`, `fault()`, `requests()`."""
+
+    def __init__(self, root, stall_seconds=60):
+        self.root = root
+        self.stall_seconds = stall_seconds
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.log = []
+        self.rules = []  # (path prefix, Fault), set by fault()
+        self.connection_rules = []  # Faults applied at accept (only "silent")
+        self.prefix_faults = {}  # path -> Fault for the /MODE/ prefixes ("500once" keeps its count per path)
+        self.httpd = _ThreadingServer(("127.0.0.1", 0), FaultHandler)
+        self.httpd.owner = self
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def fault_url(self, mode, key):
+        """The URL of `key` served with `mode` (one of FAULTS) from its first request on."""
+        assert mode in FAULTS, mode
+        return f"{self.base}/{mode}/{key.lstrip('/')}"
+
+    def fault(self, mode, prefix="/", after=0, times=None):
+        """From now on, requests whose path starts with `prefix` misbehave as `mode` after `after` good
+        ones, `times` times (None: forever). "silent" applies to new connections, whatever their path."""
+        with self.lock:
+            if mode == "silent":
+                self.connection_rules.append(Fault(mode, after, times))
+            else:
+                self.rules.append(("/" + prefix.lstrip("/"), Fault(mode, after, times)))
+
+    def clear(self):
+        with self.lock:
+            self.rules.clear()
+            self.connection_rules.clear()
+            self.prefix_faults.clear()
+
+    def next_connection_fault(self):
+        with self.lock:
+            for rule in self.connection_rules:
+                if rule.fires():
+                    return rule.mode
+        return None
+
+    def choose(self, path, prefix_mode):
+        with self.lock:
+            for prefix, rule in self.rules:
+                if path.startswith(prefix) and rule.fires():
+                    return rule.mode
+            if prefix_mode is None:
+                return None
+            times = 1 if prefix_mode == "500once" else None
+            rule = self.prefix_faults.setdefault(path, Fault(prefix_mode, 0, times))
+            return prefix_mode if rule.fires() else None
+
+    def record(self, entry):
+        with self.lock:
+            self.log.append(entry)
+
+    def requests(self, prefix=None):
+        """Entries as nginx's requests() gives them (method, uri, status, range, bytes), plus "fault"."""
+        with self.lock:
+            entries = list(self.log)
+        if prefix is not None:
+            prefix = "/" + prefix.lstrip("/")
+            entries = [e for e in entries if e["uri"].startswith(prefix)]
+        return entries
+
+    def bytes_sent(self, prefix=None):
+        return sum(e["bytes"] for e in self.requests(prefix))
+
+
+@contextlib.contextmanager
+def faults(root=None, stall_seconds=60):
+    """Starts the faulty server over `root` (a new temp dir when None) in a thread; yields a Faults.
+    Stalled answers end when the block ends."""
+    with contextlib.ExitStack() as stack:
+        if root is None:
+            root = stack.enter_context(tempfile.TemporaryDirectory(prefix="mb-faults-"))
+        server = Faults(os.path.abspath(root), stall_seconds)
+        thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        thread.start()
+        try:
+            yield server
+        finally:
+            server.stopping.set()
+            server.httpd.shutdown()
+            server.httpd.server_close()
+            thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def unreachable():
+    """A URL base on 127.0.0.1 where nothing listens (the port is held bound, not listening, so that
+    nothing else takes it meanwhile): connections are refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def main(argv):
+    kinds = {"nginx": nginx, "s3": s3, "faults": faults}
+    if len(argv) != 3 or argv[1] not in kinds:
+        print(f"usage: {argv[0]} nginx|s3|faults DIR", file=sys.stderr)
+        return 2
+    with kinds[argv[1]](argv[2]) as server:
+        print(server.base, getattr(server, "https_base", ""), getattr(server, "cert", ""), flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # TERM ends the block as Ctrl-C does
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+        # timeout(1) and shells signal the whole group, often twice: the cleanup is not cut short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

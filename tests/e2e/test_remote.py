@@ -1,0 +1,695 @@
+"""Remote inputs (issue 16): split and inspect read a batch by URL (http://,
+https://, s3://), merge reads a split's files by URL; outputs stay local.
+Real servers on 127.0.0.1 (servers.py): nginx over HTTP and HTTPS, s3rver
+(it verifies Signature V4), and a server that misbehaves on purpose. Every
+result is judged against the same work done on the local file (h5diff,
+listings, manifests), every refusal is one line naming the URL, with
+nothing published, and no credential is ever printed."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+import servers
+from conftest import ENV, assert_one_line_error, listing, run, write_spec
+from test_shards import SPEC, make  # a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
+
+# nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
+
+# The machine's own AWS settings never reach a run; each test gives its own. An s3:// name never
+# sends a request off the machine: without a test's endpoint, it goes to a loopback port where
+# nothing listens (AWS's hosts are no test's target).
+BASE_ENV = {k: v for k, v in ENV.items() if not k.startswith("AWS_")}
+BASE_ENV["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"
+BASE_ENV["MICROBATCH_HTTP_TIMEOUT"] = "10"  # nothing stalls unless a test says so; bounds a hang
+N = 7
+
+
+def h5diff(a, b):
+    """0 when h5diff finds no difference and no object it cannot compare: h5diff 1.10.8 exits 0 when
+    two datasets or attributes differ in shape or type ("Some objects are not comparable")."""
+    proc = subprocess.run(["h5diff", "-c", str(a), str(b)], capture_output=True, text=True)
+    if proc.returncode == 0 and "not comparable" in proc.stdout.lower():
+        return 1
+    return proc.returncode
+
+
+def env(**settings):
+    e = dict(BASE_ENV)
+    e.update({k: str(v) for k, v in settings.items()})
+    return e
+
+
+def remote(*args, environ=None, **kwargs):
+    return run(*args, env=environ or BASE_ENV, **kwargs)
+
+
+def settled(server, prefix):
+    """The server's entries for `prefix` once its log has stopped growing (nginx writes a request's
+    line just after its last byte went out, which can be after the client has exited)."""
+    seen = server.requests(prefix)
+    for _ in range(50):
+        time.sleep(0.05)
+        now = server.requests(prefix)
+        if len(now) == len(seen):
+            return now
+        seen = now
+    return seen
+
+
+# --- servers and data, once per module ----------------------------------------
+
+@pytest.fixture(scope="module")
+def web():
+    with servers.nginx() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with servers.s3() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def bad():
+    with servers.faults(stall_seconds=30) as server:
+        yield server
+
+
+@pytest.fixture
+def key(request):
+    """A key prefix of this test's own on the module's servers: a digest of its name, so that no word
+    an error message is checked for (403, closed...) can come from the URL."""
+    return "k" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:10]
+
+
+class Data:
+    """The batch, its spec, its local split (`plain`) and that split merged (`merged`)."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        self.src = make(directory / "in.h5")
+        self.spec = write_spec(directory / "s.json", SPEC)
+        self.plain = directory / "plain"
+        run("split", self.src, "-s", self.spec, "-n", N, "-o", self.plain, check=0)
+        self.merged = directory / "merged.h5"
+        run("merge", self.plain, "-o", self.merged, check=0)
+        assert h5diff(self.src, self.merged) == 0
+        self.files = [n for n in listing(self.plain) if n.endswith(".h5")]
+        assert len(self.files) == N
+
+    def split_args(self, source, out, *extra):
+        return ["split", source, "-s", self.spec, "-n", N, "-o", out, *extra]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return Data(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(autouse=True)
+def no_faults_left(request):
+    """A fault set by one test never outlives it."""
+    yield
+    if "bad" in request.fixturenames:
+        request.getfixturevalue("bad").clear()
+
+
+# --- judging -------------------------------------------------------------------
+
+def manifest(directory):
+    with open(directory / "manifest.json") as f:
+        m = json.load(f)
+    m.pop("source")  # the input's name as given: the URL, or the local path
+    return m
+
+
+def same_split(plain, out, sharded=False):
+    """The same files as the local split (h5diff each) and its manifest but for the input's name;
+    nothing else in `out` (but the part records shards leave)."""
+    names = listing(out)
+    if sharded:
+        names = [n for n in names if not re.fullmatch(r"part-\d+-of-\d+\.json", n)]
+    assert names == listing(plain)
+    for name in listing(plain):
+        if name.endswith(".h5"):
+            assert h5diff(plain / name, out / name) == 0, name
+    assert manifest(out) == manifest(plain)
+
+
+def nothing_published(out):
+    """No output directory, or an empty one: nothing that could pass for a split, not even a temporary."""
+    assert listing(out) == [], listing(out)
+
+
+def merged_like(data, res, out):
+    assert res.code == 0, res
+    assert h5diff(data.merged, out) == 0
+    assert h5diff(data.src, out) == 0
+
+
+def error_line(res, name):
+    """The one 'microbatch: error:' line (other lines may be -v's debug lines) of a run that exit 1,
+    naming `name`; returns what it says after the name (a port or a key can hold "403" too)."""
+    lines = [line for line in res.err.splitlines() if line.startswith("microbatch: error: ")]
+    assert res.code == 1 and len(lines) == 1, res
+    assert name in lines[0], res
+    return lines[0].split(name, 1)[1]
+
+
+def refused(res, name, *words):
+    """A one-line refusal (exit 1) naming `name`, and saying each of `words` after it."""
+    assert_one_line_error(res, 1, name)
+    said = error_line(res, name)
+    for w in words:
+        assert w in said, res
+
+
+def no_secret_in(res, *secrets):
+    for s in secrets:
+        assert s not in res.out and s not in res.err, f"{s!r} printed:\n{res}"
+
+
+def fetched_lines(res):
+    """The -v debug lines 'URL: N requests, B bytes fetched', as [(url, N, B)]."""
+    return [(m.group(1), int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(r"(\S+): (\d+) requests?, (\d+) bytes fetched", res.err)]
+
+
+# --- HTTP (nginx) ----------------------------------------------------------------
+
+def test_split_over_http_is_the_local_split(web, data, tmp_path, key):
+    url = web.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(url, out), env=BASE_ENV, check=0)
+    same_split(data.plain, out)
+    with open(out / "manifest.json") as f:
+        assert json.load(f)["source"] == url
+    merged = tmp_path / "m.h5"
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(data.src, merged) == 0
+    served = settled(web, f"{key}/")
+    assert served, "nginx served nothing"
+    assert all(e["status"] in (200, 206) for e in served), served
+
+
+def test_split_with_workers_over_http(web, data, tmp_path, key):
+    # -j forks workers: each must read the URL on connections of its own.
+    url = web.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(url, out, "-j", 2), env=BASE_ENV, check=0)
+    same_split(data.plain, out)
+
+
+def test_debug_log_counts_what_the_server_served(web, data, tmp_path, key):
+    url = web.put(data.src, f"{key}/in.h5")
+    res = remote(*data.split_args(url, tmp_path / "out", "-v"))
+    assert res.code == 0, res
+    lines = [line for line in fetched_lines(res) if line[0] == url]
+    assert lines, res.err
+    served = settled(web, f"{key}/")
+    assert sum(n for _, n, _ in lines) == len(served)
+    assert sum(b for _, _, b in lines) == sum(e["bytes"] for e in served)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_merge_of_a_remote_split_by_its_manifest_url(web, data, tmp_path, key, scheme):
+    base = web.put_dir(data.plain, key)
+    if scheme == "https":
+        base = web.https_url(key)
+    out = tmp_path / "m.h5"
+    res = remote("merge", f"{base}/manifest.json", "-o", out, environ=env(AWS_CA_BUNDLE=web.cert))
+    merged_like(data, res, out)
+
+
+@pytest.mark.parametrize("where", ["http", "s3"])
+def test_merge_of_remote_files_named_one_by_one(web, s3, data, tmp_path, key, where):
+    server = web if where == "http" else s3
+    server.put_dir(data.plain, key)
+    names = [server.url(f"{key}/{n}") if where == "http" else s3.s3_url(f"{key}/{n}") for n in data.files]
+    local = tmp_path / "local.h5"
+    run("merge", *[data.plain / n for n in data.files], "-o", local, check=0)
+    out = tmp_path / "m.h5"
+    res = remote("merge", *names, "-o", out, environ=s3_env(s3))
+    assert res.code == 0, res
+    assert h5diff(local, out) == 0
+    assert h5diff(data.src, out) == 0
+
+
+def test_https_with_the_ca_bundle(web, data, tmp_path, key):
+    web.put(data.src, f"{key}/in.h5")
+    url = web.https_url(f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(url, out), env=env(AWS_CA_BUNDLE=web.cert), check=0)
+    same_split(data.plain, out)
+
+
+def test_https_without_the_ca_bundle_is_a_certificate_error(web, data, tmp_path, key):
+    web.put(data.src, f"{key}/in.h5")
+    url = web.https_url(f"{key}/in.h5")
+    out = tmp_path / "out"
+    refused(remote(*data.split_args(url, out)), url, "certificate")
+    nothing_published(out)
+
+
+@pytest.mark.parametrize("args", [[], ["--json"], ["-s", "SPEC"], ["-s", "SPEC", "--json"]],
+                         ids=["text", "json", "spec", "spec-json"])
+def test_inspect_of_a_url_is_inspect_of_the_file(web, data, key, args):
+    args = [str(data.spec) if a == "SPEC" else a for a in args]
+    url = web.put(data.src, f"{key}/in.h5")
+    local = run("inspect", data.src, *args, check=0)
+    res = remote("inspect", url, *args)
+    assert res.code == 0, res
+    assert res.out.replace(url, "NAME") == local.out.replace(str(data.src), "NAME")
+    assert url in res.out
+
+
+# --- S3 (s3rver) --------------------------------------------------------------------
+
+def s3_env(s3, **kwargs):
+    return s3.env(BASE_ENV, **kwargs)
+
+
+def test_s3_signed_split_is_the_local_split(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), env=s3_env(s3), check=0)
+    same_split(data.plain, out)
+
+
+def test_s3_wrong_secret_is_refused_with_403(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    name = s3.s3_url(f"{key}/in.h5")
+    out = tmp_path / "out"
+    wrong = "mbWrong/Secret+zyxwvutsrqponmlkjihgfedcba"
+    res = remote(*data.split_args(name, out, "-v"), environ=s3_env(s3, secret=wrong))
+    assert "403" in error_line(res, name), res
+    no_secret_in(res, wrong)
+    nothing_published(out)
+    refused(remote(*data.split_args(name, out), environ=s3_env(s3, secret=wrong)), name, "403")
+    nothing_published(out)
+
+
+def test_s3_anonymous(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), env=s3_env(s3, signed=False), check=0)
+    same_split(data.plain, out)
+
+
+def test_s3_with_a_session_token_and_no_credential_printed(s3, data, tmp_path, key):
+    # s3rver does not check the token, but the request must still be signed right with it among the
+    # signed headers; -v (debug logging) must show neither the secret nor the token.
+    token = "mbSessionToken/ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+abcdef=="
+    s3.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "out"
+    res = remote(*data.split_args(s3.s3_url(f"{key}/in.h5"), out, "-v"), environ=s3_env(s3, token=token))
+    assert res.code == 0, res
+    no_secret_in(res, servers.S3_SECRET, token)
+    same_split(data.plain, out)
+    # and the token with a wrong secret is still refused: the request was signed, not sent anonymously
+    res = remote(*data.split_args(s3.s3_url(f"{key}/in.h5"), tmp_path / "o2", "-v"),
+                 environ=s3_env(s3, token=token, secret="mbWrong/Secret"))
+    assert "403" in error_line(res, s3.s3_url(f"{key}/in.h5")), res
+    no_secret_in(res, token, "mbWrong/Secret")
+
+
+def test_s3_endpoint_url_s3_comes_before_endpoint_url(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    with servers.unreachable() as nowhere:
+        e = s3_env(s3, signed=True)
+        e.update(AWS_ENDPOINT_URL=nowhere, AWS_ENDPOINT_URL_S3=s3.endpoint)
+        out = tmp_path / "out"
+        run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), env=e, check=0)
+        same_split(data.plain, out)
+        # and AWS_ENDPOINT_URL alone is where requests go
+        e.pop("AWS_ENDPOINT_URL_S3")
+        out = tmp_path / "out2"
+        refused(remote(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), environ=e), s3.s3_url(f"{key}/in.h5"),
+                "cannot connect")
+        nothing_published(out)
+
+
+@pytest.mark.parametrize("given", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+def test_s3_half_credentials_are_a_usage_error(s3, data, tmp_path, key, given):
+    s3.put(data.src, f"{key}/in.h5")
+    e = s3_env(s3, signed=False)
+    e[given] = servers.S3_SECRET if given == "AWS_SECRET_ACCESS_KEY" else servers.S3_KEY_ID
+    out = tmp_path / "out"
+    res = remote(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), environ=e)
+    assert_one_line_error(res, 2)
+    no_secret_in(res, servers.S3_SECRET)
+    nothing_published(out)
+
+
+def test_merge_of_an_s3_split_by_its_manifest(s3, data, tmp_path, key):
+    s3.put_dir(data.plain, key)
+    out = tmp_path / "m.h5"
+    res = remote("merge", s3.s3_url(f"{key}/manifest.json"), "-o", out, environ=s3_env(s3))
+    merged_like(data, res, out)
+
+
+def test_presigned_url_is_fetched_as_given_and_its_query_never_shown(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    url = s3.presign(f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(url, out), env=BASE_ENV, check=0)  # no credentials: the query carries the signature
+    same_split(data.plain, out)
+    signature = url.rsplit("X-Amz-Signature=", 1)[1]
+    # signed with the wrong secret: s3rver answers 403; the message names the URL without its query
+    wrong = s3.presign(f"{key}/in.h5", secret="mbWrong/Secret")
+    out = tmp_path / "out2"
+    res = remote(*data.split_args(wrong, out, "-v"))
+    assert "403" in error_line(res, s3.url(f"{key}/in.h5")), res
+    no_secret_in(res, wrong.rsplit("X-Amz-Signature=", 1)[1], signature, "X-Amz-Credential")
+    res = remote(*data.split_args(wrong, out))
+    refused(res, s3.url(f"{key}/in.h5"), "403")
+    nothing_published(out)
+
+
+def test_a_presigned_url_with_a_session_token_prints_no_credential(s3, data, tmp_path, key):
+    # Temporary credentials put the session token in a presigned URL's query: it is a credential, and
+    # nothing microbatch prints may hold it (nor the signature), with -v or not, whatever succeeds.
+    token = "mbPresignedToken/0123456789+ABCDEFGHIJKLMNOPQRSTUVWXYZ=="
+    s3.put(data.src, f"{key}/in.h5")
+    url = s3.presign(f"{key}/in.h5", token=token)
+    signature = url.rsplit("X-Amz-Signature=", 1)[1]
+    quoted = url.split("X-Amz-Security-Token=", 1)[1].split("&", 1)[0]  # as it is in the URL
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out, "-v"))
+    assert res.code == 0, res
+    no_secret_in(res, token, quoted, signature)
+    same_split(data.plain, out)
+    for args in ([], ["--json"], ["-v"]):
+        res = remote("inspect", url, *args)
+        assert res.code == 0, res
+        no_secret_in(res, token, quoted, signature)
+
+
+def test_shards_of_an_s3_object_then_finish_give_the_local_split(s3, data, tmp_path, key):
+    s3.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "sh"
+    for k in range(2):
+        run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out, "--shard", f"{k}/2"), env=s3_env(s3), check=0)
+    run("finish", out, check=0)
+    same_split(data.plain, out, sharded=True)
+
+
+# --- outputs stay local -------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["s3://bkt/out", "http://127.0.0.1:9/out", "https://127.0.0.1:9/out"])
+def test_remote_outputs_are_usage_errors(web, data, tmp_path, key, target):
+    url = web.put(data.src, f"{key}/in.h5")
+    web.put_dir(data.plain, f"{key}/split")
+    # run in tmp_path: an -o taken for a local path would show up there
+    assert_one_line_error(remote(*data.split_args(url, target), cwd=tmp_path), 2)
+    assert_one_line_error(remote(*data.split_args(data.src, target), cwd=tmp_path), 2)
+    assert_one_line_error(remote("merge", web.url(f"{key}/split/manifest.json"), "-o", target + ".h5", cwd=tmp_path), 2)
+    assert_one_line_error(remote("merge", data.plain, "-o", target + ".h5", cwd=tmp_path), 2)
+    assert listing(tmp_path) == []
+
+
+def test_virtual_merge_of_remote_inputs_is_a_usage_error(web, data, tmp_path, key):
+    base = web.put_dir(data.plain, key)
+    out = tmp_path / "dest" / "v.h5"
+    out.parent.mkdir()
+    assert_one_line_error(remote("merge", "--virtual", f"{base}/manifest.json", "-o", out), 2)
+    assert_one_line_error(remote("merge", "--virtual", *[f"{base}/{n}" for n in data.files], "-o", out), 2)
+    assert listing(out.parent) == []
+
+
+# --- faults ---------------------------------------------------------------------------
+
+STALL_ENV = {"MICROBATCH_HTTP_TIMEOUT": "2"}
+
+# mode -> what the one-line error says
+FAULT_WORDS = {"404": "404", "403": "403", "drop": "closed", "truncate": "closed", "stall": "timed out"}
+
+
+def clean_requests(bad, data, tmp_path, key):
+    """Publishes the batch on the faulty server; returns (its path, URL, requests a clean split makes)."""
+    url = bad.put(data.src, f"{key}/in.h5")
+    out = tmp_path / "clean"
+    run(*data.split_args(url, out), env=BASE_ENV, check=0)
+    same_split(data.plain, out)
+    count = len(bad.requests(f"{key}/"))
+    assert count >= 1
+    return f"/{key}/in.h5", url, count
+
+
+@pytest.mark.parametrize("mode", sorted(FAULT_WORDS))
+def test_a_fault_from_the_first_request_is_one_line_and_publishes_nothing(bad, data, tmp_path, key, mode):
+    bad.put(data.src, f"{key}/in.h5")
+    url = bad.fault_url(mode, f"{key}/in.h5")
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out), environ=env(**STALL_ENV))
+    refused(res, url, FAULT_WORDS[mode])
+    nothing_published(out)
+
+
+def test_a_server_that_never_answers_times_out(bad, data, tmp_path, key):
+    url = bad.put(data.src, f"{key}/in.h5")
+    bad.fault("silent")  # every new connection: accepted, never read, never answered
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out), environ=env(**STALL_ENV))
+    refused(res, url, "timed out")
+    nothing_published(out)
+
+
+def test_unreachable_is_cannot_connect(data, tmp_path):
+    with servers.unreachable() as nowhere:
+        url = f"{nowhere}/in.h5"
+        out = tmp_path / "out"
+        refused(remote(*data.split_args(url, out)), url, "cannot connect")
+        nothing_published(out)
+        refused(remote("inspect", url), url, "cannot connect")
+        dest = tmp_path / "dest"
+        dest.mkdir()
+        res = remote("merge", f"{nowhere}/split/manifest.json", "-o", dest / "m.h5")
+        refused(res, f"{nowhere}/split/manifest.json", "cannot connect")
+        assert listing(dest) == []
+
+
+@pytest.mark.parametrize("mode", ["drop", "truncate", "stall", "500", "404"])
+def test_a_fault_in_the_middle_of_a_split_publishes_nothing(bad, data, tmp_path, key, mode):
+    path, url, count = clean_requests(bad, data, tmp_path, key)
+    bad.fault(mode, prefix=path, after=count // 2)  # the open went well; a read halfway fails, every try
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out), environ=env(**STALL_ENV))
+    refused(res, url, *([FAULT_WORDS[mode]] if mode in FAULT_WORDS else []))
+    nothing_published(out)
+
+
+@pytest.mark.parametrize("mode", ["drop", "truncate", "stall", "500", "429"])
+def test_a_transient_fault_once_is_retried_and_the_split_exact(bad, data, tmp_path, key, mode):
+    path, url, count = clean_requests(bad, data, tmp_path, key)
+    before = len(bad.requests(f"{key}/"))
+    bad.fault(mode, prefix=path, after=count // 2, times=1)
+    out = tmp_path / "out"
+    res = remote(*data.split_args(url, out), environ=env(**STALL_ENV))
+    assert res.code == 0, res
+    same_split(data.plain, out)
+    assert len(bad.requests(f"{key}/")) - before == count + 1  # the one faulty answer, tried again once
+
+
+def test_500_once_then_ok_by_url_prefix(bad, data, tmp_path, key):
+    bad.put(data.src, f"{key}/in.h5")
+    url = bad.fault_url("500once", f"{key}/in.h5")
+    out = tmp_path / "out"
+    run(*data.split_args(url, out), env=BASE_ENV, check=0)
+    same_split(data.plain, out)
+    assert bad.requests(f"500once/{key}/")[0]["status"] == 500
+
+
+def test_transient_faults_are_tried_three_times_and_others_once(bad, data, tmp_path, key):
+    bad.put(data.src, f"{key}/in.h5")
+    for mode, tries in [("500", 3), ("drop", 3), ("404", 1), ("403", 1)]:
+        url = bad.fault_url(mode, f"{key}/in.h5")
+        out = tmp_path / f"out-{mode}"
+        res = remote(*data.split_args(url, out))
+        refused(res, url)
+        nothing_published(out)
+        tried = bad.requests(f"{mode}/{key}/")
+        assert len(tried) == tries, (mode, tried)
+
+
+def test_a_query_is_never_shown(bad, data, tmp_path, key):
+    bad.put(data.src, f"{key}/in.h5")
+    url = bad.fault_url("404", f"{key}/in.h5")
+    secret = "mbQuerySecret0123456789"
+    out = tmp_path / "out"
+    for extra in ([], ["-v"]):
+        res = remote(*data.split_args(f"{url}?X-Amz-Signature={secret}&X-Amz-Security-Token={secret}x", out, *extra))
+        assert res.code == 1, res
+        no_secret_in(res, secret)
+    res = remote(*data.split_args(f"{url}?X-Amz-Signature={secret}", out))
+    refused(res, url, "404")
+    nothing_published(out)
+
+
+@pytest.mark.parametrize("mode", ["404", "drop"])
+def test_a_fault_on_one_file_of_a_remote_merge_writes_nothing(bad, data, tmp_path, key, mode):
+    base = bad.put_dir(data.plain, key)
+    victim = data.files[3]
+    bad.fault(mode, prefix=f"/{key}/{victim}")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    res = remote("merge", f"{base}/manifest.json", "-o", dest / "m.h5")
+    refused(res, f"{base}/{victim}", FAULT_WORDS[mode])
+    assert listing(dest) == []
+
+
+def test_a_remote_file_of_another_content_than_its_manifest_says_is_refused(web, data, tmp_path, key):
+    # The manifest's sizes and digests hold for remote files too: one file swapped for another.
+    base = web.put_dir(data.plain, key)
+    web.put(data.plain / data.files[4], f"{key}/{data.files[3]}")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    refused(remote("merge", f"{base}/manifest.json", "-o", dest / "m.h5"), f"{base}/{data.files[3]}")
+    assert listing(dest) == []
+
+
+def make_version(path, seed, rows):
+    with h5py.File(path, "w") as f:
+        f["x"] = np.random.default_rng(seed).standard_normal((rows, 1000)).astype(np.float32)  # 1.6 MB and more
+        f["y"] = np.random.default_rng(seed + 1).integers(0, 100, rows)
+        f.attrs["step"] = 1  # the same in both versions: only the data tells them apart
+    return path
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_object_replaced_while_a_split_reads_it_is_refused_or_read_as_one_version(bad, tmp_path, key, jobs):
+    # The server answers as if the file had been replaced by another batch (more rows, other values)
+    # from its Nth request on, for each N a clean split makes: exit 1 publishing nothing, or an output
+    # that is one version exactly; never a plan of one version filled with the rows of the other.
+    v1 = make_version(tmp_path / "v1.h5", 1, 400)
+    v2 = make_version(tmp_path / "v2.h5", 2, 500)
+    url = bad.put(v1, f"{key}/in.h5")
+    bad.put(v2, f"{key}/in.h5.v2")
+    run("split", url, "-n", 4, "-j", jobs, "-o", tmp_path / "clean", env=BASE_ENV, check=0)
+    count = len(bad.requests(f"{key}/"))
+    assert count >= 2, bad.requests(f"{key}/")  # the file is read in more than one request
+    for after in range(count):
+        bad.clear()
+        bad.fault("changed", prefix=f"/{key}/in.h5", after=after)
+        out, merged = tmp_path / f"out-{after}", tmp_path / f"m-{after}.h5"
+        res = remote("split", url, "-n", 4, "-j", jobs, "-o", out)
+        if res.code != 0:
+            refused(res, url)
+            nothing_published(out)
+            continue
+        run("merge", out, "-o", merged, check=0)
+        assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, f"version changed after {after} requests: " \
+            f"exit 0 with an output that is neither version\n{res}"
+
+
+@pytest.mark.parametrize("rows", [400, 500])
+def test_shards_of_an_object_replaced_between_them_do_not_finish_as_one_split(web, tmp_path, key, rows):
+    # Shard 0 reads version 1; the object is replaced (same size and tree, other values; or more rows);
+    # shard 1 reads version 2. Each shard is exact for what it read, but finish must not make one split
+    # of the two: refused by shard 1 or by finish, or else the merge is one version exactly.
+    v1 = make_version(tmp_path / "v1.h5", 1, 400)
+    v2 = make_version(tmp_path / "v2.h5", 2, rows)
+    if rows == 400:
+        assert os.path.getsize(v1) == os.path.getsize(v2)
+    url = web.put(v1, f"{key}/in.h5")
+    out = tmp_path / "sh"
+    run("split", url, "-n", 4, "-o", out, "--shard", "0/2", env=BASE_ENV, check=0)
+    web.put(v2, f"{key}/in.h5")
+    res = remote("split", url, "-n", 4, "-o", out, "--shard", "1/2")
+    if res.code == 0:
+        res = run("finish", out)
+    if res.code != 0:
+        assert_one_line_error(res, 1)
+        assert "manifest.json" not in listing(out)
+        return
+    merged = tmp_path / "m.h5"
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, "finish made one split of two versions"
+
+
+def test_a_remote_file_that_is_not_hdf5(web, data, tmp_path, key):
+    url = web.put(data.plain / "manifest.json", f"{key}/in.h5")
+    out = tmp_path / "out"
+    refused(remote(*data.split_args(url, out)), url)
+    nothing_published(out)
+    refused(remote("inspect", url), url)
+
+
+def test_a_missing_manifest_of_a_remote_split(web, data, tmp_path, key):
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    url = web.url(f"{key}/manifest.json")
+    refused(remote("merge", url, "-o", dest / "m.h5"), url, "404")
+    assert listing(dest) == []
+
+
+# --- shards and MPI: each process reads only its own ranges --------------------------------
+
+BIG_ROWS, BIG_COLS = 1024, 16384  # float32: 64 MiB, contiguous
+BIG_SPEC = {"x": 0, "y": 0}
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    d = tmp_path_factory.mktemp("big")
+    src = d / "big.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.arange(BIG_ROWS * BIG_COLS, dtype=np.float32).reshape(BIG_ROWS, BIG_COLS))
+        f["y"] = np.arange(BIG_ROWS, dtype=np.int32)
+        f.attrs["step"] = 3
+    spec = write_spec(d / "s.json", BIG_SPEC)
+    plain = d / "plain"
+    run("split", src, "-s", spec, "-n", 8, "-o", plain, check=0)
+    return src, spec, plain
+
+
+def test_shards_of_a_url_then_finish_give_the_local_split_and_read_only_their_share(web, big, tmp_path, key):
+    src, spec, plain = big
+    url = web.put(src, f"{key}/big.h5")
+    size = os.path.getsize(src)
+    assert size >= 64 << 20
+    out = tmp_path / "sh"
+    served = []
+    for k in range(2):
+        before = sum(e["bytes"] for e in settled(web, f"{key}/"))
+        run("split", url, "-s", spec, "-n", 8, "-o", out, "--shard", f"{k}/2", env=BASE_ENV, check=0)
+        served.append(sum(e["bytes"] for e in settled(web, f"{key}/")) - before)
+    run("finish", out, check=0)
+    same_split(plain, out, sharded=True)
+    for k, b in enumerate(served):
+        assert b < 0.6 * size, f"shard {k} of 2 fetched {b} of {size} bytes"
+    merged = tmp_path / "m.h5"
+    run("merge", out, "-o", merged, check=0)
+    assert h5diff(src, merged) == 0
+
+
+MPI_BINARY = os.environ.get("MICROBATCH_MPI")
+
+
+def test_mpirun_split_of_a_url(web, big, tmp_path, key):
+    if not MPI_BINARY or shutil.which("mpirun") is None:
+        pytest.skip("needs microbatch-mpi (MICROBATCH_MPI) and mpirun")
+    from test_mpi import mpirun
+    src, spec, plain = big
+    url = web.put(src, f"{key}/big.h5")
+    out = tmp_path / "np2"
+    res = mpirun(2, MPI_BINARY, "split", url, "-s", spec, "-n", 8, "-o", out)
+    assert res.code == 0, res
+    same_split(plain, out)
+    # two ranks, each its own half of the rows: neither the whole file twice nor more
+    assert sum(e["bytes"] for e in settled(web, f"{key}/")) < 1.2 * os.path.getsize(src)
+    # and the ranks merge the remote split back
+    base = web.put_dir(plain, f"{key}/split")
+    merged = tmp_path / "m.h5"
+    res = mpirun(2, MPI_BINARY, "merge", f"{base}/manifest.json", "-o", merged)
+    assert res.code == 0, res
+    assert h5diff(src, merged) == 0
