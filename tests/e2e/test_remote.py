@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import ENV, assert_one_line_error, listing, run, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, listing, run, write_spec
 from test_shards import SPEC, make  # a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
 
 # nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
@@ -603,7 +604,11 @@ def test_shards_of_an_object_replaced_between_them_do_not_finish_as_one_split(we
     url = web.put(v1, f"{key}/in.h5")
     out = tmp_path / "sh"
     run("split", url, "-n", 4, "-o", out, "--shard", "0/2", env=BASE_ENV, check=0)
-    web.put(v2, f"{key}/in.h5")
+    served = web.put(v2, f"{key}/in.h5")
+    # nginx's ETag is the modification time in seconds and the size: another second, another version.
+    target = os.path.join(web.root, f"{key}/in.h5")
+    os.utime(target, (os.path.getmtime(target) + 2, os.path.getmtime(target) + 2))
+    assert served == url
     res = remote("split", url, "-n", 4, "-o", out, "--shard", "1/2")
     if res.code == 0:
         res = run("finish", out)
@@ -693,3 +698,42 @@ def test_mpirun_split_of_a_url(web, big, tmp_path, key):
     res = mpirun(2, MPI_BINARY, "merge", f"{base}/manifest.json", "-o", merged)
     assert res.code == 0, res
     assert h5diff(src, merged) == 0
+
+
+def test_a_stop_signal_ends_a_stalled_request_at_once(bad, data, tmp_path, key):
+    # The server never answers; SIGINT must not wait for MICROBATCH_HTTP_TIMEOUT (here 60 s).
+    url = bad.put(data.src, f"{key}/in.h5")
+    bad.fault("silent")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([BINARY, *map(str, data.split_args(url, out))], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env(MICROBATCH_HTTP_TIMEOUT="60"))
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    # (under 2.5 s: the guard would force an exit after its 3 s grace; libcurl asks about once a second)
+    assert time.monotonic() - start < 2.5, "the stalled request outlived the signal"
+    nothing_published(out)
+
+
+def test_data_stored_in_other_files_is_refused_in_a_remote_file(web, tmp_path, key):
+    # libhdf5 opens a virtual dataset's sources and external storage by name, past the driver.
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(10)
+    layout = h5py.VirtualLayout(shape=(10,), dtype="i8")
+    layout[:] = h5py.VirtualSource("src.h5", "x", shape=(10,))
+    for name, build in (("virtual", lambda f: f.create_virtual_dataset("d", layout)),
+                       ("external", lambda f: f.create_dataset("d", (10,), dtype="i8",
+                                                               external=[("ext.bin", 0, 80)]))):
+        path = tmp_path / f"{name}.h5"
+        with h5py.File(path, "w") as f:
+            build(f)
+            f["y"] = np.arange(10)
+        web.put(src, f"{key}/src.h5")
+        url = web.put(path, f"{key}/{name}.h5")
+        out = tmp_path / f"out-{name}"
+        res = remote("split", url, "-n", 2, "-o", out)
+        refused(res, url, "stored in other files")
+        nothing_published(out)
