@@ -110,10 +110,22 @@ def make_cert(directory):
     return cert, key
 
 
+def under(entries, prefix):
+    """The request log entries whose URI starts with `prefix` (all when None)."""
+    if prefix is None:
+        return entries
+    prefix = "/" + prefix.lstrip("/")
+    return [e for e in entries if e["uri"].startswith(prefix)]
+
+
 class Server:
-    """What every server offers: a root directory, a base URL, put() and url()."""
+    """What every server offers: a root directory, a base URL, put() and url(); those that count what they
+    serve, requests(prefix) and bytes_sent(prefix)."""
     root = None
     base = None
+
+    def bytes_sent(self, prefix=None):
+        return sum(e["bytes"] for e in self.requests(prefix))
 
     def url(self, key):
         return f"{self.base}/{key.lstrip('/')}"
@@ -201,13 +213,7 @@ class Nginx(Server):
             for line in f:
                 if line.strip():
                     entries.append(json.loads(line))
-        if prefix is not None:
-            prefix = "/" + prefix.lstrip("/")
-            entries = [e for e in entries if e["uri"].startswith(prefix)]
-        return entries
-
-    def bytes_sent(self, prefix=None):
-        return sum(e["bytes"] for e in self.requests(prefix))
+        return under(entries, prefix)
 
 
 @contextlib.contextmanager
@@ -534,13 +540,7 @@ class Faults(Server):
         """Entries as nginx's requests() gives them (method, uri, status, range, bytes), plus "fault"."""
         with self.lock:
             entries = list(self.log)
-        if prefix is not None:
-            prefix = "/" + prefix.lstrip("/")
-            entries = [e for e in entries if e["uri"].startswith(prefix)]
-        return entries
-
-    def bytes_sent(self, prefix=None):
-        return sum(e["bytes"] for e in self.requests(prefix))
+        return under(entries, prefix)
 
 
 @contextlib.contextmanager
