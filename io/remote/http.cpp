@@ -18,6 +18,11 @@ namespace {
 
 constexpr std::size_t kErrorBodyLimit = 4096;  // enough for an S3 error document
 
+// What an object cost, for the debug line when it is closed.
+struct Traffic {
+  std::uint64_t requests = 0, bytes = 0;
+};
+
 void init_curl_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -188,6 +193,10 @@ struct Object::State {
   std::vector<char> head;
   Traffic traffic;
 
+  State(const RemoteAddress& a, const Settings& s) : address(a), settings(s), shown(shown_name(a.name)) {
+    init_curl_once();
+    configure();
+  }
   // Here, not in ~Object: a constructor whose first fetch throws runs no ~Object (LSan saw the handle leak).
   ~State() {
     curl_slist_free_all(headers);
@@ -258,6 +267,8 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   const CURLcode code = curl_easy_perform(curl);
   traffic.bytes += r.got;
   const long status = r.status();
+  if (r.overflow && status == 206)
+    return Failure{fmt::format("answered more than the bytes {} asked for", range), false};
   if (r.overflow || (code == CURLE_OK && status == 200 && !first))
     return Failure{"the server does not answer range requests (HTTP 200 to a Range request); download the file "
                    "first", false};
@@ -302,25 +313,17 @@ void Object::State::fetch(std::uint64_t offset, std::uint64_t n, char* out, bool
   }
 }
 
-Object::Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head) : s_(new State) {
-  init_curl_once();
-  s_->address = address;
-  s_->settings = settings;
-  s_->shown = shown_name(address.name);
-  s_->configure();
+Object::Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head)
+    : s_(new State(address, settings)) {
   s_->head.resize(std::max<std::uint64_t>(head, 1));
   s_->fetch(0, s_->head.size(), s_->head.data(), true);
 }
 
-Object::Object(const RemoteAddress& address, const Settings& settings, const Version& known) : s_(new State) {
-  init_curl_once();
-  s_->address = address;
-  s_->settings = settings;
-  s_->shown = shown_name(address.name);
+Object::Object(const RemoteAddress& address, const Settings& settings, const Version& known)
+    : s_(new State(address, settings)) {
   s_->size = known.size;
   s_->etag = known.etag;
   s_->modified = known.modified;
-  s_->configure();
   s_->set_headers(true);
 }
 
@@ -332,7 +335,6 @@ std::uint64_t Object::size() const { return s_->size; }
 const std::vector<char>& Object::head() const { return s_->head; }
 void Object::release_head() { std::vector<char>().swap(s_->head); }
 Version Object::version() const { return {s_->size, s_->etag, s_->modified}; }
-Traffic Object::traffic() const { return s_->traffic; }
 const std::string& Object::shown() const { return s_->shown; }
 
 void Object::read(std::uint64_t offset, std::uint64_t n, char* out) {

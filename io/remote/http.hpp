@@ -31,10 +31,6 @@ struct Settings {
 };
 Settings settings_from(const Environment& env);
 
-struct Traffic {
-  std::uint64_t requests = 0, bytes = 0;
-};
-
 // Which version of an object a first request found.
 struct Version {
   std::uint64_t size = 0;
@@ -63,7 +59,6 @@ class Object {
   Version version() const;
   // Reads exactly [offset, offset + n) (within size()) into `out`.
   void read(std::uint64_t offset, std::uint64_t n, char* out);
-  Traffic traffic() const;
   const std::string& shown() const;
 
  private:

@@ -221,6 +221,20 @@ def test_debug_log_counts_what_the_server_served(web, data, tmp_path, key):
     assert sum(b for _, _, b in lines) == sum(e["bytes"] for e in served)
 
 
+def test_each_small_remote_file_is_fetched_once(web, data, tmp_path, key):
+    # README: a URL opened again costs no request (split plans, then copies; merge digests, then reads),
+    # and an input of up to 16 MiB stays in the block cache between merge's digest and its reads.
+    url = web.put(data.src, f"{key}/in/in.h5")
+    assert os.path.getsize(data.src) < 16 << 20
+    run(*data.split_args(url, tmp_path / "out"), env=BASE_ENV, check=0)
+    assert [e["uri"] for e in settled(web, f"{key}/in/")] == [f"/{key}/in/in.h5"]
+    web.put_dir(data.plain, f"{key}/mb")
+    run("merge", web.url(f"{key}/mb/manifest.json"), "-o", tmp_path / "m.h5", env=BASE_ENV, check=0)
+    uris = sorted(e["uri"] for e in settled(web, f"{key}/mb/"))
+    files = sorted(n for n in os.listdir(data.plain) if os.path.isfile(data.plain / n))
+    assert uris == [f"/{key}/mb/{n}" for n in files], uris
+
+
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_merge_of_a_remote_split_by_its_manifest_url(web, data, tmp_path, key, scheme):
     base = web.put_dir(data.plain, key)
