@@ -126,6 +126,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 
 void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {
   policy.byte_paths = std::getenv("MICROBATCH_NO_RAW_COPY") == nullptr;
+  policy.clones = std::getenv("MICROBATCH_NO_CLONES") == nullptr;
   app.add_option_function<std::size_t>(
          "--buffer-size", [&policy](std::size_t mib) { policy.buffer_bytes = mib << 20; },
          "MiB of data moved per read/write; bounds memory (default 64)")

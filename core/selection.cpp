@@ -1,5 +1,9 @@
 #include "core/selection.hpp"
 
+#include <cstring>
+
+#include "core/error.hpp"
+
 namespace mb {
 
 Selection Selection::all(const Shape& dims) { return {Shape(dims.size(), 0), dims, {}}; }
@@ -63,6 +67,60 @@ std::vector<SegmentPlace> place_positions(const std::vector<SegmentPlace>& place
     }
   }
   return out;
+}
+
+namespace {
+
+std::uint64_t step_of(const Selection& s, std::size_t d) { return s.stride.empty() ? 1 : s.stride[d]; }
+
+// Bytes between elements one apart along each axis of a row-major tensor.
+// Whether every element `s` selects lies inside `dims` (`s` not empty).
+bool inside(const Selection& s, const Shape& dims) {
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (s.start[d] + (s.count[d] - 1) * step_of(s, d) >= dims[d]) return false;
+  return true;
+}
+
+std::vector<std::uint64_t> pitches(const Shape& dims, std::size_t element) {
+  std::vector<std::uint64_t> out(dims.size());
+  std::uint64_t pitch = element;
+  for (std::size_t d = dims.size(); d-- > 0;) out[d] = pitch, pitch *= dims[d];
+  return out;
+}
+
+}  // namespace
+
+void copy_selected(ConstTensor from, const Selection& a, Tensor to, const Selection& b, std::size_t element) {
+  const std::size_t rank = a.count.size();
+  if (a.count != b.count || from.dims.size() != rank || to.dims.size() != rank)
+    throw Error("internal: copy_selected between selections of different shapes");
+  if (a.elements() == 0) return;
+  if (!inside(a, from.dims) || !inside(b, to.dims)) throw Error("internal: copy_selected outside its tensors");
+  if (rank == 0) {
+    std::memcpy(to.bytes, from.bytes, element);
+    return;
+  }
+  const auto from_pitch = pitches(from.dims, element), to_pitch = pitches(to.dims, element);
+  const std::size_t last = rank - 1;
+  // The innermost axis moves as one run when both sides take it with unit stride.
+  const bool run = step_of(a, last) == 1 && step_of(b, last) == 1;
+  const std::uint64_t run_elements = run ? a.count[last] : 1;
+  Shape at(rank, 0);  // index into the selection, innermost axis fastest (in runs)
+  for (;;) {
+    std::uint64_t src = 0, dst = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      src += (a.start[d] + at[d] * step_of(a, d)) * from_pitch[d];
+      dst += (b.start[d] + at[d] * step_of(b, d)) * to_pitch[d];
+    }
+    std::memcpy(to.bytes + dst, from.bytes + src, run_elements * element);
+    std::size_t d = last;
+    at[d] += run_elements;
+    while (at[d] == a.count[d]) {
+      if (d == 0) return;
+      at[d] = 0;
+      ++at[--d];
+    }
+  }
 }
 
 }  // namespace mb

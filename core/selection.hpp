@@ -55,4 +55,19 @@ std::vector<SegmentPlace> place_segments(const RowMap& map, std::size_t axis, co
 std::vector<SegmentPlace> place_positions(const std::vector<SegmentPlace>& places, const RowMap& positions,
                                           std::size_t axis);
 
+// Arrays in memory: elements of `element` bytes, row-major, of `dims`.
+struct ConstTensor {
+  const unsigned char* bytes;
+  const Shape& dims;
+};
+struct Tensor {
+  unsigned char* bytes;
+  const Shape& dims;
+};
+
+// Copies the elements `a` selects of `from` to those `b` selects of `to`,
+// in row-major order of the selections (both of the same count per axis),
+// as bytes: memory to memory, what HDF5 would do without conversion.
+void copy_selected(ConstTensor from, const Selection& a, Tensor to, const Selection& b, std::size_t element);
+
 }  // namespace mb

@@ -17,7 +17,7 @@ std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo&
 std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::string& input) {
   check_preset_name(choice);  // before opening anything
   if (choice == "none") return std::nullopt;
-  h5::Id file = h5::open_read_only(input);
+  h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
   const NodeInfo tree = h5::read_tree(file.get(), input);
   return about_file(input, [&] { return preset_spec(choice, tree); });  // a preset's refusal names the file
 }
@@ -25,7 +25,7 @@ std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::s
 Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   const std::string& input = request.input;
-  h5::Id file = h5::open_read_only(input);
+  h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
   out.tree = request.describe_unreadable && !request.partition ? h5::describe_tree(file.get(), input)
                                                                 : h5::read_tree(file.get(), input);
   if (request.previews)

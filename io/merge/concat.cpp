@@ -46,6 +46,7 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   if (ctx.job.team && !share && ctx.job.team->rank != 0) return;
   const h5::Location out_where = ctx.out_where(path);
   h5::Buffer* whole = assembly(ctx, in, leaf, dst);
+  if (ctx.first()) note_model_data(ctx, in, whole);
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));

@@ -118,9 +118,11 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   // Each input is opened once, merged, and closed before the next is opened.
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;
-    const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
     meter.begin(sizes[i]);
-    merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
+    if (!merging::merge_copy(ctx, out.get())) {
+      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
+      merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
+    }
     meter.end();
   }
   merging::reduce_deferred(ctx, out.get());

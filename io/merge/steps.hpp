@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clones.hpp"
 #include "core/merge_plan.hpp"
 #include "core/packed.hpp"
 #include "core/reduce.hpp"
@@ -87,6 +88,11 @@ struct Carried {
   // A team merge: the split datasets shared out by chunk bands (team.cpp),
   // decided at input 0.
   std::map<std::string, SharedLeaf> shared;
+  // Inputs that are copies of the model (copies.cpp): where each split
+  // dataset's data lies in the model, while every one is one run of bytes
+  // read whole.
+  bool copies = true;
+  std::map<std::string, ByteSpan> model_data;
 
   // One id for every datatype equal to `type` (the first 256 distinct
   // ones; the rest get their own copy).
@@ -194,6 +200,14 @@ std::string difference_text(const ValueType& type, const Shape& shape, const Dif
 // and writes it (input 0) or its reduction (the last input) to `dst`
 // (which inputs in between may leave invalid).
 void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst);
+
+// copies.cpp: inputs that are copies of the model (see there). At input 0,
+// notes where a split dataset's data lies in the model (`whole`: its result
+// assembled in memory, if it is).
+void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer* whole);
+// Merges input `ctx.input` as a copy of the model when it is one; false,
+// having done nothing, when it is not (then the walk merges it).
+bool merge_copy(const Context& ctx, hid_t output);
 
 // concat.cpp: the input's rows where the split took them from.
 void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);

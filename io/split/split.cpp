@@ -1,5 +1,6 @@
 #include "io/split/split.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "io/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/outputs.hpp"
+#include "io/split/clone.hpp"
 #include "io/split/parts.hpp"
 #include "io/split/writer.hpp"
 #include "io/workers.hpp"
@@ -89,22 +91,80 @@ PartRecord part_of(const SplitJob& job, const specs::Manifest& planned, const Fi
   return part;
 }
 
-// Writes output files [begin, end) under their temporary names.
-void write_files(const SplitJob& job, const Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
-                 std::uint64_t end) {
-  h5::Id input = h5::open_read_only(job.input);
-  const SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy};
+// Writes output files `which` (plan indices) through libhdf5 under their
+// temporary names, a batch of open files at a time.
+void write_through_library(const SplitSource& source, const Prepared& prepared, const OutputFiles& files,
+                           const std::vector<std::uint64_t>& which) {
   const std::size_t at_once = open_outputs();
-  for (std::uint64_t first = begin; first < end; first += at_once) {
-    const std::uint64_t n = std::min<std::uint64_t>(at_once, end - first);
-    const auto from = files.finals.begin() + static_cast<std::ptrdiff_t>(first);
-    const std::vector<std::string> names(from, from + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t first = 0; first < which.size(); first += at_once) {
+    const auto from = which.begin() + static_cast<std::ptrdiff_t>(first);
+    const std::vector<std::uint64_t> batch(from, from + static_cast<std::ptrdiff_t>(std::min(at_once, which.size() - first)));
+    std::vector<std::string> names;
     std::vector<h5::Id> handles;
-    for (std::uint64_t i = first; i < first + n; ++i)
+    for (const std::uint64_t i : batch) {
+      names.push_back(files.finals[i]);
       handles.push_back(h5::create_file(files.temps[i], files.finals[i], {prepared.tree.has_large_attribute()}));
-    write_outputs(source, first, handles, names);
+    }
+    write_outputs(source, batch, handles, names);
     for (std::size_t i = 0; i < handles.size(); ++i) handles[i].close({names[i], ""});
   }
+}
+
+// The classes of files [begin, end): with clones off, every file its own.
+ClonePlan clone_plan(const SplitJob& job, const Prepared& prepared, std::uint64_t begin, std::uint64_t end) {
+  if (job.policy.clones) return plan_clones(prepared.tree, *prepared.resolution, *prepared.plan, {begin, end});
+  ClonePlan singles;
+  for (std::uint64_t f = begin; f < end; ++f) singles.classes.push_back({f, {}});
+  return singles;
+}
+
+// The copies to make of each class's model, and (in `written`) the files of
+// classes whose model's data cannot be written over.
+std::vector<CopyTarget> copy_targets(const ModelNotes& notes, const OutputFiles& files,
+                                     std::vector<DataOffsets>& offsets, std::vector<std::uint64_t>& written) {
+  const ClonePlan& clones = notes.clones();
+  std::vector<CopyTarget> targets;
+  offsets.resize(clones.classes.size());
+  for (std::size_t k = 0; k < clones.classes.size(); ++k) {
+    const CloneClass& c = clones.classes[k];
+    if (c.copies.empty()) continue;
+    auto found = notes.offsets(c.model, files.finals[c.model]);
+    if (!found) {
+      written.insert(written.end(), c.copies.begin(), c.copies.end());
+      continue;
+    }
+    offsets[k] = std::move(*found);
+    for (const std::uint64_t f : c.copies)
+      targets.push_back({f, files.temps[f], files.finals[f], files.temps[c.model], &offsets[k]});
+  }
+  return targets;
+}
+
+// Writes output files [begin, end) under their temporary names: each
+// class's model through libhdf5, its other files as copies of the model
+// (io/split/clone.hpp), or through libhdf5 too where the model's data
+// cannot be written over.
+void write_files(const SplitJob& job, const Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
+                 std::uint64_t end) {
+  h5::Id input = h5::open_read_only(job.input, h5::Cache::Keep);
+  const ClonePlan clones = clone_plan(job, prepared, begin, end);
+  ModelNotes notes(clones, *prepared.plan, job.policy.buffer_bytes);
+  SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes};
+  std::vector<std::uint64_t> models;
+  for (const auto& c : clones.classes) models.push_back(c.model);
+  write_through_library(source, prepared, files, models);
+  source.notes = nullptr;
+  std::vector<DataOffsets> offsets;
+  std::vector<std::uint64_t> written;
+  const std::vector<CopyTarget> targets = copy_targets(notes, files, offsets, written);
+  write_through_library(source, prepared, files, written);
+  const std::size_t at_once = open_outputs();
+  for (std::size_t first = 0; first < targets.size(); first += at_once) {
+    const auto from = targets.begin() + static_cast<std::ptrdiff_t>(first);
+    write_copies(source, notes, {from, from + static_cast<std::ptrdiff_t>(std::min(at_once, targets.size() - first))});
+  }
+  spdlog::debug("split: {} files written through libhdf5, {} as copies of one of them", models.size() + written.size(),
+                targets.size());
 }
 
 }  // namespace

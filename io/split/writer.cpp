@@ -5,6 +5,7 @@
 #include "core/selection.hpp"
 #include "io/derived.hpp"
 #include "io/guard.hpp"
+#include "io/split/clone.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -21,8 +22,8 @@ using transfer::Side;
 
 class SplitWriter {
  public:
-  SplitWriter(const SplitSource& source, std::uint64_t first, const std::vector<std::string>& names)
-      : source_(source), first_(first), names_(names) {}
+  SplitWriter(const SplitSource& source, const std::vector<std::uint64_t>& files, const std::vector<std::string>& names)
+      : source_(source), files_(files), names_(names) {}
 
   void write(const std::vector<h5::Id>& outputs) {
     std::vector<hid_t> roots;
@@ -100,8 +101,8 @@ class SplitWriter {
     ByteMeter* meter = source_.policy.meter;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
-      const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(first_ + i) : nullptr;
-      const RowMap* positions = sequence_positions(ds.path, first_ + i);
+      const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(files_[i]) : nullptr;
+      const RowMap* positions = sequence_positions(ds.path, files_[i]);
       Shape dims = ds.shape;
       if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
@@ -125,6 +126,7 @@ class SplitWriter {
         if (positions) places = place_positions(places, *positions, static_cast<std::size_t>(*rule.sequence_axis));
         for (const auto& place : places) transfer::copy(from, place.batch, to, place.piece, source_.policy);
       }
+      if (source_.notes) source_.notes->written(files_[i], ds, dst.get(), whole ? &*whole : nullptr, where);
       if (meter) meter->end();
     }
   }
@@ -170,7 +172,7 @@ class SplitWriter {
   }
 
   const SplitSource& source_;
-  std::uint64_t first_;
+  const std::vector<std::uint64_t>& files_;
   const std::vector<std::string>& names_;
 };
 
@@ -196,9 +198,9 @@ std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, co
   return total;
 }
 
-void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
-                   const std::vector<std::string>& names) {
-  SplitWriter(source, first, names).write(outputs);
+void write_outputs(const SplitSource& source, const std::vector<std::uint64_t>& files,
+                   const std::vector<h5::Id>& outputs, const std::vector<std::string>& names) {
+  SplitWriter(source, files, names).write(outputs);
 }
 
 }  // namespace mb::io

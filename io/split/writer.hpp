@@ -14,6 +14,8 @@
 
 namespace mb::io {
 
+class ModelNotes;  // io/split/clone.hpp
+
 struct SplitSource {
   hid_t file;
   std::string name;  // for messages
@@ -21,12 +23,13 @@ struct SplitSource {
   const Resolution& resolution;
   const SplitPlan& plan;
   transfer::Policy policy;
+  ModelNotes* notes = nullptr;  // told of every dataset written, when some files are copies
 };
 
-// Writes output files [first, first + outputs.size()) of the plan into the
-// open `outputs`; `names` are their final paths, for messages.
-void write_outputs(const SplitSource& source, std::uint64_t first, const std::vector<h5::Id>& outputs,
-                   const std::vector<std::string>& names);
+// Writes output files `files` (indices in the plan) into the open
+// `outputs`, one for each; `names` are their final paths, for messages.
+void write_outputs(const SplitSource& source, const std::vector<std::uint64_t>& files,
+                   const std::vector<h5::Id>& outputs, const std::vector<std::string>& names);
 
 // The bytes of data write_outputs writes into all the output files (what
 // its progress meter counts): each dataset's elements in each output, at

@@ -18,12 +18,6 @@
 namespace mb::transfer {
 namespace {
 
-// Where a dataset's elements start in an open file descriptor.
-struct StoredBytes {
-  int fd = -1;
-  std::uint64_t offset = 0;
-};
-
 // Runs shorter than this are not worth a system call each.
 constexpr std::uint64_t kShortestRun = 64u << 10;
 
@@ -62,17 +56,6 @@ bool kernel_copy_unsupported(int error) {
   throw Error(where.describe() + ": the file ends before the dataset's data (truncated or corrupt)");
 }
 
-// One range of bytes from one file to another.
-struct ByteRange {
-  StoredBytes from;
-  std::uint64_t from_offset;
-  const h5::Location& src_where;
-  StoredBytes to;
-  std::uint64_t to_offset;
-  const h5::Location& dst_where;
-  std::uint64_t length;
-};
-
 // One step through a buffer (the one EINTR loop per direction); returns
 // the bytes moved (> 0).
 std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::size_t n,
@@ -87,17 +70,22 @@ std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::siz
     if (k == 0) fail_short(r.src_where);
     got += static_cast<std::size_t>(k);
   }
-  for (std::size_t put = 0; put < n;) {
-    const ssize_t k = pwrite(r.to.fd, buffer.data() + put, n - put, out + static_cast<off_t>(put));
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) fail_io(r.dst_where, "cannot write data", errno);
-    put += static_cast<std::size_t>(k);
-  }
+  write_bytes(r.to.fd, buffer.data(), n, static_cast<std::uint64_t>(out), r.dst_where);
   return n;
 }
 
-// Copies the range in steps of at most `step` bytes (checking for stop
-// signals between them, each counted on `meter`), by the kernel where it can.
+}  // namespace
+
+void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t put = 0; put < n;) {
+    const ssize_t k = pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) fail_io(where, "cannot write data", errno);
+    put += static_cast<std::size_t>(k);
+  }
+}
+
 void copy_range(const ByteRange& r, std::size_t step, io::ByteMeter* meter) {
   step = std::max<std::size_t>(step, 1u << 16);
   std::vector<unsigned char> buffer;  // only when the kernel cannot copy
@@ -127,8 +115,6 @@ void copy_range(const ByteRange& r, std::size_t step, io::ByteMeter* meter) {
     io::count_bytes(meter, static_cast<std::uint64_t>(k));
   }
 }
-
-}  // namespace
 
 bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
   h5::Id dst_type(H5Dget_type(c.dst), c.dst_where, "cannot read the datatype");

@@ -14,6 +14,31 @@
 
 namespace mb::transfer {
 
+// Where a dataset's elements (or a file's bytes) start in an open file descriptor.
+struct StoredBytes {
+  int fd = -1;
+  std::uint64_t offset = 0;
+};
+
+// One range of bytes from one file to another.
+struct ByteRange {
+  StoredBytes from;
+  std::uint64_t from_offset;
+  const h5::Location& src_where;
+  StoredBytes to;
+  std::uint64_t to_offset;
+  const h5::Location& dst_where;
+  std::uint64_t length;
+};
+
+// Copies the range in steps of at most `step` bytes (checking for stop
+// signals between them, each counted on `meter`), by the kernel where it
+// can, through a buffer where it cannot.
+void copy_range(const ByteRange& range, std::size_t step, io::ByteMeter* meter);
+
+// Writes `n` bytes at `offset` of `fd` (`where` names it in errors).
+void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where);
+
 // Copies the rows as file bytes, when both datasets are contiguous,
 // allocated, of the same byte-copyable datatype, in files of the default
 // (POSIX) driver, and the runs are long enough to be worth a system call

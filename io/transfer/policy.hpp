@@ -26,6 +26,10 @@ struct Policy {
   // Contiguous data as file bytes and aligned chunks as stored bytes; off,
   // everything goes through HDF5 hyperslabs (the tests compare both).
   bool byte_paths = true;
+  // Split: files of the same shapes written as copies of one written through
+  // libhdf5 (io/split/clone.hpp); off, every file through libhdf5 (the tests
+  // compare both).
+  bool clones = true;
   // Counts the bytes moved for the progress display; none: not counted.
   io::ByteMeter* meter = nullptr;
 };

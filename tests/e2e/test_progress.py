@@ -161,7 +161,9 @@ def test_many_tiny_files_move_steadily(tmp_path):
         for k in range(12):
             f[f"d{k}"] = np.arange(1500 * 4, dtype=np.int64).reshape(1500, 4)
         f["scale"] = np.float64(2.0)
-    code, shown, _ = on_terminal(["split", path, "-n", "1500", "-o", tmp_path / "mb"], env=ENV)
+    # Through libhdf5: 1,499 of the files are copies of the first otherwise (io/split/clone.hpp), done in a blink.
+    code, shown, _ = on_terminal(["split", path, "-n", "1500", "-o", tmp_path / "mb"],
+                                 env=dict(ENV, MICROBATCH_NO_CLONES="1"))
     assert code == 0, shown
     check_redraws(shown, "split")
     assert_clean(shown)

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/partition.hpp"
 #include "core/selection.hpp"
@@ -84,4 +85,37 @@ TEST_CASE("selection: segments along a later axis keep the other axes whole") {
   CHECK(places[1].batch.start == Shape{0, 10});
   CHECK(places[1].piece.start == Shape{0, 3});
   CHECK(places[1].piece.count == Shape{4, 2});
+}
+
+TEST_CASE("copy_selected: takes the elements a selection names, in order, as bytes") {
+  // 4 x 6 tensor of 2-byte elements numbered 0..23.
+  const mb::Shape from_dims{4, 6};
+  std::vector<std::uint16_t> from(24);
+  for (std::uint16_t k = 0; k < 24; ++k) from[k] = k;
+  const auto* src = reinterpret_cast<const unsigned char*>(from.data());
+  SUBCASE("rows 1..2 into a 2 x 6 piece") {
+    const mb::Shape to_dims{2, 6};
+    std::vector<std::uint16_t> to(12, 99);
+    mb::copy_selected({src, from_dims}, mb::Selection::rows(from_dims, 0, {1, 2, 1}),
+                      {reinterpret_cast<unsigned char*>(to.data()), to_dims}, mb::Selection::all(to_dims), 2);
+    CHECK(to == std::vector<std::uint16_t>{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17});
+  }
+  SUBCASE("every other column from 1, into columns 1..3 of a 4 x 4 piece") {
+    const mb::Shape to_dims{4, 4};
+    std::vector<std::uint16_t> to(16, 99);
+    mb::copy_selected({src, from_dims}, mb::Selection::rows(from_dims, 1, {1, 3, 2}),
+                      {reinterpret_cast<unsigned char*>(to.data()), to_dims},
+                      mb::Selection::rows(to_dims, 1, {1, 3, 1}), 2);
+    CHECK(to == std::vector<std::uint16_t>{99, 1, 3, 5, 99, 7, 9, 11, 99, 13, 15, 17, 99, 19, 21, 23});
+  }
+  SUBCASE("selections of different shapes or outside the tensor are refused") {
+    std::vector<std::uint16_t> to(24);
+    const mb::Tensor dst{reinterpret_cast<unsigned char*>(to.data()), from_dims};
+    CHECK_THROWS_AS(mb::copy_selected({src, from_dims}, mb::Selection::rows(from_dims, 0, {0, 2, 1}), dst,
+                                      mb::Selection::rows(from_dims, 0, {0, 3, 1}), 2),
+                    mb::Error);
+    CHECK_THROWS_AS(mb::copy_selected({src, from_dims}, mb::Selection::rows(from_dims, 0, {3, 2, 1}), dst,
+                                      mb::Selection::rows(from_dims, 0, {0, 2, 1}), 2),
+                    mb::Error);
+  }
 }

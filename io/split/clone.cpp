@@ -1,0 +1,193 @@
+#include "io/split/clone.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/selection.hpp"
+#include "io/guard.hpp"
+#include "io/h5/buffer.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/types.hpp"
+#include "io/transfer/file_bytes.hpp"
+
+namespace mb::io {
+namespace {
+
+std::uint64_t piece_bytes(const PatchedDataset& d, const SplitPlan& plan, std::uint64_t file) {
+  return element_count(piece_shape(d, plan, file)) * d.node->element_size;
+}
+
+// Why the model's copy of `d`, open as `ds`, cannot be written over, or ""
+// when it can.
+std::string unpatchable(hid_t ds, const PatchedDataset& d, std::uint64_t bytes, const h5::Location& where) {
+  if (!d.node->storage.filters.empty() || element_count(d.node->shape) * d.node->element_size > transfer::kWholeInMemory)
+    return "its input is filtered or larger than is read whole";
+  h5::Id dcpl(H5Dget_create_plist(ds), where, "cannot read the creation properties");
+  h5::Id type(H5Dget_type(ds), where, "cannot read the datatype");
+  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
+      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0)
+    return "not contiguous in the file";
+  if (!h5::copyable_as_bytes(type.get())) return "its datatype does not hold its values in place";
+  if (bytes != 0 && H5Dget_storage_size(ds) != bytes) return "its stored size is not its elements'";
+  return "";
+}
+
+// A descriptor closed on every path out; close() reports a failed close.
+struct Fd {
+  int fd = -1;
+  Fd(const std::string& path, int flags, const std::string& shown) : fd(::open(path.c_str(), flags, 0666)) {
+    if (fd < 0) throw Error(fmt::format("{}: cannot open ({})", shown, std::strerror(errno)));
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  void close(const std::string& shown) {
+    const int was = std::exchange(fd, -1);
+    if (::close(was) != 0) throw Error(fmt::format("{}: cannot write ({})", shown, std::strerror(errno)));
+  }
+};
+
+// A new file at `target.temp` holding the model's bytes.
+std::unique_ptr<Fd> copy_model(const CopyTarget& target, std::size_t step) {
+  const h5::Location from{target.shown + " (its model)", ""}, to{target.shown, ""};
+  const Fd model(target.model, O_RDONLY | O_CLOEXEC, from.file);
+  struct stat st {};
+  if (::fstat(model.fd, &st) != 0) throw Error(fmt::format("{}: cannot read ({})", from.file, std::strerror(errno)));
+  // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
+  auto out = std::make_unique<Fd>(target.temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, to.file);
+  transfer::copy_range({{model.fd, 0}, 0, from, {out->fd, 0}, 0, to, static_cast<std::uint64_t>(st.st_size)}, step,
+                       nullptr);
+  return out;
+}
+
+// A patched dataset and its input elements as stored.
+struct Patch {
+  const PatchedDataset& d;
+  std::size_t index;  // in the clone plan
+  const unsigned char* elements;
+};
+
+// Writes the patch's piece of every target over its model's.
+void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarget>& targets,
+           const std::vector<std::unique_ptr<Fd>>& fds) {
+  const PatchedDataset& d = p.d;
+  const std::size_t element = d.node->element_size;
+  std::vector<unsigned char> piece;
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    const Shape dims = piece_shape(d, source.plan, targets[t].file);
+    piece.assign(element_count(dims) * element, 0);
+    if (piece.empty()) continue;
+    auto places = place_segments(source.plan.pieces.at(d.node->path).at(targets[t].file), d.axis, d.node->shape, dims);
+    if (d.sequence_axis)
+      places = place_positions(places, source.plan.positions.at(d.node->path).at(targets[t].file), *d.sequence_axis);
+    for (const auto& place : places)
+      copy_selected({p.elements, d.node->shape}, place.batch, {piece.data(), dims}, place.piece, element);
+    transfer::write_bytes(fds[t]->fd, piece.data(), piece.size(), (*targets[t].offsets)[p.index],
+                          {targets[t].shown, d.node->path});
+    count_bytes(source.policy.meter, piece.size());
+  }
+}
+
+// The input's elements of `d` as stored (in its own datatype: no conversion).
+void read_elements(const SplitSource& source, const PatchedDataset& d, std::vector<unsigned char>& out) {
+  const h5::Location where{source.name, d.node->path};
+  h5::Id ds = h5::open_object(source.file, d.node->path, where);
+  h5::Id type(H5Dget_type(ds.get()), where, "cannot read the datatype");
+  h5::Buffer whole(type.get());
+  h5::read(ds.get(), Selection::all(d.node->shape), whole, where);
+  const auto* from = static_cast<const unsigned char*>(whole.data());
+  out.assign(from, from + whole.elements() * d.node->element_size);
+}
+
+}  // namespace
+
+ModelNotes::ModelNotes(const ClonePlan& clones, const SplitPlan& plan, std::uint64_t budget)
+    : clones_(clones), plan_(plan), budget_(budget), elements_(clones.patched.size()), kept_(clones.patched.size()) {
+  for (std::size_t j = 0; j < clones.patched.size(); ++j) index_[clones.patched[j].node->path] = j;
+  for (const auto& c : clones.classes)
+    if (!c.copies.empty())
+      models_[c.model] = {DataOffsets(clones.patched.size()), std::vector<bool>(clones.patched.size()), ""};
+}
+
+void ModelNotes::written(std::uint64_t file, const NodeInfo& ds, hid_t dst, const h5::Buffer* whole,
+                         const h5::Location& where) {
+  const auto model = models_.find(file);
+  const auto index = index_.find(ds.path);
+  if (model == models_.end() || index == index_.end()) return;
+  const std::size_t j = index->second;
+  const PatchedDataset& d = clones_.patched[j];
+  Model& m = model->second;
+  m.seen[j] = true;
+  if (!m.refused.empty()) return;
+  const std::uint64_t bytes = piece_bytes(d, plan_, file);
+  if (const std::string why = unpatchable(dst, d, bytes, where); !why.empty()) {
+    m.refused = ds.path + ": " + why;
+    return;
+  }
+  if (bytes != 0) {
+    m.offsets[j] = H5Dget_offset(dst);
+    if (m.offsets[j] == HADDR_UNDEF) throw Error(where.describe() + ": written but not allocated");
+  }
+  const std::uint64_t size = whole ? whole->elements() * d.node->element_size : 0;
+  if (whole && !kept_[j] && size <= budget_) {
+    const auto* from = static_cast<const unsigned char*>(whole->data());
+    elements_[j].assign(from, from + size);
+    kept_[j] = true;
+    budget_ -= size;
+  }
+}
+
+std::optional<DataOffsets> ModelNotes::offsets(std::uint64_t file, const std::string& shown) const {
+  const Model& m = models_.at(file);
+  std::string why = m.refused;
+  for (std::size_t j = 0; why.empty() && j < m.seen.size(); ++j)
+    if (!m.seen[j]) why = clones_.patched[j].node->path + ": not written";  // cannot be: every dataset is
+  if (why.empty()) return m.offsets;
+  spdlog::debug("{}: {}; the files of its shapes are written through libhdf5", shown, why);
+  return std::nullopt;
+}
+
+const std::vector<unsigned char>* ModelNotes::elements(std::size_t index) const {
+  return kept_[index] ? &elements_[index] : nullptr;
+}
+
+void write_copies(const SplitSource& source, const ModelNotes& notes, const std::vector<CopyTarget>& targets) {
+  const ClonePlan& clones = notes.clones();
+  std::vector<std::unique_ptr<Fd>> fds;
+  for (const auto& target : targets) {
+    throw_if_interrupted();
+    fds.push_back(copy_model(target, source.policy.buffer_bytes));
+    // What the model's bytes brought: every dataset but the patched ones, as split_bytes counts them.
+    std::uint64_t patched = 0;
+    for (const auto& d : clones.patched) patched += piece_bytes(d, source.plan, target.file);
+    count_bytes(source.policy.meter,
+                split_bytes(source.tree, source.resolution, source.plan, {target.file, target.file + 1}) - patched);
+  }
+  std::vector<unsigned char> read;  // a patched dataset's elements that were not kept
+  for (std::size_t j = 0; j < clones.patched.size(); ++j) {
+    const PatchedDataset& d = clones.patched[j];
+    throw_if_interrupted();
+    note_activity(source.name, d.node->path);
+    const std::vector<unsigned char>* elements = notes.elements(j);
+    if (!elements) {
+      read_elements(source, d, read);
+      elements = &read;
+    }
+    patch(source, {d, j, elements->data()}, targets, fds);
+  }
+  for (std::size_t t = 0; t < targets.size(); ++t) fds[t]->close(targets[t].shown);
+}
+
+}  // namespace mb::io
