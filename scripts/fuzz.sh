@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets for a while (default 60 s each) from the corpus
+# Runs the libFuzzer targets for a while (default 30 s each) from the corpus
 # in tests/fuzz/corpus, on the sanitizer build (scripts/test.sh makes it).
 #   fuzz_spec:   any crash or property failure fails the run.
 #   fuzz_h5read: fork mode; crashes inside libhdf5 are counted, a crash in our
@@ -8,7 +8,7 @@
 # merges it into tests/fuzz/corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-60}
+seconds=${FUZZ_SECONDS:-30}
 fuzz=build-san/tests/fuzz
 work=build-san/fuzz-corpus
 mkdir -p "$work/spec" "$work/h5" "$work/artifacts"
