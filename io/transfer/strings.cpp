@@ -1,0 +1,280 @@
+#include "io/transfer/strings.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/global_heap.hpp"
+#include "core/partition.hpp"
+#include "io/guard.hpp"
+#include "io/h5/buffer.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/space.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::transfer {
+namespace {
+
+// Bytes per element in a block: its stored record and its char*.
+constexpr std::uint64_t kPerElement = 16 + sizeof(char*);
+
+// Where a qualifying dataset's element records are.
+struct Source {
+  int fd = -1;
+  std::uint64_t offset = 0;
+  heap::Sizes sizes;
+  Shape dims;
+};
+
+bool pread_all(int fd, unsigned char* out, std::size_t n, std::uint64_t at) {
+  for (std::size_t got = 0; got < n;) {
+    const ssize_t k = pread(fd, out + got, n - got, static_cast<off_t>(at + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // an error or the end of the file: libhdf5 reports it
+    got += static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+// The file's side: read-only (nothing unflushed), POSIX driver, no user
+// block (heap addresses are then file offsets), sizes this decoder knows.
+std::optional<Source> file_side(hid_t dataset, const h5::Location& where) {
+  h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
+  unsigned intent = 0;
+  h5::check(H5Fget_intent(file.get(), &intent), where, "cannot read the file's access mode");
+  if (intent != H5F_ACC_RDONLY) return std::nullopt;
+  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  h5::Id fcpl(H5Fget_create_plist(file.get()), where, "cannot read the file creation properties");
+  hsize_t userblock = 0;
+  std::size_t address = 0, length = 0;
+  h5::check(H5Pget_userblock(fcpl.get(), &userblock), where, "cannot read the user block size");
+  h5::check(H5Pget_sizes(fcpl.get(), &address, &length), where, "cannot read the file's address sizes");
+  Source s;
+  s.sizes = {static_cast<unsigned>(address), static_cast<unsigned>(length)};
+  if (userblock != 0 || !s.sizes.supported()) return std::nullopt;
+  void* handle = nullptr;
+  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  s.fd = *static_cast<int*>(handle);
+  return s;
+}
+
+// A contiguous, allocated dataset of variable-length strings whose storage
+// is exactly one element record per element.
+std::optional<Source> source_of(hid_t dataset, hid_t type, const h5::Location& where) {
+  if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) <= 0) return std::nullopt;
+  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS || h5::filter_count(dcpl.get(), where) != 0 ||
+      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0)
+    return std::nullopt;
+  const haddr_t address = H5Dget_offset(dataset);
+  if (address == HADDR_UNDEF) {
+    h5::forget_error();  // never written: libhdf5 gives the fill value
+    return std::nullopt;
+  }
+  auto s = file_side(dataset, where);
+  if (!s) return std::nullopt;
+  s->offset = address;
+  const h5::SpaceInfo space = h5::dataset_space(dataset, where);
+  s->dims = space.dims;
+  if (space.null_space || H5Dget_storage_size(dataset) != space.elements() * s->sizes.element()) return std::nullopt;
+  return s;
+}
+
+// Collections read and parsed, kept while they fit the budget.
+class Heaps {
+ public:
+  Heaps(const Source& source, std::uint64_t budget) : source_(source), budget_(budget) {}
+
+  struct Collection {
+    std::vector<unsigned char> bytes;
+    std::vector<heap::Object> objects;
+  };
+
+  // The collection at `address`; null if it cannot be read or parsed exactly.
+  const Collection* at(std::uint64_t address) {
+    if (const auto it = cache_.find(address); it != cache_.end()) return &it->second;
+    std::vector<unsigned char> header(heap::header_bytes(source_.sizes));
+    if (!pread_all(source_.fd, header.data(), header.size(), address)) return nullptr;
+    const auto size = heap::collection_size(header, source_.sizes);
+    if (!size || *size > budget_) return nullptr;
+    if (held_ + *size > budget_) {
+      cache_.clear();
+      held_ = 0;
+    }
+    Collection c;
+    c.bytes.resize(*size);
+    if (!pread_all(source_.fd, c.bytes.data(), c.bytes.size(), address)) return nullptr;
+    auto objects = heap::parse_collection(c.bytes, source_.sizes);
+    if (!objects) return nullptr;
+    c.objects = std::move(*objects);
+    held_ += *size;
+    return &cache_.emplace(address, std::move(c)).first->second;
+  }
+
+ private:
+  const Source& source_;
+  std::uint64_t budget_;
+  std::uint64_t held_ = 0;
+  std::unordered_map<std::uint64_t, Collection> cache_;
+};
+
+// The first element and count of `s` if it is one run of the dataset's
+// elements in storage order (whole along every axis after its first
+// non-single one), else none.
+std::optional<std::uint64_t> run_start(const Selection& s, const Shape& dims) {
+  std::size_t k = 0;
+  while (k < s.count.size() && s.count[k] == 1) ++k;
+  for (std::size_t d = k; d < s.count.size(); ++d) {
+    const bool unit = s.stride.empty() || s.stride[d] == 1;
+    if (!unit) return std::nullopt;
+    if (d > k && (s.start[d] != 0 || s.count[d] != dims[d])) return std::nullopt;
+  }
+  return flat_index(dims, s.start);
+}
+
+// One block's strings: the char* array libhdf5 would have read, pointing
+// into one arena.
+struct Strings {
+  std::vector<heap::Ref> refs;
+  std::vector<char> arena;
+  std::vector<const char*> pointers;
+};
+
+// Reads the element records of a block (one run of `count` elements).
+bool read_refs(const Source& source, std::uint64_t first, std::uint64_t count, Strings& out) {
+  const std::size_t element = source.sizes.element();
+  std::vector<unsigned char> records(count * element);
+  if (!pread_all(source.fd, records.data(), records.size(), source.offset + first * element)) return false;
+  out.refs.resize(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto ref = heap::decode_ref(records.data() + i * element, source.sizes);
+    if (!ref) return false;
+    out.refs[i] = *ref;
+  }
+  return true;
+}
+
+// The strings of refs [begin, end) into the arena, then their pointers
+// (only checked, if not `copy`); false if any is not exactly where its
+// record says (length = object size).
+bool gather(Heaps& heaps, Strings& s, std::uint64_t begin, std::uint64_t end, bool copy = true) {
+  constexpr std::uint64_t kNull = ~std::uint64_t{0};
+  std::vector<std::uint64_t> at(end - begin, kNull);
+  s.arena.clear();
+  for (std::uint64_t i = begin; i < end; ++i) {
+    const heap::Ref& ref = s.refs[i];
+    if (ref.address == 0) continue;  // libhdf5's null string: a null pointer
+    const Heaps::Collection* c = heaps.at(ref.address);
+    if (c == nullptr || ref.index >= c->objects.size()) return false;
+    const heap::Object& object = c->objects[ref.index];
+    if (!object.present || object.size != ref.length) return false;
+    if (!copy) continue;
+    at[i - begin] = s.arena.size();
+    const char* bytes = reinterpret_cast<const char*>(c->bytes.data()) + object.offset;
+    s.arena.insert(s.arena.end(), bytes, bytes + object.size);
+    s.arena.push_back('\0');
+  }
+  s.pointers.resize(end - begin);
+  for (std::uint64_t i = 0; i < end - begin; ++i) s.pointers[i] = at[i] == kNull ? nullptr : s.arena.data() + at[i];
+  return true;
+}
+
+struct Copy {
+  hid_t src;
+  const h5::Location& src_where;
+  hid_t dst;
+  const h5::Location& dst_where;
+  hid_t type;  // memory type: the dataset's variable-length string type
+  const Policy& policy;
+};
+
+// A block through libhdf5, as copy_slab moves it.
+void copy_through_library(const Copy& c, const Selection& from, const Selection& to) {
+  h5::Buffer buffer(c.type);
+  h5::read(c.src, from, buffer, c.src_where);
+  h5::write(c.dst, to, c.type, buffer.data(), c.dst_where);
+}
+
+// A block of one run: its rows (along its first non-single axis) in pieces
+// whose string bytes fit the budget; false if it does not parse (nothing
+// written yet).
+bool copy_block(const Copy& c, const Source& source, Heaps& heaps, const Selection& from, const Selection& to) {
+  const auto first = run_start(from, source.dims);
+  if (!first) return false;
+  Strings s;
+  if (!read_refs(source, *first, from.elements(), s)) return false;
+  std::size_t k = 0;
+  while (k + 1 < from.count.size() && from.count[k] == 1) ++k;
+  const std::uint64_t rows = from.count.empty() ? 1 : from.count[k];
+  const std::uint64_t row = rows == 0 ? 0 : from.elements() / rows;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;  // rows [begin, end)
+  std::uint64_t bytes = 0, begin = 0;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    std::uint64_t add = 0;
+    for (std::uint64_t i = r * row; i < (r + 1) * row; ++i) add += s.refs[i].length + 1;
+    if (r > begin && bytes + add > c.policy.buffer_bytes) {
+      pieces.emplace_back(begin, r);
+      begin = r;
+      bytes = 0;
+    }
+    bytes += add;
+  }
+  pieces.emplace_back(begin, rows);
+  if (pieces.size() == 1) {
+    if (!gather(heaps, s, 0, s.refs.size())) return false;
+    h5::write(c.dst, to, c.type, s.pointers.data(), c.dst_where);
+    return true;
+  }
+  // Every piece is checked before the first is written: a damaged block
+  // then goes to libhdf5 whole.
+  if (!gather(heaps, s, 0, s.refs.size(), false)) return false;
+  for (const auto& [b, e] : pieces) {
+    Shape offset(from.count.size(), 0), count = from.count;
+    if (!count.empty()) {
+      offset[k] = b;
+      count[k] = e - b;
+    }
+    if (!gather(heaps, s, b * row, e * row))
+      throw Error(c.src_where.describe() + ": strings changed while being read (the file was modified)");
+    h5::write(c.dst, to.part(offset, count), c.type, s.pointers.data(), c.dst_where);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
+                       const h5::Location& dst_where, const Selection& to, const Policy& policy) {
+  if (!policy.byte_paths) return false;
+  h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  const auto source = source_of(src, type.get(), src_where);
+  if (!source) return false;
+  Heaps heaps(*source, policy.buffer_bytes);
+  const Copy c{src, src_where, dst, dst_where, type.get(), policy};
+  const std::size_t element = h5::size_of(type.get(), src_where);
+  std::uint64_t fast = 0, slow = 0;
+  for_each_block(from.count, std::max<std::uint64_t>(policy.buffer_bytes / kPerElement, 1),
+                 [&](const Shape& offset, const Shape& block) {
+                   io::throw_if_interrupted();
+                   io::note_activity(src_where.file, src_where.path);
+                   const Selection a = from.part(offset, block), b = to.part(offset, block);
+                   if (copy_block(c, *source, heaps, a, b)) {
+                     fast += a.elements();
+                   } else {
+                     copy_through_library(c, a, b);
+                     slow += a.elements();
+                   }
+                   io::count_bytes(policy.meter, a.elements() * element);
+                 });
+  spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(), fast, slow);
+  return true;
+}
+
+}  // namespace mb::transfer
