@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -167,19 +168,29 @@ bool read_refs(const Source& source, std::uint64_t first, std::uint64_t count, S
 bool gather(Heaps& heaps, Strings& s, std::uint64_t begin, std::uint64_t end, bool copy = true) {
   constexpr std::uint64_t kNull = ~std::uint64_t{0};
   std::vector<std::uint64_t> at(end - begin, kNull);
-  s.arena.clear();
+  if (copy) {
+    std::uint64_t bytes = 0;
+    for (std::uint64_t i = begin; i < end; ++i) bytes += s.refs[i].length + 1;
+    s.arena.resize(bytes);
+  }
+  std::uint64_t used = 0;
+  std::uint64_t last_address = 0;  // neighbouring strings share a collection: one lookup
+  const Heaps::Collection* c = nullptr;
   for (std::uint64_t i = begin; i < end; ++i) {
     const heap::Ref& ref = s.refs[i];
     if (ref.address == 0) continue;  // libhdf5's null string: a null pointer
-    const Heaps::Collection* c = heaps.at(ref.address);
+    if (c == nullptr || ref.address != last_address) {
+      c = heaps.at(ref.address);
+      last_address = ref.address;
+    }
     if (c == nullptr || ref.index >= c->objects.size()) return false;
     const heap::Object& object = c->objects[ref.index];
     if (!object.present || object.size != ref.length) return false;
     if (!copy) continue;
-    at[i - begin] = s.arena.size();
-    const char* bytes = reinterpret_cast<const char*>(c->bytes.data()) + object.offset;
-    s.arena.insert(s.arena.end(), bytes, bytes + object.size);
-    s.arena.push_back('\0');
+    at[i - begin] = used;
+    std::memcpy(s.arena.data() + used, c->bytes.data() + object.offset, object.size);
+    used += object.size;
+    s.arena[used++] = '\0';
   }
   s.pointers.resize(end - begin);
   for (std::uint64_t i = 0; i < end - begin; ++i) s.pointers[i] = at[i] == kNull ? nullptr : s.arena.data() + at[i];
