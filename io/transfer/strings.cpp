@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <future>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +26,9 @@ namespace {
 
 // Bytes per element in a block: its stored record and its char*.
 constexpr std::uint64_t kPerElement = 16 + sizeof(char*);
+// Elements per block at most: blocks are read on a thread of their own
+// while the block before is written, so several make a copy.
+constexpr std::uint64_t kBlockElements = 1u << 15;
 
 // Where a qualifying dataset's element records are.
 struct Source {
@@ -94,7 +99,8 @@ class Heaps {
   Heaps(const Source& source, std::uint64_t budget) : source_(source), budget_(budget) {}
 
   struct Collection {
-    std::vector<unsigned char> bytes;
+    std::unique_ptr<unsigned char[]> bytes;
+    std::size_t size = 0;
     std::vector<heap::Object> objects;
   };
 
@@ -110,9 +116,10 @@ class Heaps {
       held_ = 0;
     }
     Collection c;
-    c.bytes.resize(*size);
-    if (!pread_all(source_.fd, c.bytes.data(), c.bytes.size(), address)) return nullptr;
-    auto objects = heap::parse_collection(c.bytes, source_.sizes);
+    c.bytes.reset(new unsigned char[*size]);  // not zeroed: every byte is read into
+    c.size = *size;
+    if (!pread_all(source_.fd, c.bytes.get(), c.size, address)) return nullptr;
+    auto objects = heap::parse_collection({c.bytes.get(), c.size}, source_.sizes);
     if (!objects) return nullptr;
     c.objects = std::move(*objects);
     held_ += *size;
@@ -144,41 +151,44 @@ std::optional<std::uint64_t> run_start(const Selection& s, const Shape& dims) {
 // into one arena.
 struct Strings {
   std::vector<heap::Ref> refs;
-  std::vector<char> arena;
+  std::unique_ptr<char[]> arena;
   std::vector<const char*> pointers;
 };
 
 // Reads the element records of a block (one run of `count` elements).
 bool read_refs(const Source& source, std::uint64_t first, std::uint64_t count, Strings& out) {
   const std::size_t element = source.sizes.element();
-  std::vector<unsigned char> records(count * element);
-  if (!pread_all(source.fd, records.data(), records.size(), source.offset + first * element)) return false;
+  const std::unique_ptr<unsigned char[]> records(new unsigned char[count * element]);
+  if (!pread_all(source.fd, records.get(), count * element, source.offset + first * element)) return false;
   out.refs.resize(count);
   for (std::uint64_t i = 0; i < count; ++i) {
-    const auto ref = heap::decode_ref(records.data() + i * element, source.sizes);
+    const auto ref = heap::decode_ref(records.get() + i * element, source.sizes);
     if (!ref) return false;
     out.refs[i] = *ref;
   }
   return true;
 }
 
-// The strings of refs [begin, end) into the arena, then their pointers
+std::uint64_t string_bytes(const Strings& s, std::uint64_t begin, std::uint64_t end) {
+  std::uint64_t bytes = 0;
+  for (std::uint64_t i = begin; i < end; ++i) bytes += s.refs[i].length + 1;
+  return bytes;
+}
+
+// The strings of refs [begin, end) into the arena, and their pointers
 // (only checked, if not `copy`); false if any is not exactly where its
 // record says (length = object size).
 bool gather(Heaps& heaps, Strings& s, std::uint64_t begin, std::uint64_t end, bool copy = true) {
-  constexpr std::uint64_t kNull = ~std::uint64_t{0};
-  std::vector<std::uint64_t> at(end - begin, kNull);
   if (copy) {
-    std::uint64_t bytes = 0;
-    for (std::uint64_t i = begin; i < end; ++i) bytes += s.refs[i].length + 1;
-    s.arena.resize(bytes);
+    s.arena.reset(new char[string_bytes(s, begin, end)]);
+    s.pointers.assign(end - begin, nullptr);  // null: libhdf5's null string
   }
-  std::uint64_t used = 0;
+  char* next = s.arena.get();
   std::uint64_t last_address = 0;  // neighbouring strings share a collection: one lookup
   const Heaps::Collection* c = nullptr;
   for (std::uint64_t i = begin; i < end; ++i) {
     const heap::Ref& ref = s.refs[i];
-    if (ref.address == 0) continue;  // libhdf5's null string: a null pointer
+    if (ref.address == 0) continue;  // a null string (never written, or written null)
     if (c == nullptr || ref.address != last_address) {
       c = heaps.at(ref.address);
       last_address = ref.address;
@@ -187,14 +197,34 @@ bool gather(Heaps& heaps, Strings& s, std::uint64_t begin, std::uint64_t end, bo
     const heap::Object& object = c->objects[ref.index];
     if (!object.present || object.size != ref.length) return false;
     if (!copy) continue;
-    at[i - begin] = used;
-    std::memcpy(s.arena.data() + used, c->bytes.data() + object.offset, object.size);
-    used += object.size;
-    s.arena[used++] = '\0';
+    s.pointers[i - begin] = next;
+    std::memcpy(next, c->bytes.get() + object.offset, object.size);
+    next += object.size;
+    *next++ = '\0';
   }
-  s.pointers.resize(end - begin);
-  for (std::uint64_t i = 0; i < end - begin; ++i) s.pointers[i] = at[i] == kNull ? nullptr : s.arena.data() + at[i];
   return true;
+}
+
+// What the reader thread makes of one block: its strings, ready to write;
+// or its records only, the strings being more than a block's share of the
+// budget (written piece by piece); or nothing it trusts (libhdf5 reads it).
+struct Prepared {
+  enum class Kind { Ready, Large, Unreadable } kind = Kind::Unreadable;
+  Strings strings;
+};
+
+// pread and parsing only, no libhdf5: this runs beside the thread that
+// calls libhdf5 (which must be called from one thread only).
+Prepared prepare(const Source& source, Heaps& heaps, const Selection& from, std::uint64_t budget) {
+  Prepared p;
+  const auto first = run_start(from, source.dims);
+  if (!first || !read_refs(source, *first, from.elements(), p.strings)) return p;
+  if (string_bytes(p.strings, 0, p.strings.refs.size()) > budget) {
+    p.kind = Prepared::Kind::Large;
+  } else if (gather(heaps, p.strings, 0, p.strings.refs.size())) {
+    p.kind = Prepared::Kind::Ready;
+  }
+  return p;
 }
 
 struct Copy {
@@ -203,7 +233,7 @@ struct Copy {
   hid_t dst;
   const h5::Location& dst_where;
   hid_t type;  // memory type: the dataset's variable-length string type
-  const Policy& policy;
+  std::uint64_t budget;  // string bytes per write
 };
 
 // A block through libhdf5, as copy_slab moves it.
@@ -213,14 +243,10 @@ void copy_through_library(const Copy& c, const Selection& from, const Selection&
   h5::write(c.dst, to, c.type, buffer.data(), c.dst_where);
 }
 
-// A block of one run: its rows (along its first non-single axis) in pieces
-// whose string bytes fit the budget; false if it does not parse (nothing
-// written yet).
-bool copy_block(const Copy& c, const Source& source, Heaps& heaps, const Selection& from, const Selection& to) {
-  const auto first = run_start(from, source.dims);
-  if (!first) return false;
-  Strings s;
-  if (!read_refs(source, *first, from.elements(), s)) return false;
+// A Large block: its rows (along its first non-single axis) in pieces
+// whose string bytes fit the budget, every piece checked before the first
+// is written; false if it does not parse (nothing written).
+bool copy_large(const Copy& c, Heaps& heaps, Strings& s, const Selection& from, const Selection& to) {
   std::size_t k = 0;
   while (k + 1 < from.count.size() && from.count[k] == 1) ++k;
   const std::uint64_t rows = from.count.empty() ? 1 : from.count[k];
@@ -228,9 +254,8 @@ bool copy_block(const Copy& c, const Source& source, Heaps& heaps, const Selecti
   std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;  // rows [begin, end)
   std::uint64_t bytes = 0, begin = 0;
   for (std::uint64_t r = 0; r < rows; ++r) {
-    std::uint64_t add = 0;
-    for (std::uint64_t i = r * row; i < (r + 1) * row; ++i) add += s.refs[i].length + 1;
-    if (r > begin && bytes + add > c.policy.buffer_bytes) {
+    const std::uint64_t add = string_bytes(s, r * row, (r + 1) * row);
+    if (r > begin && bytes + add > c.budget) {
       pieces.emplace_back(begin, r);
       begin = r;
       bytes = 0;
@@ -238,13 +263,6 @@ bool copy_block(const Copy& c, const Source& source, Heaps& heaps, const Selecti
     bytes += add;
   }
   pieces.emplace_back(begin, rows);
-  if (pieces.size() == 1) {
-    if (!gather(heaps, s, 0, s.refs.size())) return false;
-    h5::write(c.dst, to, c.type, s.pointers.data(), c.dst_where);
-    return true;
-  }
-  // Every piece is checked before the first is written: a damaged block
-  // then goes to libhdf5 whole.
   if (!gather(heaps, s, 0, s.refs.size(), false)) return false;
   for (const auto& [b, e] : pieces) {
     Shape offset(from.count.size(), 0), count = from.count;
@@ -267,23 +285,37 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
   const auto source = source_of(src, type.get(), src_where);
   if (!source) return false;
-  Heaps heaps(*source, policy.buffer_bytes);
-  const Copy c{src, src_where, dst, dst_where, type.get(), policy};
+  // Two blocks are in memory at once (one read, one written): each has half the budget.
+  const Copy c{src, src_where, dst, dst_where, type.get(), std::max<std::uint64_t>(policy.buffer_bytes / 2, 1)};
+  std::vector<std::pair<Selection, Selection>> blocks;
+  for_each_block(from.count, std::clamp<std::uint64_t>(c.budget / kPerElement, 1, kBlockElements),
+                 [&](const Shape& offset, const Shape& block) {
+                   blocks.emplace_back(from.part(offset, block), to.part(offset, block));
+                 });
+  Heaps heaps(*source, c.budget);
+  const auto read_block = [&](std::size_t i) {
+    return std::async(std::launch::async, [&, i] { return prepare(*source, heaps, blocks[i].first, c.budget); });
+  };
   const std::size_t element = h5::size_of(type.get(), src_where);
   std::uint64_t fast = 0, slow = 0;
-  for_each_block(from.count, std::max<std::uint64_t>(policy.buffer_bytes / kPerElement, 1),
-                 [&](const Shape& offset, const Shape& block) {
-                   io::throw_if_interrupted();
-                   io::note_activity(src_where.file, src_where.path);
-                   const Selection a = from.part(offset, block), b = to.part(offset, block);
-                   if (copy_block(c, *source, heaps, a, b)) {
-                     fast += a.elements();
-                   } else {
-                     copy_through_library(c, a, b);
-                     slow += a.elements();
-                   }
-                   io::count_bytes(policy.meter, a.elements() * element);
-                 });
+  std::future<Prepared> next = read_block(0);  // destroyed (waited for) before what it reads
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    io::throw_if_interrupted();
+    io::note_activity(src_where.file, src_where.path);
+    const auto& [a, b] = blocks[i];
+    Prepared p = next.get();
+    const bool ready = p.kind == Prepared::Kind::Ready;
+    if (ready && i + 1 < blocks.size()) next = read_block(i + 1);  // read while this one is written
+    if (ready) {
+      h5::write(dst, b, c.type, p.strings.pointers.data(), dst_where);
+    } else if (p.kind != Prepared::Kind::Large || !copy_large(c, heaps, p.strings, a, b)) {
+      copy_through_library(c, a, b);
+      slow += a.elements();
+    }
+    if (!ready && i + 1 < blocks.size()) next = read_block(i + 1);
+    io::count_bytes(policy.meter, a.elements() * element);
+  }
+  fast = from.elements() - slow;
   spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(), fast, slow);
   return true;
 }
