@@ -93,7 +93,12 @@ std::optional<Source> source_of(hid_t dataset, hid_t type, const h5::Location& w
   return s;
 }
 
-// Collections read and parsed, kept while they fit the budget.
+// Collections held for reuse at most: strings are mostly stored in the
+// order of their elements, so few collections are ever looked up again.
+constexpr std::uint64_t kHeldCollections = 4u << 20;
+
+// Collections read and parsed (each at most `budget` bytes), kept for
+// reuse up to kHeldCollections.
 class Heaps {
  public:
   Heaps(const Source& source, std::uint64_t budget) : source_(source), budget_(budget) {}
@@ -111,7 +116,7 @@ class Heaps {
     if (!pread_all(source_.fd, header.data(), header.size(), address)) return nullptr;
     const auto size = heap::collection_size(header, source_.sizes);
     if (!size || *size > budget_) return nullptr;
-    if (held_ + *size > budget_) {
+    if (held_ + *size > kHeldCollections) {
       cache_.clear();
       held_ = 0;
     }
