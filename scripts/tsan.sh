@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the threaded and multi-process paths: the stall
-# watchdog thread, the signal handlers and the crash guard (io/guard.cpp), and
-# split -j workers (io/workers.cpp). Builds microbatch with clang-14 and
+# watchdog thread, the signal handlers and the crash guard (io/guard.cpp),
+# split -j workers (io/workers.cpp) and the strings reader thread
+# (io/transfer/strings.cpp). Builds microbatch with clang-14 and
 # -DMB_TSAN=ON into build-tsan, then runs the end-to-end tests that exercise
 # those paths against it. Any ThreadSanitizer report fails the run: the
 # process exits 66 at the first report (the tests check exit codes), and
@@ -47,7 +48,7 @@ e2e() {
   (cd tests/e2e && MICROBATCH=$root/build-tsan/microbatch /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@")
 }
 status=0
-TSAN_OPTIONS=$options e2e test_reliability.py test_jobs.py -k "not $stuck and not $faults" || status=$?
+TSAN_OPTIONS=$options e2e test_reliability.py test_jobs.py test_strings.py -k "not $stuck and not $faults" || status=$?
 TSAN_OPTIONS=$options:intercept_intrin=0 e2e test_reliability.py -k "$faults" || status=$?
 
 if compgen -G "$reports/report*" >/dev/null; then

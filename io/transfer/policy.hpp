@@ -23,8 +23,9 @@ inline constexpr std::uint64_t kFileBytesMin = 64u << 10;
 struct Policy {
   // Bytes moved per read/write through our memory; bounds memory use.
   std::size_t buffer_bytes = kDefaultBufferBytes;
-  // Contiguous data as file bytes and aligned chunks as stored bytes; off,
-  // everything goes through HDF5 hyperslabs (the tests compare both).
+  // Contiguous data as file bytes, aligned chunks as stored bytes, and
+  // contiguous variable-length strings read from their heap (strings.hpp);
+  // off, everything goes through HDF5 hyperslabs (the tests compare both).
   bool byte_paths = true;
   // Split: files of the same shapes written as copies of one written through
   // libhdf5 (io/split/clone.hpp); off, every file through libhdf5 (the tests

@@ -6,6 +6,7 @@
 #include "io/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
+#include "io/transfer/strings.hpp"
 
 namespace mb::transfer {
 namespace {
@@ -30,6 +31,7 @@ void copy_slab(hid_t src, const h5::Location& src_where, const Selection& from, 
                const h5::Location& dst_where, const Selection& to, const Policy& policy) {
   h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
   if (h5::dataset_space(src, src_where).null_space) return;  // no elements to copy
+  if (copy_heap_strings(src, src_where, from, dst, dst_where, to, policy)) return;
   h5::Buffer buffer(type.get());
   const std::size_t element = std::max<std::size_t>(h5::size_of(type.get(), src_where), 1);
   for_each_block(from.count, policy.buffer_bytes / element, [&](const Shape& offset, const Shape& block) {

@@ -1,0 +1,328 @@
+#include "io/transfer/strings.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/global_heap.hpp"
+#include "core/partition.hpp"
+#include "io/guard.hpp"
+#include "io/h5/buffer.hpp"
+#include "io/h5/dataset.hpp"
+#include "io/h5/space.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::transfer {
+namespace {
+
+// Bytes per element in a block: its stored record and its char*.
+constexpr std::uint64_t kPerElement = 16 + sizeof(char*);
+// Elements per block at most: blocks are read on a thread of their own
+// while the block before is written, so several make a copy.
+constexpr std::uint64_t kBlockElements = 1u << 15;
+
+// Where a qualifying dataset's element records are.
+struct Source {
+  int fd = -1;
+  std::uint64_t offset = 0;
+  heap::Sizes sizes;
+  Shape dims;
+};
+
+bool pread_all(int fd, unsigned char* out, std::size_t n, std::uint64_t at) {
+  for (std::size_t got = 0; got < n;) {
+    const ssize_t k = pread(fd, out + got, n - got, static_cast<off_t>(at + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // an error or the end of the file: libhdf5 reports it
+    got += static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+// The file's side: read-only (nothing unflushed), POSIX driver, no user
+// block (heap addresses are then file offsets), sizes this decoder knows.
+std::optional<Source> file_side(hid_t dataset, const h5::Location& where) {
+  h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
+  unsigned intent = 0;
+  h5::check(H5Fget_intent(file.get(), &intent), where, "cannot read the file's access mode");
+  if (intent != H5F_ACC_RDONLY) return std::nullopt;
+  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  h5::Id fcpl(H5Fget_create_plist(file.get()), where, "cannot read the file creation properties");
+  hsize_t userblock = 0;
+  std::size_t address = 0, length = 0;
+  h5::check(H5Pget_userblock(fcpl.get(), &userblock), where, "cannot read the user block size");
+  h5::check(H5Pget_sizes(fcpl.get(), &address, &length), where, "cannot read the file's address sizes");
+  Source s;
+  s.sizes = {static_cast<unsigned>(address), static_cast<unsigned>(length)};
+  if (userblock != 0 || !s.sizes.supported()) return std::nullopt;
+  void* handle = nullptr;
+  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  s.fd = *static_cast<int*>(handle);
+  return s;
+}
+
+// A contiguous, allocated dataset of variable-length strings whose storage
+// is exactly one element record per element.
+std::optional<Source> source_of(hid_t dataset, hid_t type, const h5::Location& where) {
+  if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) <= 0) return std::nullopt;
+  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS || h5::filter_count(dcpl.get(), where) != 0 ||
+      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0)
+    return std::nullopt;
+  const haddr_t address = H5Dget_offset(dataset);
+  if (address == HADDR_UNDEF) {
+    h5::forget_error();  // never written: libhdf5 gives the fill value
+    return std::nullopt;
+  }
+  auto s = file_side(dataset, where);
+  if (!s) return std::nullopt;
+  s->offset = address;
+  const h5::SpaceInfo space = h5::dataset_space(dataset, where);
+  s->dims = space.dims;
+  if (space.null_space || H5Dget_storage_size(dataset) != space.elements() * s->sizes.element()) return std::nullopt;
+  return s;
+}
+
+// Collections held for reuse at most: strings are mostly stored in the
+// order of their elements, so few collections are ever looked up again.
+constexpr std::uint64_t kHeldCollections = 4u << 20;
+
+// Collections read and parsed (each at most `budget` bytes), kept for
+// reuse up to kHeldCollections.
+class Heaps {
+ public:
+  Heaps(const Source& source, std::uint64_t budget) : source_(source), budget_(budget) {}
+
+  struct Collection {
+    std::unique_ptr<unsigned char[]> bytes;
+    std::size_t size = 0;
+    std::vector<heap::Object> objects;
+  };
+
+  // The collection at `address`; null if it cannot be read or parsed exactly.
+  const Collection* at(std::uint64_t address) {
+    if (const auto it = cache_.find(address); it != cache_.end()) return &it->second;
+    std::vector<unsigned char> header(heap::header_bytes(source_.sizes));
+    if (!pread_all(source_.fd, header.data(), header.size(), address)) return nullptr;
+    const auto size = heap::collection_size(header, source_.sizes);
+    if (!size || *size > budget_) return nullptr;
+    if (held_ + *size > kHeldCollections) {
+      cache_.clear();
+      held_ = 0;
+    }
+    Collection c;
+    c.bytes.reset(new unsigned char[*size]);  // not zeroed: every byte is read into
+    c.size = *size;
+    if (!pread_all(source_.fd, c.bytes.get(), c.size, address)) return nullptr;
+    auto objects = heap::parse_collection({c.bytes.get(), c.size}, source_.sizes);
+    if (!objects) return nullptr;
+    c.objects = std::move(*objects);
+    held_ += *size;
+    return &cache_.emplace(address, std::move(c)).first->second;
+  }
+
+ private:
+  const Source& source_;
+  std::uint64_t budget_;
+  std::uint64_t held_ = 0;
+  std::unordered_map<std::uint64_t, Collection> cache_;
+};
+
+// The first element and count of `s` if it is one run of the dataset's
+// elements in storage order (whole along every axis after its first
+// non-single one), else none.
+std::optional<std::uint64_t> run_start(const Selection& s, const Shape& dims) {
+  std::size_t k = 0;
+  while (k < s.count.size() && s.count[k] == 1) ++k;
+  for (std::size_t d = k; d < s.count.size(); ++d) {
+    const bool unit = s.stride.empty() || s.stride[d] == 1;
+    if (!unit) return std::nullopt;
+    if (d > k && (s.start[d] != 0 || s.count[d] != dims[d])) return std::nullopt;
+  }
+  return flat_index(dims, s.start);
+}
+
+// One block's strings: the char* array libhdf5 would have read, pointing
+// into one arena.
+struct Strings {
+  std::vector<heap::Ref> refs;
+  std::unique_ptr<char[]> arena;
+  std::vector<const char*> pointers;
+};
+
+// Reads the element records of a block (one run of `count` elements).
+bool read_refs(const Source& source, std::uint64_t first, std::uint64_t count, Strings& out) {
+  const std::size_t element = source.sizes.element();
+  const std::unique_ptr<unsigned char[]> records(new unsigned char[count * element]);
+  if (!pread_all(source.fd, records.get(), count * element, source.offset + first * element)) return false;
+  out.refs.resize(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto ref = heap::decode_ref(records.get() + i * element, source.sizes);
+    if (!ref) return false;
+    out.refs[i] = *ref;
+  }
+  return true;
+}
+
+std::uint64_t string_bytes(const Strings& s, std::uint64_t begin, std::uint64_t end) {
+  std::uint64_t bytes = 0;
+  for (std::uint64_t i = begin; i < end; ++i) bytes += s.refs[i].length + 1;
+  return bytes;
+}
+
+// The strings of refs [begin, end) into the arena, and their pointers
+// (only checked, if not `copy`); false if any is not exactly where its
+// record says (length = object size).
+bool gather(Heaps& heaps, Strings& s, std::uint64_t begin, std::uint64_t end, bool copy = true) {
+  if (copy) {
+    s.arena.reset(new char[string_bytes(s, begin, end)]);
+    s.pointers.assign(end - begin, nullptr);  // null: libhdf5's null string
+  }
+  char* next = s.arena.get();
+  std::uint64_t last_address = 0;  // neighbouring strings share a collection: one lookup
+  const Heaps::Collection* c = nullptr;
+  for (std::uint64_t i = begin; i < end; ++i) {
+    const heap::Ref& ref = s.refs[i];
+    if (ref.address == 0) continue;  // a null string (never written, or written null)
+    if (c == nullptr || ref.address != last_address) {
+      c = heaps.at(ref.address);
+      last_address = ref.address;
+    }
+    if (c == nullptr || ref.index >= c->objects.size()) return false;
+    const heap::Object& object = c->objects[ref.index];
+    if (!object.present || object.size != ref.length) return false;
+    if (!copy) continue;
+    s.pointers[i - begin] = next;
+    std::memcpy(next, c->bytes.get() + object.offset, object.size);
+    next += object.size;
+    *next++ = '\0';
+  }
+  return true;
+}
+
+// What the reader thread makes of one block: its strings, ready to write;
+// or its records only, the strings being more than a block's share of the
+// budget (written piece by piece); or nothing it trusts (libhdf5 reads it).
+struct Prepared {
+  enum class Kind { Ready, Large, Unreadable } kind = Kind::Unreadable;
+  Strings strings;
+};
+
+// pread and parsing only, no libhdf5: this runs beside the thread that
+// calls libhdf5 (which must be called from one thread only).
+Prepared prepare(const Source& source, Heaps& heaps, const Selection& from, std::uint64_t budget) {
+  Prepared p;
+  const auto first = run_start(from, source.dims);
+  if (!first || !read_refs(source, *first, from.elements(), p.strings)) return p;
+  if (string_bytes(p.strings, 0, p.strings.refs.size()) > budget) {
+    p.kind = Prepared::Kind::Large;
+  } else if (gather(heaps, p.strings, 0, p.strings.refs.size())) {
+    p.kind = Prepared::Kind::Ready;
+  }
+  return p;
+}
+
+struct Copy {
+  hid_t src;
+  const h5::Location& src_where;
+  hid_t dst;
+  const h5::Location& dst_where;
+  hid_t type;  // memory type: the dataset's variable-length string type
+  std::uint64_t budget;  // string bytes per write
+};
+
+// A block through libhdf5, as copy_slab moves it.
+void copy_through_library(const Copy& c, const Selection& from, const Selection& to) {
+  h5::Buffer buffer(c.type);
+  h5::read(c.src, from, buffer, c.src_where);
+  h5::write(c.dst, to, c.type, buffer.data(), c.dst_where);
+}
+
+// A Large block: its rows (along its first non-single axis) in pieces
+// whose string bytes fit the budget, every piece checked before the first
+// is written; false if it does not parse (nothing written).
+bool copy_large(const Copy& c, Heaps& heaps, Strings& s, const Selection& from, const Selection& to) {
+  std::size_t k = 0;
+  while (k + 1 < from.count.size() && from.count[k] == 1) ++k;
+  const std::uint64_t rows = from.count.empty() ? 1 : from.count[k];
+  const std::uint64_t row = rows == 0 ? 0 : from.elements() / rows;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces;  // rows [begin, end)
+  std::uint64_t bytes = 0, begin = 0;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const std::uint64_t add = string_bytes(s, r * row, (r + 1) * row);
+    if (r > begin && bytes + add > c.budget) {
+      pieces.emplace_back(begin, r);
+      begin = r;
+      bytes = 0;
+    }
+    bytes += add;
+  }
+  pieces.emplace_back(begin, rows);
+  if (!gather(heaps, s, 0, s.refs.size(), false)) return false;
+  for (const auto& [b, e] : pieces) {
+    Shape offset(from.count.size(), 0), count = from.count;
+    if (!count.empty()) {
+      offset[k] = b;
+      count[k] = e - b;
+    }
+    if (!gather(heaps, s, b * row, e * row))
+      throw Error(c.src_where.describe() + ": strings changed while being read (the file was modified)");
+    h5::write(c.dst, to.part(offset, count), c.type, s.pointers.data(), c.dst_where);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
+                       const h5::Location& dst_where, const Selection& to, const Policy& policy) {
+  if (!policy.byte_paths) return false;
+  h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  const auto source = source_of(src, type.get(), src_where);
+  if (!source) return false;
+  // Two blocks are in memory at once (one read, one written): each has half the budget.
+  const Copy c{src, src_where, dst, dst_where, type.get(), std::max<std::uint64_t>(policy.buffer_bytes / 2, 1)};
+  std::vector<std::pair<Selection, Selection>> blocks;
+  for_each_block(from.count, std::clamp<std::uint64_t>(c.budget / kPerElement, 1, kBlockElements),
+                 [&](const Shape& offset, const Shape& block) {
+                   blocks.emplace_back(from.part(offset, block), to.part(offset, block));
+                 });
+  Heaps heaps(*source, c.budget);
+  const auto read_block = [&](std::size_t i) {
+    return std::async(std::launch::async, [&, i] { return prepare(*source, heaps, blocks[i].first, c.budget); });
+  };
+  const std::size_t element = h5::size_of(type.get(), src_where);
+  std::uint64_t fast = 0, slow = 0;
+  std::future<Prepared> next = read_block(0);  // destroyed (waited for) before what it reads
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    io::throw_if_interrupted();
+    io::note_activity(src_where.file, src_where.path);
+    const auto& [a, b] = blocks[i];
+    Prepared p = next.get();
+    const bool ready = p.kind == Prepared::Kind::Ready;
+    if (ready && i + 1 < blocks.size()) next = read_block(i + 1);  // read while this one is written
+    if (ready) {
+      h5::write(dst, b, c.type, p.strings.pointers.data(), dst_where);
+    } else if (p.kind != Prepared::Kind::Large || !copy_large(c, heaps, p.strings, a, b)) {
+      copy_through_library(c, a, b);
+      slow += a.elements();
+    }
+    if (!ready && i + 1 < blocks.size()) next = read_block(i + 1);
+    io::count_bytes(policy.meter, a.elements() * element);
+  }
+  fast = from.elements() - slow;
+  spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(), fast, slow);
+  return true;
+}
+
+}  // namespace mb::transfer

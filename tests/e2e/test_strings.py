@@ -1,0 +1,164 @@
+"""Variable-length strings: contiguous inputs are read from their global heap
+without libhdf5's per-string conversion (io/transfer/strings.cpp), everything
+else through libhdf5. Either way every microbatch holds exactly the input's
+strings (judged with h5py) and merge gives the input back (h5diff)."""
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ENV, assert_one_line_error, h5diff, run
+
+LIBRARY_ENV = dict(ENV, MICROBATCH_NO_RAW_COPY="1")
+FAST = "strings read from the global heap"
+# Above kWholeInMemory (1 MiB of char*): copied piece by piece, not read whole.
+ROWS = 140_000
+
+
+def strings(kind, rows=ROWS):
+    if kind == "ascii":
+        return [f"prompt {i} " + "x" * (i % 37) for i in range(rows)]
+    if kind == "utf8":
+        return [f"Grüße {i} — 東京 " + "é" * (i % 9) for i in range(rows)]
+    if kind == "empty":
+        return ["" if i % 3 else f"s{i}" for i in range(rows)]
+    if kind == "long":  # some strings larger than a heap collection's 4 KiB
+        return [("L" * (5000 + i) if i % 997 == 0 else f"short {i}") for i in range(rows)]
+    raise ValueError(kind)
+
+
+def make(path, kind, layout, shape=None):
+    data = np.array(strings(kind), dtype=object)
+    if shape:
+        data = data.reshape(shape)
+    dtype = h5py.string_dtype("ascii" if kind in ("ascii", "empty") else "utf-8")
+    if kind == "ascii":
+        data = np.array([s.encode() for s in data.ravel()], dtype=object).reshape(data.shape)
+    opts = {"contiguous": {}, "chunked": {"chunks": (4096,) + data.shape[1:]},
+            "gzip": {"chunks": (4096,) + data.shape[1:], "compression": "gzip"}}[layout]
+    with h5py.File(path, "w") as f:
+        f.create_dataset("text", data=data, dtype=dtype, **opts)
+    return data
+
+
+def fast_count(res):
+    """Strings the log says were read from the heap and through libhdf5."""
+    fast = slow = 0
+    for line in res.err.splitlines():
+        if FAST in line:
+            words = line.split()
+            fast += int(words[words.index("strings") - 1])
+            slow += int(words[words.index("through") - 1])
+    return fast, slow
+
+
+def values(path):
+    with h5py.File(path) as f:
+        return f["text"][()]
+
+
+@pytest.mark.parametrize("kind", ["ascii", "utf8", "empty", "long"])
+@pytest.mark.parametrize("layout", ["contiguous", "chunked", "gzip"])
+def test_strings_split_and_merge_exactly(tmp_path, kind, layout):
+    src = tmp_path / "in.h5"
+    data = make(src, kind, layout)
+    res = run("split", src, "-n", 3, "-o", tmp_path / "mb", "-v", check=0)
+    # The heap path takes every contiguous string, and nothing else.
+    assert fast_count(res) == ((ROWS, 0) if layout == "contiguous" else (0, 0)), res
+    for i, part in enumerate(np.array_split(data, 3)):
+        got = values(tmp_path / "mb" / f"microbatch-{i:05d}.h5")
+        assert got.tolist() == part.tolist() if kind == "ascii" else [s.decode() for s in got] == part.tolist()
+    res = run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "-v", check=0)
+    assert fast_count(res) == ((ROWS, 0) if layout == "contiguous" else (0, 0)), res
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def stored_addresses(path):
+    """The collection address of every stored element record of /text
+    (contiguous, 8-byte addresses): 0 is a null string."""
+    with h5py.File(path) as f:
+        d = f["text"]
+        offset, n = d.id.get_offset(), d.size
+    raw = np.fromfile(path, dtype=np.uint8, count=16 * n, offset=offset).reshape(n, 16)
+    return raw[:, 4:12].copy().view("<u8").ravel()
+
+
+def test_heap_path_and_library_path_write_the_same(tmp_path):
+    # Half the elements never written: null strings (collection address 0),
+    # which libhdf5 reads as null pointers and writes back as null; the
+    # written ones include empty strings, which are not null.
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        d = f.create_dataset("text", (ROWS,), dtype=h5py.string_dtype())
+        d[: ROWS // 2] = np.array(strings("empty", ROWS // 2), dtype=object)
+    nulls = stored_addresses(src) == 0
+    assert nulls[ROWS // 2:].all() and not nulls[: ROWS // 2].any()
+    fast = run("split", src, "-n", 4, "-o", tmp_path / "fast", "-v", check=0)
+    slow = run("split", src, "-n", 4, "-o", tmp_path / "slow", "-v", env=LIBRARY_ENV, check=0)
+    assert fast_count(fast) == (ROWS, 0) and fast_count(slow) == (0, 0)
+    for i, part in enumerate(np.array_split(nulls, 4)):
+        name = f"microbatch-{i:05d}.h5"
+        assert values(tmp_path / "fast" / name).tolist() == values(tmp_path / "slow" / name).tolist()
+        assert ((stored_addresses(tmp_path / "fast" / name) == 0) == part).all()
+        assert ((stored_addresses(tmp_path / "slow" / name) == 0) == part).all()
+    run("merge", tmp_path / "fast", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+    assert ((stored_addresses(tmp_path / "m.h5") == 0) == nulls).all()
+
+
+def test_two_dimensional_strings_and_rows_cut_along_axis_1(tmp_path):
+    src = tmp_path / "in.h5"
+    data = make(src, "utf8", "contiguous", shape=(ROWS // 4, 4))
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb", "-v", check=0)
+    assert fast_count(res) == (ROWS, 0), res
+    for i, part in enumerate(np.array_split(data, 2)):
+        got = values(tmp_path / "mb" / f"microbatch-{i:05d}.h5")
+        assert [[s.decode() for s in row] for row in got] == part.tolist()
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+    # Columns cut along axis 1: each file's rows are strided runs, so every
+    # block goes through libhdf5, with the same result.
+    spec = tmp_path / "s.json"
+    spec.write_text('{"text": 1}')
+    res = run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "cols", "-v", check=0)
+    fast, slow = fast_count(res)
+    assert fast + slow == ROWS and slow > 0, res
+    for i, part in enumerate(np.array_split(data, 2, axis=1)):
+        got = values(tmp_path / "cols" / f"microbatch-{i:05d}.h5")
+        assert [[s.decode() for s in row] for row in got] == part.tolist()
+    run("merge", tmp_path / "cols", "-o", tmp_path / "mc.h5", check=0)
+    assert h5diff(src, tmp_path / "mc.h5") == 0
+
+
+def test_small_buffer_cuts_pieces_and_leaves_huge_collections_to_libhdf5(tmp_path):
+    # --buffer-size 1: blocks of 1 MiB of records and pointers, pieces of at
+    # most 1 MiB of string bytes; the 3 MiB strings live in collections larger
+    # than the budget, so their blocks are read by libhdf5.
+    src = tmp_path / "in.h5"
+    data = np.array([("H" * (3 << 20) if i in (7, 90_000) else "m" * (i % 300)) for i in range(ROWS)], dtype=object)
+    with h5py.File(src, "w") as f:
+        f.create_dataset("text", data=data, dtype=h5py.string_dtype())
+    res = run("split", src, "-n", 2, "-o", tmp_path / "mb", "-v", "--buffer-size", 1, check=0)
+    fast, slow = fast_count(res)
+    assert fast + slow == ROWS and fast > 0 and slow > 0, res
+    for i, part in enumerate(np.array_split(data, 2)):
+        assert [s.decode() for s in values(tmp_path / "mb" / f"microbatch-{i:05d}.h5")] == part.tolist()
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "--buffer-size", 1, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_damaged_heap_collection_is_an_error_not_wrong_strings(tmp_path):
+    # One collection's signature overwritten: the heap path refuses it and
+    # leaves the block to libhdf5, which refuses it too (one line, naming the
+    # file and the dataset); no microbatch is left behind.
+    src = tmp_path / "in.h5"
+    make(src, "ascii", "contiguous")
+    raw = bytearray(src.read_bytes())
+    at = raw.find(b"GCOL", len(raw) // 2)
+    assert at > 0
+    raw[at:at + 4] = b"GCOX"
+    src.write_bytes(bytes(raw))
+    res = run("split", src, "-n", 3, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, "in.h5", "/text")
+    assert not os.path.exists(tmp_path / "mb")
