@@ -302,7 +302,7 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
     return std::async(std::launch::async, [&, i] { return prepare(*source, heaps, blocks[i].first, c.budget); });
   };
   const std::size_t element = h5::size_of(type.get(), src_where);
-  std::uint64_t fast = 0, slow = 0;
+  std::uint64_t slow = 0;
   std::future<Prepared> next = read_block(0);  // destroyed (waited for) before what it reads
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     io::throw_if_interrupted();
@@ -320,8 +320,8 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
     if (!ready && i + 1 < blocks.size()) next = read_block(i + 1);
     io::count_bytes(policy.meter, a.elements() * element);
   }
-  fast = from.elements() - slow;
-  spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(), fast, slow);
+  spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(),
+                from.elements() - slow, slow);
   return true;
 }
 

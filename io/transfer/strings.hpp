@@ -22,10 +22,12 @@
 
 namespace mb::transfer {
 
-// Copies `from` of `src` to `to` of `dst` block by block (memory bounded by
-// the policy's buffer_bytes, about three times over: element records,
-// pointers, string bytes, collections), when `src` qualifies and the policy
-// allows byte paths. Returns false, having done nothing, otherwise.
+// Copies `from` of `src` to `to` of `dst` block by block, each block read
+// on a thread that never calls libhdf5 while the one before is written
+// (memory: half the policy's buffer_bytes per block in flight, records,
+// pointers and strings, plus at most 4 MiB of heap collections), when `src`
+// qualifies and the policy allows byte paths. Returns false, having done
+// nothing, otherwise.
 bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
                        const h5::Location& dst_where, const Selection& to, const Policy& policy);
 
