@@ -20,11 +20,12 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
+#include "io/transfer/file_bytes.hpp"
 
 namespace mb::io::merging {
 namespace {
 
-// Reads the file at `path` with pread (the one EINTR loop of this file).
+// The file at `path`, read at offsets.
 class Reader {
  public:
   explicit Reader(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
@@ -39,13 +40,9 @@ class Reader {
   }
   std::uint64_t size() const { return size_; }
   void read(std::uint64_t at, std::size_t n, unsigned char* into) const {
-    for (std::size_t got = 0; got < n;) {
-      const ssize_t k = ::pread(fd_, into + got, n - got, static_cast<off_t>(at + got));
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0) fail(std::strerror(errno));
-      if (k == 0) fail("it ends early: truncated or replaced");
-      got += static_cast<std::size_t>(k);
-    }
+    const std::int64_t got = transfer::read_at(fd_, into, n, at);
+    if (got < 0) fail(std::strerror(errno));
+    if (static_cast<std::size_t>(got) < n) fail("it ends early: truncated or replaced");
   }
 
  private:

@@ -36,6 +36,10 @@ struct ByteRange {
 // can, through a buffer where it cannot.
 void copy_range(const ByteRange& range, std::size_t step, io::ByteMeter* meter);
 
+// Reads `n` bytes at `offset` of `fd`, or fewer at the end of the file:
+// how many, or -1 (errno set) on an error. The one read loop (EINTR).
+std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset);
+
 // Writes `n` bytes at `offset` of `fd` (`where` names it in errors).
 void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where);
 

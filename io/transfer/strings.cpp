@@ -20,6 +20,7 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
+#include "io/transfer/file_bytes.hpp"
 
 namespace mb::transfer {
 namespace {
@@ -38,14 +39,9 @@ struct Source {
   Shape dims;
 };
 
+// An error or the end of the file: false (libhdf5 then reads it, and reports it).
 bool pread_all(int fd, unsigned char* out, std::size_t n, std::uint64_t at) {
-  for (std::size_t got = 0; got < n;) {
-    const ssize_t k = pread(fd, out + got, n - got, static_cast<off_t>(at + got));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;  // an error or the end of the file: libhdf5 reports it
-    got += static_cast<std::size_t>(k);
-  }
-  return true;
+  return read_at(fd, out, n, at) == static_cast<std::int64_t>(n);
 }
 
 // The file's side: read-only (nothing unflushed), POSIX driver, no user
