@@ -84,6 +84,20 @@ def test_workers_each_copy_their_own_model(tmp_path):
     assert merged_equals(tmp_path, src)
 
 
+def test_elements_past_the_budget_are_read_again_from_the_input(tmp_path):
+    # 40 datasets of 128 KiB, each read whole, 5 MiB in all: with --buffer-size 1 the writer keeps the first
+    # ones' elements for the copies, and the rest are read again from the input (io/split/clone.cpp).
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        for k in range(40):
+            f[f"d{k:02d}"] = (np.arange(8 * 4096, dtype="<i4") * (k + 1)).reshape(8, 4096)
+    written, copied, _ = split_both_ways(tmp_path, src, "-n", 4, "--buffer-size", 1)
+    assert (written, copied) == (1, 3)
+    with h5py.File(src) as f, h5py.File(tmp_path / "copies" / "microbatch-00003.h5") as m:
+        assert m["d39"][()].tobytes() == f["d39"][6:8].tobytes()
+    assert merged_equals(tmp_path, src)
+
+
 @pytest.mark.parametrize("layout,why", [
     ({"chunks": (2, 3)}, "not contiguous in the file"),
     ({"chunks": (4, 3), "compression": "gzip"}, "its input is filtered"),
