@@ -11,6 +11,7 @@
 #include "io/merge/steps.hpp"
 #include "io/prepare.hpp"
 #include "io/transfer/copy.hpp"
+#include "io/transfer/file_bytes.hpp"
 #include "io/transfer/gather.hpp"
 #include "io/tree_reader.hpp"
 
@@ -22,6 +23,8 @@ namespace {
 // read per input and one write at the last, rather than copied piece by
 // piece: tens of thousands of tiny datasets then cost few library calls
 // each. Decided at input 0, while the carried budget allows.
+void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, const h5::Location& at);
+
 h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
   if (!ctx.first()) {
@@ -34,7 +37,27 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
   if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
   h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
   whole.prepare(element_count(leaf.dims));
+  place(ctx, path, dst, dcpl.get(), at);
   return &whole;
+}
+
+// Notes where an assembled result allocated at creation lies in the output.
+void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, const h5::Location& at) {
+  H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
+  h5::check(H5Pget_alloc_time(dcpl, &when), at, "cannot read the allocation time");
+  if (!ctx.job.policy.byte_paths || when != H5D_ALLOC_TIME_EARLY || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS) return;
+  const haddr_t offset = H5Dget_offset(dst);
+  if (offset == HADDR_UNDEF) {
+    h5::forget_error();
+    return;
+  }
+  Carried& c = ctx.carried;
+  if (c.output_fd < 0) {
+    const std::optional<int> fd = transfer::descriptor_of(dst, at);
+    if (!fd) return;
+    c.output_fd = *fd;
+  }
+  c.placed[path] = offset;
 }
 
 }  // namespace
@@ -66,15 +89,37 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   if (whole) write_assembled(ctx, path, leaf, dst);
 }
 
+void allocate_assembly(const Context& ctx, const std::string& path, const MergedLeaf& leaf, h5::Prototype& prototype) {
+  const h5::Location at = ctx.out_where(path);
+  if (ctx.job.team || prototype.space.null_space) return;
+  const hid_t dcpl = prototype.dcpl.get();
+  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(prototype.type.get(), at);
+  if (bytes == 0 || bytes > transfer::kWholeInMemory || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
+      h5::check(H5Pget_external_count(dcpl), at, "cannot read external files") != 0 ||
+      !h5::copyable_as_bytes(prototype.type.get()))
+    return;
+  h5::check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), at, "cannot set the allocation time");
+}
+
+bool placed(const Context& ctx, const std::string& path) { return ctx.carried.placed.count(path) != 0; }
+
 void write_assembled(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst) {
   const auto it = ctx.carried.assembled.find(path);
   if (!ctx.last() || it == ctx.carried.assembled.end()) return;
   const h5::Buffer& whole = it->second;
   const h5::Location out_where = ctx.out_where(path);
-  if (element_count(leaf.dims) > 0)
+  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(whole.type(), out_where);
+  // A read into the dataset's own type converts nothing: the buffer holds
+  // the very bytes H5Dwrite would store.
+  if (const auto at = ctx.carried.placed.find(path); at != ctx.carried.placed.end()) {
+    transfer::write_bytes(ctx.carried.output_fd, whole.data(), bytes, at->second, out_where);
+    ctx.carried.placed.erase(at);
+    ++ctx.carried.placed_written;
+  } else if (bytes > 0) {
     h5::check(H5Dwrite(dst, whole.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole.data()), out_where,
               "cannot write data");
-  ctx.carried.give_back(element_count(leaf.dims) * h5::size_of(whole.type(), out_where));
+  }
+  ctx.carried.give_back(bytes);
   ctx.carried.assembled.erase(it);
 }
 

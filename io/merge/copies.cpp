@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -52,6 +53,116 @@ class Reader {
   std::uint64_t size_ = 0;
 };
 
+}  // namespace
+
+// Where the model holds each split dataset's data, in file order, and its
+// bytes outside them (none when spans overlap): what every later input is
+// compared against, laid out once.
+struct ModelLayout {
+  struct Data {
+    ByteSpan span;
+    const std::string* path;
+    const MergedLeaf* leaf;
+    h5::Buffer* whole;  // its result assembled in memory
+    std::size_t element;
+  };
+  std::uint64_t size = 0;
+  std::vector<Data> data;
+  std::optional<std::vector<ByteSpan>> rest;
+  std::vector<std::pair<const std::string*, const MergedLeaf*>> leaves;  // every split dataset's
+};
+
+namespace {
+
+// A file read through a window that moves forward: bytes asked for at
+// rising offsets cost one read per window, not one per span (20,000 small
+// datasets leave 20,000 spans of metadata between their data).
+class Window {
+ public:
+  static constexpr std::uint64_t kBytes = 8u << 20;
+  explicit Window(const Reader& file) : file_(file) {}
+  // The `n` bytes at `at`, valid until the next call.
+  const unsigned char* bytes(std::uint64_t at, std::size_t n) {
+    if (at < begin_ || at + n > begin_ + held_.size()) {
+      begin_ = at;
+      held_.resize(std::max<std::uint64_t>(n, std::min(kBytes, file_.size() - std::min(at, file_.size()))));
+      file_.read(at, held_.size(), held_.data());
+    }
+    return held_.data() + (at - begin_);
+  }
+
+ private:
+  const Reader& file_;
+  std::uint64_t begin_ = 0;
+  std::vector<unsigned char> held_;
+};
+
+// Whether the input's bytes equal the model's in every span of `same` (in
+// order), both read a window at a time.
+bool same_bytes(const Reader& model, const Reader& input, const std::vector<ByteSpan>& same) {
+  Window a(model), b(input);
+  for (const ByteSpan& span : same) {
+    for (std::uint64_t at = span.begin; at < span.end(); at += Window::kBytes) {
+      throw_if_interrupted();
+      const auto n = static_cast<std::size_t>(std::min(Window::kBytes, span.end() - at));
+      if (std::memcmp(a.bytes(at, n), b.bytes(at, n), n) != 0) return false;
+    }
+  }
+  return true;
+}
+
+// Why input `ctx.input` is not merged as a copy of the model, or "".
+std::string not_a_copy(const Context& ctx, const ModelLayout& model, const Reader& model_file, const Reader& input) {
+  if (!ctx.carried.copies) return "the model's split data is not all read whole from contiguous storage";
+  for (const auto& [path, leaf] : model.leaves)
+    if (leaf->held[ctx.input] != leaf->held[0]) return *path + " holds other rows than the model's";
+  if (input.size() != model.size) return "not the model's size";
+  if (!model.rest) return "the model's data spans overlap";
+  if (!same_bytes(model_file, input, *model.rest)) return "its bytes differ from the model's outside the split data";
+  return "";
+}
+
+// The input's rows of one split dataset, the model's span of its bytes
+// (`bytes`), into the result assembled in memory.
+void read_rows(const Context& ctx, const ModelLayout::Data& data, const unsigned char* bytes) {
+  const MergedLeaf& leaf = *data.leaf;
+  Shape dims = leaf.dims;
+  dims[leaf.axis] = leaf.held[ctx.input];
+  for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, dims))
+    copy_selected({bytes, dims}, place.piece, {static_cast<unsigned char*>(data.whole->data()), leaf.dims},
+                  place.batch, data.element);
+  count_bytes(ctx.job.policy.meter, data.span.size);
+}
+
+// Every split dataset's rows of the input, read in the order of their
+// data in the file.
+void read_all_rows(const Context& ctx, const ModelLayout& model, const Reader& input) {
+  Window window(input);
+  for (const auto& data : model.data) {
+    throw_if_interrupted();
+    note_activity(ctx.file(), *data.path);
+    read_rows(ctx, data, window.bytes(data.span.begin, data.span.size));
+  }
+}
+
+// The model's layout, from what input 0 noted.
+std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, std::uint64_t size) {
+  auto model = std::make_shared<ModelLayout>();
+  model->size = size;
+  for (const auto& [path, leaf] : ctx.plan.leaves) model->leaves.emplace_back(&path, &leaf);
+  std::vector<ByteSpan> spans;
+  for (const auto& [path, span] : ctx.carried.model_data) {
+    h5::Buffer& whole = ctx.carried.assembled.at(path);
+    model->data.push_back({span, &path, &ctx.plan.leaves.at(path), &whole, h5::size_of(whole.type(), ctx.out_where(path))});
+    spans.push_back(span);
+  }
+  std::sort(model->data.begin(), model->data.end(), [](const auto& a, const auto& b) { return a.span.begin < b.span.begin; });
+  model->rest = outside(std::move(spans), size);
+  return model;
+}
+
+}  // namespace
+
 // Whether any input could be merged as a copy: only rows are cut (no
 // offsets, derived values, reducers or CP twins), the inputs are local
 // files, one process writes a real (not virtual) output.
@@ -67,62 +178,9 @@ bool copies_possible(const Context& ctx) {
   return true;
 }
 
-// Whether the input's bytes equal the model's in every span of `same`,
-// read a window at a time.
-bool same_bytes(const Reader& model, const Reader& input, const std::vector<ByteSpan>& same) {
-  constexpr std::uint64_t kWindow = 8u << 20;
-  std::vector<unsigned char> a, b;
-  for (const ByteSpan& span : same) {
-    for (std::uint64_t at = span.begin; at < span.end(); at += kWindow) {
-      throw_if_interrupted();
-      const auto n = static_cast<std::size_t>(std::min(kWindow, span.end() - at));
-      a.resize(n);
-      b.resize(n);
-      model.read(at, n, a.data());
-      input.read(at, n, b.data());
-      if (std::memcmp(a.data(), b.data(), n) != 0) return false;
-    }
-  }
-  return true;
-}
-
-// Why input `ctx.input` is not merged as a copy of the model, or "".
-std::string not_a_copy(const Context& ctx, const Reader& model, const Reader& input) {
-  const Carried& c = ctx.carried;
-  if (!c.copies) return "the model's split data is not all read whole from contiguous storage";
-  for (const auto& [path, leaf] : ctx.plan.leaves)
-    if (leaf.held[ctx.input] != leaf.held[0]) return path + " holds other rows than the model's";
-  if (input.size() != model.size()) return "not the model's size";
-  std::vector<ByteSpan> spans;
-  for (const auto& [path, span] : c.model_data) spans.push_back(span);
-  const auto rest = outside(spans, model.size());
-  if (!rest) return "the model's data spans overlap";
-  if (!same_bytes(model, input, *rest)) return "its bytes differ from the model's outside the split data";
-  return "";
-}
-
-// The input's rows of `path`, read at the model's span, into the result
-// assembled in memory.
-void read_rows(const Context& ctx, const Reader& input, const std::string& path, const ByteSpan& span,
-               std::vector<unsigned char>& piece) {
-  const MergedLeaf& leaf = ctx.plan.leaves.at(path);
-  h5::Buffer& whole = ctx.carried.assembled.at(path);
-  const std::size_t element = h5::size_of(whole.type(), ctx.out_where(path));
-  piece.resize(span.size);
-  input.read(span.begin, span.size, piece.data());
-  Shape dims = leaf.dims;
-  dims[leaf.axis] = leaf.held[ctx.input];
-  for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, dims))
-    copy_selected({piece.data(), dims}, place.piece, {static_cast<unsigned char*>(whole.data()), leaf.dims},
-                  place.batch, element);
-  count_bytes(ctx.job.policy.meter, span.size);
-}
-
-}  // namespace
-
 void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer* whole) {
   Carried& c = ctx.carried;
-  if (!c.copies) return;
+  if (!c.copies_possible || !c.copies) return;
   const h5::Location where = ctx.where(in.node.path);
   if (in.space.null_space) return;
   h5::Id dcpl(H5Dget_create_plist(in.object), where, "cannot read the creation properties");
@@ -139,24 +197,21 @@ void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer
 }
 
 bool merge_copy(const Context& ctx, hid_t output) {
-  if (ctx.first() || !copies_possible(ctx)) return false;
+  if (ctx.first() || !ctx.carried.copies_possible) return false;
   const Reader model(ctx.job.inputs[0].path), input(ctx.file());
-  if (const std::string why = not_a_copy(ctx, model, input); !why.empty()) {
+  if (!ctx.carried.layout) ctx.carried.layout = lay_out(ctx, model.size());
+  const ModelLayout& layout = *ctx.carried.layout;
+  if (const std::string why = not_a_copy(ctx, layout, model, input); !why.empty()) {
     spdlog::debug("{}: merged through libhdf5: {}", ctx.job.inputs[ctx.input].label, why);
     return false;
   }
-  std::vector<unsigned char> piece;
-  for (const auto& [path, span] : ctx.carried.model_data) {
-    throw_if_interrupted();
-    note_activity(ctx.file(), path);
-    read_rows(ctx, input, path, span, piece);
-  }
+  read_all_rows(ctx, layout, input);
   if (ctx.last()) {
     // The assembled results, as the walk writes them at the last input.
     std::vector<std::string> paths;
     for (const auto& [path, whole] : ctx.carried.assembled) paths.push_back(path);
     for (const auto& path : paths) {
-      const h5::Id dst = h5::open_object(output, path, ctx.out_where(path));
+      const h5::Id dst = placed(ctx, path) ? h5::Id() : h5::open_object(output, path, ctx.out_where(path));
       write_assembled(ctx, path, ctx.plan.leaves.at(path), dst.get());
     }
   }

@@ -115,6 +115,7 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
   h5::Id out = h5::create_file(temp, job.output, {merging::needs_newer_header(ctx, tree, model_root.get())});
+  carried.copies_possible = merging::copies_possible(ctx);
   // Each input is opened once, merged, and closed before the next is opened.
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;
@@ -125,6 +126,7 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
     }
     meter.end();
   }
+  spdlog::debug("merge: {} results assembled in memory written as file bytes", carried.placed_written);
   merging::reduce_deferred(ctx, out.get());
   h5::attach_scales(out.get(), job.output, tree);
   // The merged batch's derived values, from the merged offsets as written.

@@ -11,6 +11,7 @@
 // outlive one input (reducers' accumulators, small results assembled in
 // memory, offsets' running token counts) is carried, within a budget.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "core/values.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/buffer.hpp"
+#include "io/h5/dataset.hpp"
 #include "io/h5/space.hpp"
 #include "io/merge/merge.hpp"
 
@@ -73,11 +75,19 @@ struct SharedLeaf {
 // What the walk carries from one input to the next. The model's
 // attributes, accumulators and assembled results are held only while they
 // fit `budget` bytes.
+struct ModelLayout;
+
 struct Carried {
   std::uint64_t budget = 0;                      // bytes still free
   std::vector<h5::Id> types;                     // interned datatypes; outlive what refers to them
   std::map<std::string, ModelInfo> models;       // by object path
   std::map<std::string, h5::Buffer> assembled;   // small results (of interned types), written at the last input
+  // Where assembled results allocated at creation lie in the output
+  // (allocate_assembly), and the output's file descriptor: the last input
+  // writes them there as file bytes rather than reopening each dataset.
+  std::map<std::string, std::uint64_t> placed;
+  int output_fd = -1;
+  std::uint64_t placed_written = 0;  // how many were
   std::map<std::string, Accumulator> reducing;   // reduced datasets ("path") and attributes ("path@name")
   std::vector<std::string> deferred;             // reduced datasets over the budget: reduced after the walk
   std::map<std::string, std::uint64_t> tokens;   // offsets: the tokens of the inputs merged so far
@@ -91,8 +101,11 @@ struct Carried {
   // Inputs that are copies of the model (copies.cpp): where each split
   // dataset's data lies in the model, while every one is one run of bytes
   // read whole.
+  bool copies_possible = false;  // by the job and the rules (copies_possible)
   bool copies = true;
   std::map<std::string, ByteSpan> model_data;
+  // The same, laid out once for every later input (copies.cpp).
+  std::shared_ptr<const ModelLayout> layout;
 
   // One id for every datatype equal to `type` (the first 256 distinct
   // ones; the rest get their own copy).
@@ -201,7 +214,10 @@ std::string difference_text(const ValueType& type, const Shape& shape, const Dif
 // (which inputs in between may leave invalid).
 void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst);
 
-// copies.cpp: inputs that are copies of the model (see there). At input 0,
+// copies.cpp: inputs that are copies of the model (see there). Whether any
+// input could be (decided once, before input 0).
+bool copies_possible(const Context& ctx);
+// At input 0,
 // notes where a split dataset's data lies in the model (`whole`: its result
 // assembled in memory, if it is).
 void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer* whole);
@@ -211,7 +227,16 @@ bool merge_copy(const Context& ctx, hid_t output);
 
 // concat.cpp: the input's rows where the split took them from.
 void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);
-// At the last input, writes the result assembled in memory (if it was).
+// Before input 0 creates a split dataset's output: a result small enough to
+// be assembled in memory, of a type whose elements are its file bytes, gets
+// its storage at creation, whatever the path taken later, so that merged
+// files do not depend on it.
+void allocate_assembly(const Context& ctx, const std::string& path, const MergedLeaf& leaf, h5::Prototype& prototype);
+// Whether the result assembled for `path` is written at the last input as
+// file bytes where it lies, with no need of its output dataset.
+bool placed(const Context& ctx, const std::string& path);
+// At the last input, writes the result assembled in memory (if it was) to
+// `dst`, which may be invalid when the result is placed.
 void write_assembled(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst);
 // The input's offsets, shifted past the tokens of the inputs before it.
 void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst);

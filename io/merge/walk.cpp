@@ -29,8 +29,10 @@ h5::Id create_output(const Context& ctx, const DatasetPair& in, const MergedLeaf
   return h5::with_newer_object_header(parent, ds.has_large_attribute(), ctx.out_where(ds.path), [&] {
     if (as_virtual) return create_virtual(ctx, in, *leaf, parent);
     if (ctx.resolution.dataset_rule(ds.path).stacks()) return create_stacked(ctx, in, parent);
-    return h5::create_dataset(h5::read_prototype(in.object, ctx.model_where(ds.path)),
-                              leaf ? leaf->dims : in.model.space.dims, parent, ds.name, ctx.out_where(ds.path));
+    h5::Prototype prototype = h5::read_prototype(in.object, ctx.model_where(ds.path));
+    if (leaf) allocate_assembly(ctx, ds.path, *leaf, prototype);
+    return h5::create_dataset(prototype, leaf ? leaf->dims : in.model.space.dims, parent, ds.name,
+                              ctx.out_where(ds.path));
   });
 }
 
@@ -64,11 +66,12 @@ bool writes_output(const Context& ctx, const NodeInfo& ds, const LeafRule& rule,
   if (ctx.first()) return true;
   if (ctx.last() && has_reduced_attribute(ctx, ds)) return true;
   if (as_virtual) return false;
-  if (twin) return ctx.last() && ctx.carried.assembled.count(ds.path);
+  const bool assembled = ctx.carried.assembled.count(ds.path) != 0;
+  if (twin) return ctx.last() && assembled && !placed(ctx, ds.path);
   switch (rule.mode) {
     case LeafRule::Mode::Split:
     case LeafRule::Mode::Packed:
-    case LeafRule::Mode::PerSequence: return ctx.last() || !ctx.carried.assembled.count(ds.path);
+    case LeafRule::Mode::PerSequence: return !assembled || (ctx.last() && !placed(ctx, ds.path));
     case LeafRule::Mode::Offsets: return true;
     case LeafRule::Mode::Replicate:
     case LeafRule::Mode::Derive:
@@ -103,7 +106,7 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   merge_attributes(ctx, ds, object, dst.get());
   if (twin) {
     compare_with_twin(ctx, in);
-    if (dst.valid()) write_assembled(ctx, ds.path, *leaf, dst.get());
+    write_assembled(ctx, ds.path, *leaf, dst.get());
     return;
   }
   if (!as_virtual) write_data(ctx, in, rule, leaf, dst.get());

@@ -21,6 +21,19 @@ namespace {
 // Runs shorter than this are not worth a system call each.
 constexpr std::uint64_t kShortestRun = 64u << 10;
 
+}  // namespace
+
+std::optional<int> descriptor_of(hid_t object, const h5::Location& where) {
+  h5::Id file(H5Iget_file_id(object), where, "cannot find the file of");
+  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  void* handle = nullptr;
+  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  return *static_cast<int*>(handle);
+}
+
+namespace {
+
 // Contiguous, allocated, byte-copyable, in a file of the POSIX driver.
 std::optional<StoredBytes> stored_bytes(hid_t dataset, const h5::Location& where) {
   h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
@@ -34,12 +47,9 @@ std::optional<StoredBytes> stored_bytes(hid_t dataset, const h5::Location& where
     h5::forget_error();  // not allocated: never written, its elements are the fill value
     return std::nullopt;
   }
-  h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
-  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
-  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
-  void* handle = nullptr;
-  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
-  return StoredBytes{*static_cast<int*>(handle), address};
+  const std::optional<int> fd = descriptor_of(dataset, where);
+  if (!fd) return std::nullopt;
+  return StoredBytes{*fd, address};
 }
 
 // The kernel cannot copy between these two files (different filesystems,

@@ -83,6 +83,23 @@ TEST_CASE("manifest: written and read back") {
   REQUIRE(back.datasets.size() == 2);
   CHECK(back.datasets.at("/x").rows == m.datasets.at("/x").rows);  // slices read back as segments
   CHECK(back.datasets.at("/y").length == 4);
+  CHECK_FALSE(back.datasets.at("/y").sequence_axis);
+}
+
+TEST_CASE("manifest: a dataset's sequence axis and positions, and escaped paths, read back") {
+  Manifest m = sample();
+  m.datasets["/x"].sequence_axis = 1;
+  m.datasets["/x"].positions = {{{0, 3, 1}, {9, 3, 1}}, {{3, 6, 1}}};
+  m.datasets["/a b/c"] = {1, 6, {{{0, 3, 1}}, {{3, 3, 1}}}, {}, {}};
+  TempDir dir;
+  dir.write(mb::specs::manifest_text(m));
+  const Manifest back = mb::specs::read_manifest(dir.path.string());
+  REQUIRE(back.datasets.size() == 3);
+  CHECK(back.datasets.at("/x").sequence_axis == 1);
+  CHECK(back.datasets.at("/x").positions == m.datasets.at("/x").positions);
+  CHECK(back.datasets.at("/x").rows == m.datasets.at("/x").rows);
+  CHECK(back.datasets.at("/a b/c").axis == 1);
+  CHECK(back.datasets.at("/a b/c").rows == m.datasets.at("/a b/c").rows);
 }
 
 TEST_CASE("manifest: one line per split dataset, slices as [start, stop, step]") {
@@ -167,4 +184,38 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   other = j;
   other["datasets"]["/x"]["rows"][0][0][2] = 0;
   refused(other, "a slice of /x is empty or falls");
+  // The records are read as parse events (DatasetsReader): each shape they can be given wrong is refused.
+  other = j;
+  other.erase("datasets");
+  refused(other, "malformed manifest: no datasets");
+  other = j;
+  other["datasets"]["/x"].erase("rows");
+  refused(other, "dataset /x lacks its axis, length or rows");
+  other = j;
+  other["datasets"]["/x"].erase("length");
+  refused(other, "dataset /x lacks its axis, length or rows");
+  other = j;
+  other["datasets"]["/x"]["rows"] = 3;
+  refused(other, "dataset /x has a number where a list belongs");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0] = 3;
+  refused(other, "dataset /x has a number where a list belongs");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0] = {0, 2};
+  refused(other, "dataset /x has a slice that is not [start, stop, step]");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0][1] = "2";
+  refused(other, "dataset /x has a string where a number belongs");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0][0] = -1;
+  refused(other, "dataset /x has a negative slice bound");
+  other = j;
+  other["datasets"]["/x"]["axis"] = {0};
+  refused(other, "dataset /x has a list for axis");
+  other = j;
+  other["datasets"]["/x"]["sequence_axis"] = 1;
+  refused(other, "dataset /x has a sequence axis without positions");
+  other = j;
+  other["datasets"]["/x"]["rows"][0][0] = nlohmann::json::object();
+  refused(other, "dataset /x holds an object where a number or list belongs");
 }
