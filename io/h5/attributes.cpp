@@ -66,8 +66,12 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 }
 
 Attributes read_attributes(hid_t object, const Location& where) {
+  return read_attributes(object, where, attribute_names(object, where));
+}
+
+Attributes read_attributes(hid_t object, const Location& where, std::vector<std::string> names) {
   Attributes out;
-  for (auto& name : attribute_names(object, where)) {
+  for (auto& name : names) {
     if (name == "DIMENSION_LIST" || name == "REFERENCE_LIST") {  // rebuilt by attach_scales, not copied
       Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), where.attribute(name), "cannot open the attribute");
       Id type(H5Aget_type(attr.get()), where.attribute(name), "cannot read the attribute's type");

@@ -35,6 +35,9 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
 // Every attribute of an object, read once to be written to many copies.
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 Attributes read_attributes(hid_t object, const Location& where);
+// The same, for attributes whose names are known (the tree's, in name
+// order): no listing of the object's attributes again.
+Attributes read_attributes(hid_t object, const Location& where, std::vector<std::string> names);
 void write_attributes(hid_t object, const Attributes& attributes, const Location& where);
 
 }  // namespace mb::h5

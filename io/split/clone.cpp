@@ -29,16 +29,14 @@ std::uint64_t piece_bytes(const PatchedDataset& d, const SplitPlan& plan, std::u
 
 // Why the model's copy of `d`, open as `ds`, cannot be written over, or ""
 // when it can.
-std::string unpatchable(hid_t ds, const PatchedDataset& d, std::uint64_t bytes, const h5::Location& where) {
+std::string unpatchable(const ModelNotes::Written& w, const PatchedDataset& d, std::uint64_t bytes) {
   if (!d.node->storage.filters.empty() || element_count(d.node->shape) * d.node->element_size > transfer::kWholeInMemory)
     return "its input is filtered or larger than is read whole";
-  h5::Id dcpl(H5Dget_create_plist(ds), where, "cannot read the creation properties");
-  h5::Id type(H5Dget_type(ds), where, "cannot read the datatype");
-  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0)
+  if (h5::layout_of(w.dcpl, w.where) != H5D_CONTIGUOUS ||
+      h5::check(H5Pget_external_count(w.dcpl), w.where, "cannot read external files") != 0)
     return "not contiguous in the file";
-  if (!h5::copyable_as_bytes(type.get())) return "its datatype does not hold its values in place";
-  if (bytes != 0 && H5Dget_storage_size(ds) != bytes) return "its stored size is not its elements'";
+  if (!h5::copyable_as_bytes(w.type)) return "its datatype does not hold its values in place";
+  if (bytes != 0 && H5Dget_storage_size(w.dst) != bytes) return "its stored size is not its elements'";
   return "";
 }
 
@@ -121,8 +119,10 @@ ModelNotes::ModelNotes(const ClonePlan& clones, const SplitPlan& plan, std::uint
       models_[c.model] = {DataOffsets(clones.patched.size()), std::vector<bool>(clones.patched.size()), ""};
 }
 
-void ModelNotes::written(std::uint64_t file, const NodeInfo& ds, hid_t dst, const h5::Buffer* whole,
-                         const h5::Location& where) {
+void ModelNotes::written(const Written& w) {
+  const std::uint64_t file = w.file;
+  const NodeInfo& ds = w.ds;
+  const h5::Buffer* whole = w.whole;
   const auto model = models_.find(file);
   const auto index = index_.find(ds.path);
   if (model == models_.end() || index == index_.end()) return;
@@ -132,13 +132,13 @@ void ModelNotes::written(std::uint64_t file, const NodeInfo& ds, hid_t dst, cons
   m.seen[j] = true;
   if (!m.refused.empty()) return;
   const std::uint64_t bytes = piece_bytes(d, plan_, file);
-  if (const std::string why = unpatchable(dst, d, bytes, where); !why.empty()) {
+  if (const std::string why = unpatchable(w, d, bytes); !why.empty()) {
     m.refused = ds.path + ": " + why;
     return;
   }
   if (bytes != 0) {
-    m.offsets[j] = H5Dget_offset(dst);
-    if (m.offsets[j] == HADDR_UNDEF) throw Error(where.describe() + ": written but not allocated");
+    m.offsets[j] = H5Dget_offset(w.dst);
+    if (m.offsets[j] == HADDR_UNDEF) throw Error(w.where.describe() + ": written but not allocated");
   }
   const std::uint64_t size = whole ? whole->elements() * d.node->element_size : 0;
   if (whole && !kept_[j] && size <= budget_) {

@@ -31,9 +31,18 @@ using DataOffsets = std::vector<std::uint64_t>;
 class ModelNotes {
  public:
   ModelNotes(const ClonePlan& clones, const SplitPlan& plan, std::uint64_t budget);
-  // Dataset `ds` of output file `file` is written as `dst`; `whole` holds
-  // its input elements when the writer read them whole.
-  void written(std::uint64_t file, const NodeInfo& ds, hid_t dst, const h5::Buffer* whole, const h5::Location& where);
+  // Dataset `ds` of output file `file` is written as `dst`, created with
+  // datatype `type` and creation properties `dcpl` (what it has: asking it
+  // would copy them again); `whole` holds its input elements when the
+  // writer read them whole.
+  struct Written {
+    std::uint64_t file;
+    const NodeInfo& ds;
+    hid_t dst, type, dcpl;
+    const h5::Buffer* whole;
+    const h5::Location& where;
+  };
+  void written(const Written& w);
   // The data offsets of model `file`; none (logged, with why) when some
   // patched dataset's data cannot be written over.
   std::optional<DataOffsets> offsets(std::uint64_t file, const std::string& shown) const;

@@ -20,6 +20,15 @@ namespace {
 
 using transfer::Side;
 
+// The attributes' names as the tree read them (in name order): the writer
+// reads the same attributes of the same file without listing them again.
+std::vector<std::string> names_of(const std::vector<AttributeInfo>& attributes) {
+  std::vector<std::string> names;
+  names.reserve(attributes.size());
+  for (const auto& a : attributes) names.push_back(a.name);
+  return names;
+}
+
 class SplitWriter {
  public:
   SplitWriter(const SplitSource& source, const std::vector<std::uint64_t>& files, const std::vector<std::string>& names)
@@ -63,7 +72,7 @@ class SplitWriter {
   }
 
   void write_group(const NodeInfo& group, hid_t src, const std::vector<hid_t>& dst_parents) {
-    const h5::Attributes attributes = h5::read_attributes(src, {source_.name, group.path});
+    const h5::Attributes attributes = h5::read_attributes(src, {source_.name, group.path}, names_of(group.attributes));
     std::vector<h5::Id> created;
     std::vector<hid_t> dst;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
@@ -94,7 +103,7 @@ class SplitWriter {
     const h5::Location src_where{source_.name, ds.path};
     const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
     const h5::Prototype prototype = h5::read_prototype(src, src_where);
-    const h5::Attributes attributes = h5::read_attributes(src, src_where);
+    const h5::Attributes attributes = h5::read_attributes(src, src_where, names_of(ds.attributes));
     std::optional<h5::Buffer> whole = read_whole(ds, src, prototype, rule, src_where);
     const Side from = whole ? Side::in_memory(*whole, ds.shape, src_where) : Side::of(src, src_where);
     std::optional<h5::Extent> extent;  // shared by the copies of one extent
@@ -126,7 +135,9 @@ class SplitWriter {
         if (positions) places = place_positions(places, *positions, static_cast<std::size_t>(*rule.sequence_axis));
         for (const auto& place : places) transfer::copy(from, place.batch, to, place.piece, source_.policy);
       }
-      if (source_.notes) source_.notes->written(files_[i], ds, dst.get(), whole ? &*whole : nullptr, where);
+      if (source_.notes)
+        source_.notes->written({files_[i], ds, dst.get(), prototype.type.get(), extent->dcpl.get(),
+                                whole ? &*whole : nullptr, where});
       if (meter) meter->end();
     }
   }

@@ -100,6 +100,14 @@ TEST_CASE("manifest: a dataset's sequence axis and positions, and escaped paths,
   CHECK(back.datasets.at("/x").rows == m.datasets.at("/x").rows);
   CHECK(back.datasets.at("/a b/c").axis == 1);
   CHECK(back.datasets.at("/a b/c").rows == m.datasets.at("/a b/c").rows);
+  // Each record's text is what nlohmann's compact dump gives its JSON.
+  const auto& x = m.datasets.at("/x");
+  const nlohmann::ordered_json entry{{"axis", x.axis},
+                                     {"length", x.length},
+                                     {"rows", mb::specs::row_maps_json(x.rows)},
+                                     {"sequence_axis", 1},
+                                     {"positions", mb::specs::row_maps_json(x.positions)}};
+  CHECK(mb::specs::manifest_text(m).find("\"/x\": " + entry.dump() + ",\n") != std::string::npos);
 }
 
 TEST_CASE("manifest: one line per split dataset, slices as [start, stop, step]") {
