@@ -172,7 +172,7 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
   }
   void finish() {
     if (!axis_ || !length_ || !rows_) malformed("lacks its axis, length or rows");
-    if (record_.sequence_axis && !positions_) malformed("has a sequence axis without positions");
+    if (record_.sequence_axis.has_value() != positions_) malformed("has a sequence axis without positions or the reverse");
     record_.axis = *axis_;
     record_.length = *length_;
     axis_.reset();

@@ -19,28 +19,6 @@ namespace mb::io::merging {
 
 namespace {
 
-// A small unfiltered result is assembled in memory across the inputs, one
-// read per input and one write at the last, rather than copied piece by
-// piece: tens of thousands of tiny datasets then cost few library calls
-// each. Decided at input 0, while the carried budget allows.
-void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, const h5::Location& at);
-
-h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
-  const std::string& path = in.node.path;
-  if (!ctx.first()) {
-    const auto it = ctx.carried.assembled.find(path);
-    return it == ctx.carried.assembled.end() ? nullptr : &it->second;
-  }
-  const h5::Location at = ctx.out_where(path);
-  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
-  h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
-  if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
-  h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
-  whole.prepare(element_count(leaf.dims));
-  place(ctx, path, dst, dcpl.get(), at);
-  return &whole;
-}
-
 // Notes where an assembled result allocated at creation lies in the output.
 void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, const h5::Location& at) {
   H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
@@ -58,6 +36,26 @@ void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, c
     c.output_fd = *fd;
   }
   c.placed[path] = offset;
+}
+
+// A small unfiltered result is assembled in memory across the inputs, one
+// read per input and one write at the last, rather than copied piece by
+// piece: tens of thousands of tiny datasets then cost few library calls
+// each. Decided at input 0, while the carried budget allows.
+h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+  const std::string& path = in.node.path;
+  if (!ctx.first()) {
+    const auto it = ctx.carried.assembled.find(path);
+    return it == ctx.carried.assembled.end() ? nullptr : &it->second;
+  }
+  const h5::Location at = ctx.out_where(path);
+  const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
+  h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
+  if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
+  h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
+  whole.prepare(element_count(leaf.dims));
+  place(ctx, path, dst, dcpl.get(), at);
+  return &whole;
 }
 
 }  // namespace

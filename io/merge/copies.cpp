@@ -69,7 +69,6 @@ struct ModelLayout {
   std::uint64_t size = 0;
   std::vector<Data> data;
   std::optional<std::vector<ByteSpan>> rest;
-  std::vector<std::pair<const std::string*, const MergedLeaf*>> leaves;  // every split dataset's
 };
 
 namespace {
@@ -114,8 +113,8 @@ bool same_bytes(const Reader& model, const Reader& input, const std::vector<Byte
 // Why input `ctx.input` is not merged as a copy of the model, or "".
 std::string not_a_copy(const Context& ctx, const ModelLayout& model, const Reader& model_file, const Reader& input) {
   if (!ctx.carried.copies) return "the model's split data is not all read whole from contiguous storage";
-  for (const auto& [path, leaf] : model.leaves)
-    if (leaf->held[ctx.input] != leaf->held[0]) return *path + " holds other rows than the model's";
+  for (const auto& [path, leaf] : ctx.plan.leaves)
+    if (leaf.held[ctx.input] != leaf.held[0]) return path + " holds other rows than the model's";
   if (input.size() != model.size) return "not the model's size";
   if (!model.rest) return "the model's data spans overlap";
   if (!same_bytes(model_file, input, *model.rest)) return "its bytes differ from the model's outside the split data";
@@ -149,7 +148,6 @@ void read_all_rows(const Context& ctx, const ModelLayout& model, const Reader& i
 std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, std::uint64_t size) {
   auto model = std::make_shared<ModelLayout>();
   model->size = size;
-  for (const auto& [path, leaf] : ctx.plan.leaves) model->leaves.emplace_back(&path, &leaf);
   std::vector<ByteSpan> spans;
   for (const auto& [path, span] : ctx.carried.model_data) {
     h5::Buffer& whole = ctx.carried.assembled.at(path);

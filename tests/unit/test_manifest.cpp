@@ -222,7 +222,10 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   refused(other, "dataset /x has a list for axis");
   other = j;
   other["datasets"]["/x"]["sequence_axis"] = 1;
-  refused(other, "dataset /x has a sequence axis without positions");
+  refused(other, "dataset /x has a sequence axis without positions or the reverse");
+  other = j;
+  other["datasets"]["/x"]["positions"] = other["datasets"]["/x"]["rows"];
+  refused(other, "dataset /x has a sequence axis without positions or the reverse");
   other = j;
   other["datasets"]["/x"]["rows"][0][0] = nlohmann::json::object();
   refused(other, "dataset /x holds an object where a number or list belongs");
