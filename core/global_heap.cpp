@@ -1,6 +1,9 @@
 #include "core/global_heap.hpp"
 
 #include <cstring>
+#include <limits>
+
+#include "core/error.hpp"
 
 namespace mb::heap {
 namespace {
@@ -17,7 +20,59 @@ std::uint64_t little_endian(const unsigned char* p, unsigned bytes) {
 std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
 
 // Object header: index (2), reference count (2), reserved (4), size.
-std::size_t object_header(const Sizes& sizes) { return 2 + 2 + 4 + sizes.length; }
+std::size_t object_header(const Sizes& sizes) { return align8(2 + 2 + 4 + sizes.length); }
+
+void put(unsigned char* p, std::uint64_t v, unsigned bytes) {
+  for (unsigned k = 0; k < bytes; ++k) p[k] = static_cast<unsigned char>(v >> (8 * k));
+}
+
+constexpr std::uint64_t kMinCollection = 4096;   // H5HG_MINSIZE
+constexpr std::uint64_t kMaxCollection = 65536;  // H5HG_MAXSIZE
+
+// Where pack() puts each string: collections' sizes, each string's
+// collection (by its start) and index, in one pass over the lengths.
+struct Layout {
+  std::vector<std::uint64_t> collections;  // sizes, in order
+  std::uint64_t total = 0, free = 0;
+};
+
+Layout lay_out(std::vector<Ref>& refs, const Sizes& sizes) {
+  Layout out;
+  const std::uint64_t header = header_bytes(sizes), object = object_header(sizes);
+  std::uint64_t used = 0;  // of the open collection; 0: none open
+  std::uint32_t index = 0;
+  const auto close = [&] {
+    if (used == 0) return;
+    const std::uint64_t size = std::max(used, kMinCollection);
+    out.collections.push_back(size);
+    out.total += size;
+    out.free += size - used;
+    used = 0;
+  };
+  for (Ref& ref : refs) {
+    if (ref.index == 0) continue;  // null
+    const std::uint64_t need = object + align8(ref.length);
+    if (used != 0 && used + need > kMaxCollection) close();
+    if (used == 0) {
+      used = header;
+      index = 0;
+    }
+    ref.address = out.total;
+    ref.index = ++index;
+    used += need;
+  }
+  close();
+  return out;
+}
+
+// Writes a collection's header and, after `used` bytes of objects, its free-space object.
+void frame(unsigned char* at, std::uint64_t size, std::uint64_t used, const Sizes& sizes) {
+  std::memcpy(at, kMagic, 4);
+  at[4] = kVersion;
+  put(at + 8, size, sizes.length);
+  // The free space's size counts its header; a tail too small for one is left bare.
+  if (size - used >= object_header(sizes)) put(at + used + 8, size - used, sizes.length);
+}
 
 }  // namespace
 
@@ -67,6 +122,50 @@ std::optional<std::vector<Object>> parse_collection(std::span<const unsigned cha
     p += static_cast<std::size_t>(need);
   }
   return objects;
+}
+
+Packed pack(std::span<const char* const> strings, const Sizes& sizes) {
+  Packed p;
+  p.refs.resize(strings.size());
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    if (strings[i] == nullptr) continue;
+    const std::size_t length = std::strlen(strings[i]);
+    if (length > std::numeric_limits<std::uint32_t>::max())
+      throw Error("a string of 4 GiB or more cannot be stored as a variable-length string");
+    p.refs[i] = {static_cast<std::uint32_t>(length), 0, 1};  // index 1: not null (lay_out numbers them)
+  }
+  const Layout layout = lay_out(p.refs, sizes);
+  p.bytes.assign(layout.total, 0);
+  p.free = layout.free;
+  const std::uint64_t header = header_bytes(sizes), object = object_header(sizes);
+  std::size_t c = 0;          // the collection being filled
+  std::uint64_t start = 0, used = header;
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    const Ref& ref = p.refs[i];
+    if (ref.index == 0) continue;
+    if (ref.address != start) {  // the next collection
+      frame(p.bytes.data() + start, layout.collections[c], used, sizes);
+      start += layout.collections[c++];
+      used = header;
+    }
+    unsigned char* at = p.bytes.data() + start + used;
+    put(at, ref.index, 2);  // reference count and reserved bytes stay 0
+    put(at + 8, ref.length, sizes.length);
+    std::memcpy(at + object, strings[i], ref.length);
+    used += object + align8(ref.length);
+  }
+  if (!layout.collections.empty()) frame(p.bytes.data() + start, layout.collections[c], used, sizes);
+  return p;
+}
+
+void encode_refs(std::span<const Ref> refs, std::uint64_t base, const Sizes& sizes, unsigned char* out) {
+  for (const Ref& ref : refs) {
+    const bool null = ref.index == 0;
+    put(out, null ? 0 : ref.length, 4);
+    put(out + 4, null ? 0 : base + ref.address, sizes.address);
+    put(out + 4 + sizes.address, ref.index, 4);
+    out += sizes.element();
+  }
 }
 
 }  // namespace mb::heap

@@ -1,10 +1,10 @@
 #pragma once
-// Variable-length strings as HDF5 stores them, decoded without libhdf5 (HDF5
-// file format spec, III.E "Global Heap" and the variable-length datatype's
-// stored form): each element is (uint32 length, address of a global heap
-// collection, uint32 object index), little-endian; a collection ("GCOL") holds
-// the objects. Pure byte logic: anything that does not fit the format exactly
-// is refused (none), and the caller leaves the data to libhdf5.
+// Variable-length strings as HDF5 stores them, decoded and encoded without
+// libhdf5 (HDF5 file format spec, III.E "Global Heap" and the variable-length
+// datatype's stored form): each element is (uint32 length, address of a
+// global heap collection, uint32 object index), little-endian; a collection
+// ("GCOL") holds the objects. Pure byte logic: anything that does not fit the
+// format exactly is refused (none), and the caller leaves the data to libhdf5.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -53,5 +53,25 @@ struct Object {
 // space, a later object of the same index replaces an earlier one. None if
 // the header is wrong, an object runs past the end or would not advance.
 std::optional<std::vector<Object>> parse_collection(std::span<const unsigned char> bytes, const Sizes& sizes);
+
+// Strings laid out in collections as libhdf5 lays them out (H5HG.c): one
+// object per string, indices from 1, reference count 0, each padded to 8
+// bytes; a collection at least 4 KiB (H5HG_MINSIZE: libhdf5 reads that much
+// of any collection first) and at most 64 KiB (H5HG_MAXSIZE) unless one
+// string alone needs more, the rest of it one free-space object. The
+// collections lie one after another from `bytes`' start; each ref's address
+// is relative to it. A null string (null pointer) is stored as libhdf5
+// stores one: length, address and index all 0, no object.
+struct Packed {
+  std::vector<unsigned char> bytes;
+  std::vector<Ref> refs;
+  std::uint64_t free = 0;  // bytes of free space in the collections
+};
+// Throws for a string of 4 GiB or more, which the element's length cannot hold.
+Packed pack(std::span<const char* const> strings, const Sizes& sizes);
+
+// The elements of `refs` (as pack() made them: index 0 is a null string)
+// at file address `base` + their address, `sizes.element()` bytes each.
+void encode_refs(std::span<const Ref> refs, std::uint64_t base, const Sizes& sizes, unsigned char* out);
 
 }  // namespace mb::heap

@@ -19,6 +19,17 @@ std::vector<MaxDim> kept_max_dims(const std::vector<MaxDim>& source, const Shape
   return {dims.begin(), dims.end()};
 }
 
+// Variable-length strings without a fill value of their own: allocating
+// them writes nothing (a user's fill value would be written element by
+// element, each one into the global heap).
+bool strings_placed_early(hid_t dcpl, hid_t type, const Location& where) {
+  if (H5Tget_class(type) != H5T_STRING || check(H5Tis_variable_str(type), where, "cannot read the datatype") <= 0)
+    return false;
+  H5D_fill_value_t fill = H5D_FILL_VALUE_ERROR;
+  check(H5Pfill_value_defined(dcpl, &fill), where, "cannot read the fill value");
+  return fill != H5D_FILL_VALUE_USER_DEFINED;
+}
+
 // A copy of the source's creation properties adapted to the new extent.
 Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& where) {
   const std::uint64_t bytes = element_count(dims) * size_of(prototype.type.get(), where);
@@ -33,9 +44,12 @@ Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& w
   if (mapped) return dcpl;
   if (layout == H5D_COMPACT && bytes >= kCompactLimit)
     check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "cannot set the layout");
-  // Large contiguous copies move as file bytes, which needs their place in the file now.
-  if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS && copyable_as_bytes(prototype.type.get()) &&
-      bytes >= transfer::kFileBytesMin)
+  // Large contiguous copies move as file bytes, and variable-length strings
+  // are written past libhdf5 (io/transfer/strings.hpp): both need their
+  // place in the file now, whichever way they are then written.
+  const hid_t type = prototype.type.get();
+  if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS &&
+      ((copyable_as_bytes(type) && bytes >= transfer::kFileBytesMin) || strings_placed_early(dcpl.get(), type, where)))
     check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
   return dcpl;
 }

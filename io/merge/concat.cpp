@@ -19,11 +19,15 @@ namespace mb::io::merging {
 
 namespace {
 
-// Notes where an assembled result allocated at creation lies in the output.
-void place(const Context& ctx, const std::string& path, hid_t dst, hid_t dcpl, const h5::Location& at) {
+// Notes where an assembled result allocated at creation lies in the
+// output, if its elements are their file bytes (variable-length strings
+// are allocated early too, but their elements are pointers in memory).
+void place(const Context& ctx, const std::string& path, hid_t dst, hid_t type, hid_t dcpl, const h5::Location& at) {
   H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
   h5::check(H5Pget_alloc_time(dcpl, &when), at, "cannot read the allocation time");
-  if (!ctx.job.policy.byte_paths || when != H5D_ALLOC_TIME_EARLY || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS) return;
+  if (!ctx.job.policy.byte_paths || when != H5D_ALLOC_TIME_EARLY || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
+      !h5::copyable_as_bytes(type))
+    return;
   const haddr_t offset = H5Dget_offset(dst);
   if (offset == HADDR_UNDEF) {
     h5::forget_error();
@@ -54,7 +58,7 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
   if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
   h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
   whole.prepare(element_count(leaf.dims));
-  place(ctx, path, dst, dcpl.get(), at);
+  place(ctx, path, dst, in.model.type, dcpl.get(), at);
   return &whole;
 }
 

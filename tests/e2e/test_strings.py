@@ -1,8 +1,11 @@
 """Variable-length strings: contiguous inputs are read from their global heap
-without libhdf5's per-string conversion (io/transfer/strings.cpp), everything
-else through libhdf5. Either way every microbatch holds exactly the input's
-strings (judged with h5py) and merge gives the input back (h5diff)."""
+without libhdf5's per-string conversion, and contiguous outputs written to
+theirs without libhdf5's per-string inserts (io/transfer/strings.cpp),
+everything else through libhdf5. Either way every microbatch holds exactly
+the input's strings (judged with h5py), merge gives the input back (h5diff),
+and libhdf5 reads and extends the collections written past it."""
 import os
+import subprocess
 
 import h5py
 import numpy as np
@@ -12,6 +15,7 @@ from conftest import ENV, assert_one_line_error, h5diff, run
 
 LIBRARY_ENV = dict(ENV, MICROBATCH_NO_RAW_COPY="1")
 FAST = "strings read from the global heap"
+PACKED = "strings written to the global heap"
 # Above kWholeInMemory (1 MiB of char*): copied piece by piece, not read whole.
 ROWS = 140_000
 
@@ -42,11 +46,12 @@ def make(path, kind, layout, shape=None):
     return data
 
 
-def fast_count(res):
-    """Strings the log says were read from the heap and through libhdf5."""
+def fast_count(res, phrase=FAST):
+    """Strings the log says were read from the heap (written to it, with
+    phrase=PACKED) and through libhdf5."""
     fast = slow = 0
     for line in res.err.splitlines():
-        if FAST in line:
+        if phrase in line:
             words = line.split()
             fast += int(words[words.index("strings") - 1])
             slow += int(words[words.index("through") - 1])
@@ -64,13 +69,15 @@ def test_strings_split_and_merge_exactly(tmp_path, kind, layout):
     src = tmp_path / "in.h5"
     data = make(src, kind, layout)
     res = run("split", src, "-n", 3, "-o", tmp_path / "mb", "-v", check=0)
-    # The heap path takes every contiguous string, and nothing else.
-    assert fast_count(res) == ((ROWS, 0) if layout == "contiguous" else (0, 0)), res
+    # The heap paths take every contiguous string, and nothing else (outputs
+    # keep the input's layout).
+    expected = (ROWS, 0) if layout == "contiguous" else (0, 0)
+    assert fast_count(res) == expected and fast_count(res, PACKED) == expected, res
     for i, part in enumerate(np.array_split(data, 3)):
         got = values(tmp_path / "mb" / f"microbatch-{i:05d}.h5")
         assert got.tolist() == part.tolist() if kind == "ascii" else [s.decode() for s in got] == part.tolist()
     res = run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "-v", check=0)
-    assert fast_count(res) == ((ROWS, 0) if layout == "contiguous" else (0, 0)), res
+    assert fast_count(res) == expected and fast_count(res, PACKED) == expected, res
     assert h5diff(src, tmp_path / "m.h5") == 0
 
 
@@ -97,6 +104,7 @@ def test_heap_path_and_library_path_write_the_same(tmp_path):
     fast = run("split", src, "-n", 4, "-o", tmp_path / "fast", "-v", check=0)
     slow = run("split", src, "-n", 4, "-o", tmp_path / "slow", "-v", env=LIBRARY_ENV, check=0)
     assert fast_count(fast) == (ROWS, 0) and fast_count(slow) == (0, 0)
+    assert fast_count(fast, PACKED) == (ROWS, 0) and fast_count(slow, PACKED) == (0, 0)
     for i, part in enumerate(np.array_split(nulls, 4)):
         name = f"microbatch-{i:05d}.h5"
         assert values(tmp_path / "fast" / name).tolist() == values(tmp_path / "slow" / name).tolist()
@@ -162,3 +170,91 @@ def test_damaged_heap_collection_is_an_error_not_wrong_strings(tmp_path):
     res = run("split", src, "-n", 3, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "in.h5", "/text")
     assert not os.path.exists(tmp_path / "mb")
+
+
+def collections(path):
+    """{address: (size, {index: (refcount, bytes)})} of every global heap
+    collection the records of /text point at (8-byte sizes), parsed as the
+    file format spec lays them out."""
+    raw = path.read_bytes()
+    out = {}
+    for address in set(stored_addresses(path).tolist()) - {0}:
+        assert raw[address:address + 5] == b"GCOL\x01"
+        size = int.from_bytes(raw[address + 8:address + 16], "little")
+        objects, at = {}, address + 16
+        while at + 16 <= address + size:
+            index = int.from_bytes(raw[at:at + 2], "little")
+            refs = int.from_bytes(raw[at + 2:at + 4], "little")
+            length = int.from_bytes(raw[at + 8:at + 16], "little")
+            if index == 0:  # the free space, its header counted in its size
+                at += length
+                continue
+            objects[index] = (refs, raw[at + 16:at + 16 + length])
+            at += 16 + (length + 7) // 8 * 8
+        assert at == address + size
+        out[address] = (size, objects)
+    return out
+
+
+def test_collections_written_past_libhdf5_are_libhdf5s_own_layout_and_it_extends_them(tmp_path):
+    src = tmp_path / "in.h5"
+    data = make(src, "long", "contiguous")
+    res = run("split", src, "-n", 3, "-o", tmp_path / "mb", "-v", check=0)
+    assert fast_count(res, PACKED) == (ROWS, 0), res
+    res = run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "-v", check=0)
+    assert fast_count(res, PACKED) == (ROWS, 0), res
+    merged = tmp_path / "m.h5"
+    assert h5diff(src, merged) == 0
+    # As H5HG lays collections out: 4 KiB to 64 KiB (one larger string
+    # alone), objects numbered from 1 with no references counted; every
+    # record's string is its object's bytes.
+    heap = collections(merged)
+    assert len(heap) > 10
+    for size, objects in heap.values():
+        assert size % 8 == 0 and size >= 4096 and (size <= 65536 or len(objects) == 1)
+        assert sorted(objects) == list(range(1, len(objects) + 1))
+        assert all(refs == 0 for refs, _ in objects.values())
+    with h5py.File(merged) as f:
+        offset = f["text"].id.get_offset()
+    records = np.fromfile(merged, dtype=np.uint8, count=16 * ROWS, offset=offset).reshape(ROWS, 16)
+    for i in (0, 1, 997, 1994, ROWS - 1):
+        length = int.from_bytes(records[i, :4].tobytes(), "little")
+        address = int.from_bytes(records[i, 4:12].tobytes(), "little")
+        index = int.from_bytes(records[i, 12:].tobytes(), "little")
+        assert heap[address][1][index][1] == data[i].encode() and length == len(data[i])
+    # libhdf5 rewrites strings in those collections (freeing objects in
+    # them), adds its own, and repacks the file: the strings stay right.
+    expected = [s.encode() for s in data]
+    with h5py.File(merged, "r+") as f:
+        f["text"][5:8] = np.array(["new", "", "N" * 70_000], dtype=object)
+        f.create_dataset("more", data=np.array([f"more {i}" for i in range(3000)], dtype=object),
+                         dtype=h5py.string_dtype())
+    expected[5:8] = [b"new", b"", b"N" * 70_000]
+    with h5py.File(merged) as f:
+        assert f["text"][()].tolist() == expected and f["more"][2999] == b"more 2999"
+    subprocess.run(["h5repack", str(merged), str(tmp_path / "r.h5")], check=True)
+    assert h5diff(merged, tmp_path / "r.h5") == 0
+    # Through libhdf5 instead: the same strings.
+    res = run("merge", tmp_path / "mb", "-o", tmp_path / "slow.h5", "-v", env=LIBRARY_ENV, check=0)
+    assert fast_count(res, PACKED) == (0, 0), res
+    assert h5diff(src, tmp_path / "slow.h5") == 0
+
+
+def test_strings_libhdf5_read_are_written_past_it_and_a_few_short_ones_left_to_it(tmp_path):
+    # A user block: the input's heap addresses are not file offsets, so
+    # libhdf5 reads the strings; the outputs have none, so they are written
+    # past it. Pieces of 32,769 strings: blocks of 32,768 and 1, and one short
+    # string would leave most of a 4 KiB collection free: libhdf5 writes it,
+    # into a collection it shares.
+    rows = 8 * 32_769
+    src = tmp_path / "in.h5"
+    data = np.array([f"s{i}" for i in range(rows)], dtype=object)
+    with h5py.File(src, "w", userblock_size=512) as f:
+        f.create_dataset("text", data=data, dtype=h5py.string_dtype())
+    res = run("split", src, "-n", 8, "-o", tmp_path / "mb", "-v", check=0)
+    assert fast_count(res) == (0, rows), res
+    assert fast_count(res, PACKED) == (rows - 8, 8), res
+    for i, part in enumerate(np.array_split(data, 8)):
+        assert [s.decode() for s in values(tmp_path / "mb" / f"microbatch-{i:05d}.h5")] == part.tolist()
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
