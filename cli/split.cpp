@@ -108,6 +108,9 @@ std::pair<io::Prepared, io::SplitResult> split_once(const SplitCommand& cmd, con
   std::string spec_name;
   const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
   io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
+  // Small datasets kept from the tree's walk; not when copies are off, which
+  // writes every file the plain way (the tests compare the two).
+  if (cmd.policy.clones) request.keep_bytes = cmd.policy.buffer_bytes;
   io::Prepared prepared = io::prepare(request);
   if (prepared.preset && run.report)
     spdlog::info("{}: preset {}{}", shown_name(cmd.input), prepared.preset->name,

@@ -1,10 +1,14 @@
 #include "io/prepare.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "io/derived.hpp"
 #include "io/h5/file.hpp"
+#include "io/split/held.hpp"
 #include "io/tree_reader.hpp"
 
 #include "core/presets.hpp"
+#include "core/remote.hpp"
 
 namespace mb::io {
 
@@ -26,8 +30,10 @@ Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   const std::string& input = request.input;
   h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
+  if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? h5::describe_tree(file.get(), input)
-                                                                : h5::read_tree(file.get(), input);
+                                                                : h5::read_tree(file.get(), input, out.held.get());
+  if (out.held) spdlog::debug("{}: {} small datasets kept from the walk of the tree", shown_name(input), out.held->size());
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
       for (const auto& a : n.attributes) {

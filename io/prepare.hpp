@@ -1,7 +1,9 @@
 #pragma once
 // The step split and inspect share: open the batch, read its tree, resolve
 // the spec against it, read the offsets of packed sequences, and plan.
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,7 +28,12 @@ struct PrepareRequest {
   // Without a spec: "auto" (a preset detected from the tree), "none" or a
   // preset's name (core/presets); none given: no preset.
   std::optional<std::string> preset;
+  // Split: keep small datasets from the walk of the tree, up to this many
+  // bytes of values, for the writer (io/split/held.hpp); 0 keeps none.
+  std::uint64_t keep_bytes = 0;
 };
+
+class Held;
 
 // The preset a --preset choice gives for a file's tree, and its spec.
 struct PresetSpec {
@@ -47,6 +54,7 @@ struct Prepared {
   std::map<std::pair<std::string, std::string>, std::string> previews;
   // The same attributes' values as JSON (inspect --json).
   std::map<std::pair<std::string, std::string>, nlohmann::ordered_json> values;
+  std::shared_ptr<Held> held;  // when asked for (keep_bytes)
 };
 
 Prepared prepare(const PrepareRequest& request);

@@ -80,7 +80,7 @@ bool dimension_scale_attribute(const std::string& name, bool of_dataset) {
 // attributes cannot be copied (a reference is an address in its own file):
 // `refused` says so, naming the first such attribute.
 std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where, bool of_dataset,
-                                               std::string& refused) {
+                                               std::string& refused, Keeper* keeper = nullptr) {
   std::vector<AttributeInfo> out;
   for (const auto& name : attribute_names(object, where)) {
     const Location at = where.attribute(name);
@@ -90,6 +90,7 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
     const SpaceInfo s = space_info(space.get(), at);
     check_element_count(s, at);
     if (H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
+      if (keeper) keeper->discard();
       const bool scales = dimension_scale_attribute(name, of_dataset);
       if (!scales && refused.empty())
         refused = at.describe() + ": object references are not supported (only the dimension scales of netCDF-4 "
@@ -99,6 +100,7 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
       continue;
     }
     ValueType value_type = value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
+    if (keeper) keeper->attribute(attr.get(), type.get(), space.get(), s, name, at);
     out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
                    too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type),
                    attribute_text(attr.get(), type.get(), s, at), false, false});
@@ -185,10 +187,9 @@ std::string filter_text(hid_t dcpl, unsigned index, const Location& where, Filte
   return name;
 }
 
-StorageInfo read_storage(hid_t dataset, const SpaceInfo& space, const Location& where) {
+StorageInfo read_storage(const Id& dcpl, const SpaceInfo& space, const Location& where) {
   StorageInfo info;
   info.max_shape = space.max_dims;
-  Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
   switch (layout_of(dcpl.get(), where)) {
     case H5D_COMPACT: info.layout = "compact"; break;
     case H5D_CONTIGUOUS: info.layout = "contiguous"; break;
@@ -215,7 +216,7 @@ bool has_external_storage(hid_t dataset, const Location& where) {
   return check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
 }
 
-void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
+void read_dataset(hid_t dataset, const Location& where, NodeInfo& node, Keeper* keeper) {
   node.kind = NodeInfo::Kind::Dataset;
   Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
   Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
@@ -228,7 +229,8 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
   node.null_space = s.null_space;
   node.dtype = dtype_name(type.get());
   node.element_size = size_of(type.get(), where);
-  node.storage = read_storage(dataset, s, where);
+  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  node.storage = read_storage(dcpl, s, where);
   // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
   // an edge chunk is not idempotent, so a split or merge could not be exact.
   const bool quantised = std::find(node.storage.filters.begin(), node.storage.filters.end(), "scaleoffset") !=
@@ -251,7 +253,8 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node) {
     }
   }
   std::string refused;
-  node.attributes = describe_attributes(dataset, where, true, refused);
+  if (keeper) keeper->dataset(dataset, type.get(), dcpl.get(), s, where);
+  node.attributes = describe_attributes(dataset, where, true, refused, keeper);
   if (references)
     refused = where.describe() + ": datasets of object or region references are not supported (a reference is an "
               "address in its own file)";
@@ -269,7 +272,7 @@ constexpr std::size_t kMaxFurtherNames = 1'000'000;
 
 class TreeReader {
  public:
-  explicit TreeReader(const std::string& file_name) : file_name_(file_name) {}
+  TreeReader(const std::string& file_name, Keeper* keeper) : file_name_(file_name), keeper_(keeper) {}
 
   void read_root(hid_t root, const Location& where, NodeInfo& node) {
     read_group(root, object_info(root, where).addr, where, node);
@@ -335,7 +338,7 @@ class TreeReader {
     }
     switch (type) {
       case H5I_GROUP: read_group(object, info.addr, at, child); break;
-      case H5I_DATASET: read_dataset(object, at, child); break;
+      case H5I_DATASET: read_dataset(object, at, child, keeper_); break;
       default: throw Error(at.describe() + ": named datatypes are not supported (only groups and datasets)");
     }
   }
@@ -364,6 +367,7 @@ class TreeReader {
   }
 
   const std::string& file_name_;
+  Keeper* keeper_;
   // Addresses of the groups on the path from the root to the group being
   // read: a hard link back to one of them would make the tree infinite.
   std::vector<haddr_t> ancestors_;
@@ -387,19 +391,19 @@ std::vector<std::string> member_names(hid_t group, const Location& where) {
   return names;
 }
 
-NodeInfo read_tree(hid_t file, const std::string& file_name) {
-  NodeInfo root = describe_tree(file, file_name);
+NodeInfo read_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
+  NodeInfo root = describe_tree(file, file_name, keeper);
   for_each_node(root, [](const NodeInfo& n) {
     if (!n.storage.unreadable.empty()) throw Error(n.storage.unreadable);
   });
   return root;
 }
 
-NodeInfo describe_tree(hid_t file, const std::string& file_name) {
+NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
   NodeInfo root;
   root.path = "/";
   Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
-  TreeReader reader(file_name);
+  TreeReader reader(file_name, keeper);
   reader.read_root(group.get(), {file_name, "/"}, root);
   reader.expand_further_names(root, root);
   return root;

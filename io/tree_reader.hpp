@@ -18,12 +18,27 @@
 
 namespace mb::h5 {
 
+struct SpaceInfo;
+
+// What a walk of the tree may keep of each dataset while it is open (split
+// then need not open it again: io/split/held.hpp). Told of each dataset,
+// then of each of its attributes, in name order; `discard` when one of them
+// is a reference (rebuilt or refused, never copied).
+class Keeper {
+ public:
+  virtual ~Keeper() = default;
+  virtual void dataset(hid_t dataset, hid_t type, hid_t dcpl, const SpaceInfo& space, const Location& where) = 0;
+  virtual void attribute(hid_t attr, hid_t type, hid_t space, const SpaceInfo& shape, const std::string& name,
+                         const Location& at) = 0;
+  virtual void discard() = 0;
+};
+
 // Refuses, besides what cannot be handled, datasets that cannot be read
 // exactly (virtual datasets whose sources HDF5 would fill in).
-NodeInfo read_tree(hid_t file, const std::string& file_name);
+NodeInfo read_tree(hid_t file, const std::string& file_name, Keeper* keeper = nullptr);
 // The same tree for display: such datasets are kept, with the reason in
 // their storage's `unreadable`.
-NodeInfo describe_tree(hid_t file, const std::string& file_name);
+NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper = nullptr);
 
 // The names of a group's members in name order, refusing soft and external
 // links (as read_tree does).

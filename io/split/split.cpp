@@ -149,7 +149,8 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
   h5::Id input = h5::open_read_only(job.input, h5::Cache::Keep);
   const ClonePlan clones = clone_plan(job, prepared, begin, end);
   ModelNotes notes(clones, *prepared.plan, job.policy.buffer_bytes);
-  SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes};
+  SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes,
+                     prepared.held.get()};
   std::vector<std::uint64_t> models;
   for (const auto& c : clones.classes) models.push_back(c.model);
   write_through_library(source, prepared, files, models);

@@ -6,6 +6,7 @@
 #include "io/derived.hpp"
 #include "io/guard.hpp"
 #include "io/split/clone.hpp"
+#include "io/split/held.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -62,6 +63,10 @@ class SplitWriter {
           h5::create_hard_link(dst_groups[i], child.name, child.first_name, out_where(i, child.path));
         continue;
       }
+      if (Held::Dataset* held = held_dataset(child)) {
+        write_copies(child, {held->prototype, held->attributes, &held->whole, H5I_INVALID_HID}, dst_groups);
+        continue;
+      }
       h5::Id src = h5::open_object(src_group, child.name, {source_.name, child.path});
       if (child.is_group()) {
         write_group(child, src.get(), dst_groups);
@@ -97,15 +102,36 @@ class SplitWriter {
     return whole;
   }
 
-  // Everything the copies of one dataset need is read from the input once:
-  // its prototype, its attributes and, when small, its data.
+  // A dataset kept from the tree's walk, if its rule needs nothing more of
+  // the input (offsets are read again, to be rebased).
+  Held::Dataset* held_dataset(const NodeInfo& ds) const {
+    if (source_.held == nullptr || ds.is_group()) return nullptr;
+    if (source_.resolution.dataset_rule(ds.path).mode == LeafRule::Mode::Offsets) return nullptr;
+    return source_.held->find(ds.path);
+  }
+
+  // What the copies of one dataset are made from, read from the input once.
+  struct Input {
+    const h5::Prototype& prototype;
+    const h5::Attributes& attributes;
+    h5::Buffer* whole;  // all its data, when small; else read from `src`
+    hid_t src;          // invalid for a kept dataset, which is whole
+  };
+
+  // Reads its prototype, its attributes and, when small, its data.
   void write_dataset(const NodeInfo& ds, hid_t src, const std::vector<hid_t>& dst_parents) {
     const h5::Location src_where{source_.name, ds.path};
     const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
     const h5::Prototype prototype = h5::read_prototype(src, src_where);
     const h5::Attributes attributes = h5::read_attributes(src, src_where, names_of(ds.attributes));
     std::optional<h5::Buffer> whole = read_whole(ds, src, prototype, rule, src_where);
-    const Side from = whole ? Side::in_memory(*whole, ds.shape, src_where) : Side::of(src, src_where);
+    write_copies(ds, {prototype, attributes, whole ? &*whole : nullptr, src}, dst_parents);
+  }
+
+  void write_copies(const NodeInfo& ds, const Input& in, const std::vector<hid_t>& dst_parents) {
+    const h5::Location src_where{source_.name, ds.path};
+    const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
+    const Side from = in.whole ? Side::in_memory(*in.whole, ds.shape, src_where) : Side::of(in.src, src_where);
     std::optional<h5::Extent> extent;  // shared by the copies of one extent
     ByteMeter* meter = source_.policy.meter;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
@@ -117,17 +143,17 @@ class SplitWriter {
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
       if (meter) meter->begin(ds.null_space ? 0 : element_count(dims) * ds.element_size);  // as split_bytes counts it
       if (!extent || extent->dims != dims)
-        extent = h5::make_extent(prototype, dims, where);
+        extent = h5::make_extent(in.prototype, dims, where);
       h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
-        return h5::create_dataset(prototype, *extent, dst_parents[i], ds.name, where);
+        return h5::create_dataset(in.prototype, *extent, dst_parents[i], ds.name, where);
       });
-      h5::write_attributes(dst.get(), attributes, where);
+      h5::write_attributes(dst.get(), in.attributes, where);
       const Side to = Side::of(dst.get(), where);
       if (rule.mode == LeafRule::Mode::Derive) continue;  // written last, from this file's offsets
       if (!rows) {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {
-        write_rebased_offsets({src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
+        write_rebased_offsets({in.src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
       } else if (per_document(rule) && transfer::gathers(*rows)) {
         transfer::copy_gathered(from, to, {*rows, static_cast<std::size_t>(rule.axis), false}, source_.policy);
       } else {
@@ -136,8 +162,7 @@ class SplitWriter {
         for (const auto& place : places) transfer::copy(from, place.batch, to, place.piece, source_.policy);
       }
       if (source_.notes)
-        source_.notes->written({files_[i], ds, dst.get(), prototype.type.get(), extent->dcpl.get(),
-                                whole ? &*whole : nullptr, where});
+        source_.notes->written({files_[i], ds, dst.get(), in.prototype.type.get(), extent->dcpl.get(), in.whole, where});
       if (meter) meter->end();
     }
   }

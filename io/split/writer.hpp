@@ -15,6 +15,7 @@
 namespace mb::io {
 
 class ModelNotes;  // io/split/clone.hpp
+class Held;        // io/split/held.hpp
 
 struct SplitSource {
   hid_t file;
@@ -24,6 +25,7 @@ struct SplitSource {
   const SplitPlan& plan;
   transfer::Policy policy;
   ModelNotes* notes = nullptr;  // told of every dataset written, when some files are copies
+  Held* held = nullptr;         // small datasets kept from the tree's walk, not opened again
 };
 
 // Writes output files `files` (indices in the plan) into the open

@@ -229,3 +229,24 @@ def test_merge_of_chunked_inputs_walks_every_input(tmp_path):
     assert "merged as a copy" not in log
     assert log.count("merged through libhdf5: the model's split data is not all read whole") == 3, log
     assert h5diff(src, tmp_path / "merged-copies.h5") == 0
+
+
+def test_datasets_kept_from_the_tree_keep_their_own_creation_properties(tmp_path):
+    """Split keeps small datasets from the walk of the tree (io/split/held.hpp), their datatypes and creation
+    properties interned: one id for all that are equal. libhdf5 1.10.8's H5Pequal takes chunk shapes for equal;
+    each dataset must keep its own, and the files be the bytes written without keeping anything."""
+    src = tmp_path / "in.h5"
+    chunks = [(4,), (5,), (8,), (4,), None]
+    with h5py.File(src, "w") as f:
+        for k, chunk in enumerate(chunks):
+            d = f.create_dataset(f"d{k}", data=np.arange(40, dtype="<i4") + k, chunks=chunk)
+            d.attrs["k"] = k
+        f.create_dataset("filled", data=np.arange(40, dtype="<i4"), chunks=(4,), fillvalue=7)
+    written, copied, log = split_both_ways(tmp_path, src, "-n", 4)
+    assert "6 small datasets kept from the walk of the tree" in log, log
+    for i in range(4):
+        with h5py.File(tmp_path / "copies" / f"microbatch-{i:05d}.h5") as f:
+            assert [f[f"d{k}"].chunks for k in range(len(chunks))] == chunks
+            assert f["filled"].fillvalue == 7 and f["d0"].fillvalue == 0
+            assert [f[f"d{k}"].attrs["k"] for k in range(len(chunks))] == list(range(len(chunks)))
+    assert merged_equals(tmp_path, src)

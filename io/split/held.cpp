@@ -1,0 +1,119 @@
+#include "io/split/held.hpp"
+
+#include <optional>
+#include <utility>
+
+#include "io/guard.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/types.hpp"
+#include "io/transfer/copy.hpp"
+
+namespace mb::io {
+namespace {
+
+// Distinct ids per table at most: past them, datasets are not kept (each
+// lookup compares with every entry).
+constexpr std::size_t kInterned = 32;
+
+h5::Id shared(hid_t id) {
+  if (H5Iinc_ref(id) < 0) {
+    h5::forget_error();
+    return {};
+  }
+  return h5::Id(id);
+}
+
+htri_t equal_types(hid_t a, hid_t b) { return H5Tequal(a, b); }
+
+// A chunk shape and its options (H5Pset_chunk_opts); none if not chunked.
+std::optional<std::pair<std::vector<hsize_t>, unsigned>> chunking(hid_t dcpl) {
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED) return std::nullopt;
+  std::vector<hsize_t> dims(H5S_MAX_RANK);
+  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims.data());
+  unsigned options = 0;
+  if (rank < 0 || H5Pget_chunk_opts(dcpl, &options) < 0) return std::pair<std::vector<hsize_t>, unsigned>{{}, ~0u};
+  dims.resize(static_cast<std::size_t>(rank));
+  return std::pair{dims, options};
+}
+
+// libhdf5 1.10.8's H5Pequal takes creation properties that differ only in
+// their chunk shape or chunk options for equal: those are compared here.
+htri_t equal_lists(hid_t a, hid_t b) {
+  const htri_t equal = H5Pequal(a, b);
+  if (equal <= 0) return equal;
+  return chunking(a) == chunking(b) ? 1 : 0;
+}
+htri_t equal_extents(hid_t a, hid_t b) { return H5Sextent_equal(a, b); }
+
+}  // namespace
+
+h5::Id Held::interned(std::vector<h5::Id>& table, hid_t id, htri_t (*equal)(hid_t, hid_t)) {
+  for (const h5::Id& kept : table) {
+    const htri_t same = equal(kept.get(), id);
+    if (same < 0) {
+      h5::forget_error();
+      return {};
+    }
+    if (same > 0) return shared(kept.get());
+  }
+  if (table.size() >= kInterned) return {};
+  h5::Id kept = shared(id);
+  if (!kept.valid()) return {};
+  table.push_back(std::move(kept));
+  return shared(id);
+}
+
+Held::Dataset* Held::find(const std::string& path) {
+  const auto it = datasets_.find(path);
+  return it == datasets_.end() ? nullptr : &it->second;
+}
+
+void Held::dataset(hid_t dataset, hid_t type, hid_t dcpl, const h5::SpaceInfo& space, const h5::Location& where) {
+  current_ = nullptr;
+  if (space.null_space || !h5::copyable_as_bytes(type) || H5Tcommitted(type) != 0) return;
+  if (h5::layout_of(dcpl, where) == H5D_VIRTUAL ||
+      h5::check(H5Pget_external_count(dcpl), where, "cannot read external files") != 0)
+    return;
+  const std::uint64_t bytes = space.elements() * h5::size_of(type, where);
+  if (!transfer::held_whole(dcpl, bytes, where) || used_ + bytes > budget_) return;
+  h5::Id kept_type = interned(types_, type, equal_types);
+  h5::Id kept_dcpl = kept_type.valid() ? interned(dcpls_, dcpl, equal_lists) : h5::Id();
+  if (!kept_dcpl.valid()) return;
+  const hid_t buffer_type = kept_type.get();  // lives as long as the table
+  Dataset held{h5::Prototype{std::move(kept_type), space, std::move(kept_dcpl)}, {}, h5::Buffer(buffer_type)};
+  h5::read(dataset, Selection::all(space.dims), held.whole, where);
+  used_ += bytes;
+  current_ = &datasets_.emplace(where.path, std::move(held)).first->second;
+  current_path_ = where.path;
+}
+
+void Held::attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& shape, const std::string& name,
+                     const h5::Location& at) {
+  if (current_ == nullptr) return;
+  const std::uint64_t bytes = shape.elements() * h5::size_of(type, at);
+  h5::Id kept_type = H5Tcommitted(type) == 0 && used_ + bytes <= budget_ ? interned(types_, type, equal_types)
+                                                                          : h5::Id();
+  h5::Id kept_space = kept_type.valid() ? interned(spaces_, space, equal_extents) : h5::Id();
+  if (!kept_space.valid()) {
+    discard();
+    return;
+  }
+  // As h5::read_attribute reads it.
+  io::note_activity(at.file, at.path);
+  h5::check_fits_in_file(attr, bytes, at);
+  h5::AttributeValue value(std::move(kept_type));
+  value.space = std::move(kept_space);
+  value.shape = shape;
+  value.data.prepare(shape.elements());
+  if (!shape.null_space) h5::check(H5Aread(attr, value.type.get(), value.data.data()), at, "cannot read the attribute");
+  used_ += bytes;
+  current_->attributes.emplace_back(name, std::move(value));
+}
+
+void Held::discard() {
+  if (current_ == nullptr) return;
+  datasets_.erase(current_path_);
+  current_ = nullptr;
+}
+
+}  // namespace mb::io
