@@ -25,9 +25,7 @@ std::vector<MaxDim> kept_max_dims(const std::vector<MaxDim>& source, const Shape
 bool strings_placed_early(hid_t dcpl, hid_t type, const Location& where) {
   if (H5Tget_class(type) != H5T_STRING || check(H5Tis_variable_str(type), where, "cannot read the datatype") <= 0)
     return false;
-  H5D_fill_value_t fill = H5D_FILL_VALUE_ERROR;
-  check(H5Pfill_value_defined(dcpl, &fill), where, "cannot read the fill value");
-  return fill != H5D_FILL_VALUE_USER_DEFINED;
+  return !user_fill_value(dcpl, where);
 }
 
 // A copy of the source's creation properties adapted to the new extent.
@@ -55,6 +53,12 @@ Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& w
 }
 
 }  // namespace
+
+bool user_fill_value(hid_t dcpl, const Location& where) {
+  H5D_fill_value_t fill = H5D_FILL_VALUE_ERROR;
+  check(H5Pfill_value_defined(dcpl, &fill), where, "cannot read the fill value");
+  return fill == H5D_FILL_VALUE_USER_DEFINED;
+}
 
 std::vector<MaxDim> max_dims_holding(const std::vector<MaxDim>& source, const Shape& dims) {
   std::vector<MaxDim> out(dims.size());

@@ -101,6 +101,7 @@ void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset,
     const ssize_t k = pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put));
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) fail_io(where, "cannot write data", errno);
+    if (k == 0) fail_io(where, "cannot write data", EIO);  // never for a regular file; not a loop forever
     put += static_cast<std::size_t>(k);
   }
 }

@@ -101,7 +101,9 @@ std::optional<Records> source_of(hid_t dataset, hid_t type, const h5::Location& 
 // allocation, so nothing else is ever put there, and the superblock records
 // the new end when the file is closed). Only a dataset of the very type of
 // the strings, in a file of 8-byte addresses and lengths (as outputs are
-// created).
+// created), without a fill value of its own: libhdf5 writes that into the
+// heap for every element when it allocates the dataset, and H5Dwrite frees
+// what it overwrites, which records written past it would not.
 struct Target {
   Records records;
   h5::Id file;
@@ -110,6 +112,8 @@ struct Target {
 std::optional<Target> target_of(hid_t dataset, hid_t type, const h5::Location& where) {
   h5::Id stored(H5Dget_type(dataset), where, "cannot read the datatype");
   if (h5::check(H5Tequal(stored.get(), type), where, "cannot compare datatypes") <= 0) return std::nullopt;
+  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  if (h5::user_fill_value(dcpl.get(), where)) return std::nullopt;
   Target t{{}, h5::Id(H5Iget_file_id(dataset), where, "cannot find the file of")};
   auto r = records_of(dataset, t.file.get(), type, H5F_ACC_RDWR, where);
   if (!r || r->sizes.address != 8 || r->sizes.length != 8) return std::nullopt;

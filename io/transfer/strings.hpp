@@ -17,8 +17,8 @@
 // libhdf5 instead, which then behaves as it always has (io/guard.hpp).
 //
 // Writing: to a contiguous output dataset allocated at creation (h5::
-// make_extent allocates string datasets early) of the same type, in a file
-// of the POSIX driver: the strings are laid out in collections as libhdf5
+// make_extent allocates string datasets early) of the same type, without a
+// fill value of its own, in a file of the POSIX driver: the strings are laid out in collections as libhdf5
 // lays them out, written at the end of the file in space reserved from
 // libhdf5 (H5Fincrement_filesize), and the element records written in
 // place. A char* array either way, so what is written is what H5Dwrite of
