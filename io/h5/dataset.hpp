@@ -12,10 +12,10 @@
 
 namespace mb::h5 {
 
-// What copies of a dataset are made from: read once, used for every copy.
 // Whether creation properties hold a fill value the user set.
 bool user_fill_value(hid_t dcpl, const Location& where);
 
+// What copies of a dataset are made from: read once, used for every copy.
 struct Prototype {
   Id type;
   SpaceInfo space;

@@ -1,7 +1,7 @@
 #include "io/split/held.hpp"
 
-#include <optional>
 #include <utility>
+#include <vector>
 
 #include "io/guard.hpp"
 #include "io/h5/file.hpp"
@@ -25,24 +25,26 @@ h5::Id shared(hid_t id) {
 
 htri_t equal_types(hid_t a, hid_t b) { return H5Tequal(a, b); }
 
-// A chunk shape and its options (H5Pset_chunk_opts); none if not chunked.
-std::optional<std::pair<std::vector<hsize_t>, unsigned>> chunking(hid_t dcpl) {
-  if (H5Pget_layout(dcpl) != H5D_CHUNKED) return std::nullopt;
-  std::vector<hsize_t> dims(H5S_MAX_RANK);
-  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims.data());
-  unsigned options = 0;
-  if (rank < 0 || H5Pget_chunk_opts(dcpl, &options) < 0) return std::pair<std::vector<hsize_t>, unsigned>{{}, ~0u};
-  dims.resize(static_cast<std::size_t>(rank));
-  return std::pair{dims, options};
+// A chunk shape and its options (H5Pset_chunk_opts); false if unreadable.
+using Chunking = std::pair<std::vector<hsize_t>, unsigned>;
+bool chunking(hid_t dcpl, Chunking& out) {
+  out.first.assign(H5S_MAX_RANK, 0);
+  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, out.first.data());
+  if (rank < 0 || H5Pget_chunk_opts(dcpl, &out.second) < 0) return false;
+  out.first.resize(static_cast<std::size_t>(rank));
+  return true;
 }
 
 // libhdf5 1.10.8's H5Pequal takes creation properties that differ only in
 // their chunk shape or chunk options for equal: those are compared here.
 htri_t equal_lists(hid_t a, hid_t b) {
   const htri_t equal = H5Pequal(a, b);
-  if (equal <= 0) return equal;
-  return chunking(a) == chunking(b) ? 1 : 0;
+  if (equal <= 0 || H5Pget_layout(a) != H5D_CHUNKED) return equal;  // equal lists: the same layout
+  Chunking x, y;
+  if (!chunking(a, x) || !chunking(b, y)) return -1;
+  return x == y ? 1 : 0;
 }
+
 htri_t equal_extents(hid_t a, hid_t b) { return H5Sextent_equal(a, b); }
 
 }  // namespace

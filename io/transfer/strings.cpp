@@ -51,8 +51,6 @@ std::optional<Records> file_side(hid_t file, unsigned intent, const h5::Location
   unsigned opened = 0;
   h5::check(H5Fget_intent(file, &opened), where, "cannot read the file's access mode");
   if (opened != intent) return std::nullopt;
-  h5::Id fapl(H5Fget_access_plist(file), where, "cannot read the file access properties");
-  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
   h5::Id fcpl(H5Fget_create_plist(file), where, "cannot read the file creation properties");
   hsize_t userblock = 0;
   std::size_t address = 0, length = 0;
@@ -61,20 +59,20 @@ std::optional<Records> file_side(hid_t file, unsigned intent, const h5::Location
   Records r;
   r.sizes = {static_cast<unsigned>(address), static_cast<unsigned>(length)};
   if (userblock != 0 || !r.sizes.supported()) return std::nullopt;
-  void* handle = nullptr;
-  h5::check(H5Fget_vfd_handle(file, fapl.get(), &handle), where, "cannot find the file descriptor");
-  r.fd = *static_cast<int*>(handle);
+  const std::optional<int> fd = descriptor_of(file, where);
+  if (!fd) return std::nullopt;
+  r.fd = *fd;
   return r;
 }
 
-// A contiguous, allocated dataset of variable-length strings, in a file
-// opened with `intent`, whose storage is exactly one element record per element.
-std::optional<Records> records_of(hid_t dataset, hid_t file, hid_t type, unsigned intent,
+// A contiguous, allocated dataset of variable-length strings (creation
+// properties `dcpl`), in a file opened with `intent`, whose storage is
+// exactly one element record per element.
+std::optional<Records> records_of(hid_t dataset, hid_t dcpl, hid_t file, hid_t type, unsigned intent,
                                   const h5::Location& where) {
   if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) <= 0) return std::nullopt;
-  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
-  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS || h5::filter_count(dcpl.get(), where) != 0 ||
-      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0)
+  if (h5::layout_of(dcpl, where) != H5D_CONTIGUOUS || h5::filter_count(dcpl, where) != 0 ||
+      h5::check(H5Pget_external_count(dcpl), where, "cannot read external files") != 0)
     return std::nullopt;
   const haddr_t address = H5Dget_offset(dataset);
   if (address == HADDR_UNDEF) {
@@ -91,8 +89,9 @@ std::optional<Records> records_of(hid_t dataset, hid_t file, hid_t type, unsigne
 }
 
 std::optional<Records> source_of(hid_t dataset, hid_t type, const h5::Location& where) {
+  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
   h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
-  return records_of(dataset, file.get(), type, H5F_ACC_RDONLY, where);
+  return records_of(dataset, dcpl.get(), file.get(), type, H5F_ACC_RDONLY, where);
 }
 
 // An output dataset whose strings are written past libhdf5: its records in
@@ -115,7 +114,7 @@ std::optional<Target> target_of(hid_t dataset, hid_t type, const h5::Location& w
   h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
   if (h5::user_fill_value(dcpl.get(), where)) return std::nullopt;
   Target t{{}, h5::Id(H5Iget_file_id(dataset), where, "cannot find the file of")};
-  auto r = records_of(dataset, t.file.get(), type, H5F_ACC_RDWR, where);
+  auto r = records_of(dataset, dcpl.get(), t.file.get(), type, H5F_ACC_RDWR, where);
   if (!r || r->sizes.address != 8 || r->sizes.length != 8) return std::nullopt;
   t.records = *r;
   return t;
@@ -392,8 +391,8 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   const auto target = target_of(dst, type.get(), dst_where);
   if (!source && !target) return false;
   // Two blocks are in memory at once (one read, one written): each has half the budget.
-  const Copy c{src,        src_where, dst, dst_where, type.get(), std::max<std::uint64_t>(policy.buffer_bytes / 2, 1),
-               target ? &*target : nullptr};
+  const std::uint64_t budget = std::max<std::uint64_t>(policy.buffer_bytes / 2, 1);
+  const Copy c{src, src_where, dst, dst_where, type.get(), budget, target ? &*target : nullptr};
   std::vector<std::pair<Selection, Selection>> blocks;
   for_each_block(from.count, std::clamp<std::uint64_t>(c.budget / kPerElement, 1, kBlockElements),
                  [&](const Shape& offset, const Shape& block) {
@@ -403,10 +402,11 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   if (source) {
     copy_blocks(c, *source, blocks, policy, counts);
   } else {
+    const std::size_t element = h5::size_of(c.type, src_where);
     for (const auto& [a, b] : blocks) {
       io::throw_if_interrupted();
       copy_through_library(c, a, b, counts);
-      io::count_bytes(policy.meter, a.elements() * h5::size_of(c.type, src_where));
+      io::count_bytes(policy.meter, a.elements() * element);
     }
   }
   spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(),

@@ -250,3 +250,23 @@ def test_datasets_kept_from_the_tree_keep_their_own_creation_properties(tmp_path
             assert f["filled"].fillvalue == 7 and f["d0"].fillvalue == 0
             assert [f[f"d{k}"].attrs["k"] for k in range(len(chunks))] == list(range(len(chunks)))
     assert merged_equals(tmp_path, src)
+
+
+def test_datasets_kept_from_the_tree_stay_within_the_buffer_and_the_ids_interned(tmp_path):
+    """What is kept stays within --buffer-size, and within 32 distinct creation properties; the rest is opened by
+    the writer as before, and the files are the same bytes either way."""
+    big, many = tmp_path / "big", tmp_path / "many"
+    big.mkdir()
+    many.mkdir()
+    with h5py.File(big / "in.h5", "w") as f:
+        for k in range(3):  # 400 KiB each: two fit a 1 MiB buffer
+            f.create_dataset(f"big{k}", data=np.arange(102_400, dtype="<i4") + k)
+    log = split_both_ways(big, big / "in.h5", "-n", 4, "--buffer-size", 1)[2]
+    assert "2 small datasets kept from the walk of the tree" in log, log
+    with h5py.File(many / "in.h5", "w") as f:
+        for k in range(40):  # 40 chunk shapes: 40 distinct creation properties
+            f.create_dataset(f"c{k:02d}", data=np.arange(40, dtype="<i4") + k, chunks=(k + 1,))
+    log = split_both_ways(many, many / "in.h5", "-n", 4)[2]
+    assert "32 small datasets kept from the walk of the tree" in log, log
+    for directory in (big, many):
+        assert merged_equals(directory, directory / "in.h5")
