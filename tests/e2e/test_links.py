@@ -2,12 +2,11 @@
 those names in every microbatch and in the merged file."""
 import os
 import shutil
-import subprocess
 
 import h5py
 import numpy as np
 
-from conftest import assert_one_line_error, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, run, write_spec
 
 
 def addr(f, path):
@@ -17,11 +16,6 @@ def addr(f, path):
 def same_object(f, a, b):
     """h5py's own identity (same file, same object header) and the address agree."""
     return f[a] == f[b] and f[a].id == f[b].id and addr(f, a) == addr(f, b)
-
-
-def h5diff_v(a, b):
-    proc = subprocess.run(["h5diff", "-v", str(a), str(b)], capture_output=True, text=True)
-    return proc.returncode, proc.stdout
 
 
 def write_linked(path):
@@ -52,8 +46,7 @@ def test_dataset_and_group_linked_twice_stay_one_object(tmp_path):
             assert m["a"].shape == (2, 2) and m["h/x"].shape == (2,)
     out = tmp_path / "out.h5"
     run("merge", tmp_path / "mb", "-o", out, check=0)
-    code, text = h5diff_v(src, out)
-    assert code == 0, text
+    assert h5diff(src, out) == 0
     with h5py.File(out) as m:
         for a, b in LINKED:
             assert same_object(m, a, b), (a, b)
@@ -66,8 +59,7 @@ def test_hard_links_with_merge_virtual(tmp_path):
     run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
     out = tmp_path / "out.h5"
     run("merge", tmp_path / "mb", "-o", out, "--virtual", check=0)
-    code, text = h5diff_v(src, out)
-    assert code == 0, text
+    assert h5diff(src, out) == 0
     with h5py.File(out) as m:
         assert m["a"].is_virtual
         for a, b in LINKED:

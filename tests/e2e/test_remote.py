@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import BINARY, ENV, assert_one_line_error, listing, run, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
 from test_shards import SPEC, make  # a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
 
 # nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
@@ -31,15 +31,6 @@ BASE_ENV = {k: v for k, v in ENV.items() if not k.startswith("AWS_")}
 BASE_ENV["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"
 BASE_ENV["MICROBATCH_HTTP_TIMEOUT"] = "10"  # nothing stalls unless a test says so; bounds a hang
 N = 7
-
-
-def h5diff(a, b):
-    """0 when h5diff finds no difference and no object it cannot compare: h5diff 1.10.8 exits 0 when
-    two datasets or attributes differ in shape or type ("Some objects are not comparable")."""
-    proc = subprocess.run(["h5diff", "-c", str(a), str(b)], capture_output=True, text=True)
-    if proc.returncode == 0 and "not comparable" in proc.stdout.lower():
-        return 1
-    return proc.returncode
 
 
 def env(**settings):

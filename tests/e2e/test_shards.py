@@ -12,7 +12,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, signalled, summary, write_spec
+from conftest import (BINARY, ENV, assert_one_line_error, h5diff, listing, pause_shim, run, summary,
+                      wait_until, write_spec)
 
 
 def make(path, rows=120):
@@ -221,13 +222,18 @@ def test_finish_refuses_a_malformed_part_record(tmp_path, setup, damage):
 
 def test_a_killed_shard_leaves_no_part_and_a_rerun_lets_finish_succeed(tmp_path):
     src = tmp_path / "in.h5"
-    with h5py.File(src, "w") as f:  # big enough that the kill lands mid-run
-        f.create_dataset("x", data=np.random.default_rng(1).standard_normal((64, 1 << 17)).astype(np.float32),
-                         chunks=(3, 1 << 15), compression="gzip")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(1).standard_normal((64, 1 << 12)).astype(np.float32),
+                         chunks=(3, 1 << 10), compression="gzip")
     args = ["split", src, "-n", 16, "-o", tmp_path / "sh"]
     run(*args, "--shard", "0/2", check=0)
-    status, _ = signalled([*args, "--shard", "1/2"], 0.5, signal.SIGKILL, env=ENV)
-    assert status == -signal.SIGKILL
+    # Killed once it has created its first output file (the pause shim holds it there), never after it finished.
+    env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"))
+    proc = subprocess.Popen([BINARY, *map(str, args), "--shard", "1/2"], env=env, stdin=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    wait_until((tmp_path / "paused").exists, "the shard did not create an output")
+    proc.kill()
+    assert proc.wait(timeout=60) == -signal.SIGKILL
     out = tmp_path / "sh"
     assert not (out / "part-00001-of-00002.json").exists()
     assert_one_line_error(run("finish", out), 1, "part-00001-of-00002.json", "shard 1 of 2")
