@@ -3,5 +3,6 @@
 # to cmake's configure step, e.g. scripts/build.sh -DMB_BENCH=ON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+log=$(cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@")
+grep "microbatch-mpi:" <<<"$log" || true  # which binaries this build makes
 cmake --build build -j"$(nproc)"
