@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets for a while (default 30 s each) from the corpus
-# in tests/fuzz/corpus, on the sanitizer build (scripts/test.sh makes it).
+# Runs the libFuzzer targets for a while (default 30 s each) on the sanitizer
+# build (scripts/test.sh makes it).
 #   fuzz_spec:   any crash or property failure fails the run.
 #   fuzz_h5read: fork mode; crashes inside libhdf5 are counted, a crash in our
 #                code fails the run (tests/fuzz/triage.py).
-# New coverage is left in build-san/fuzz-corpus; `scripts/fuzz.sh --keep`
-# merges it into tests/fuzz/corpus.
+# tests/fuzz/corpus holds a small seed set (read, never written). The grown
+# corpus lives outside git, in MB_FUZZ_CORPUS (default
+# ~/.cache/microbatch/fuzz-corpus): every run starts from it and the seeds and
+# adds what it finds there. `scripts/fuzz.sh --minimize` shrinks it to the
+# inputs that keep its coverage. A crash worth keeping becomes a named file in
+# tests/data/corrupt/ with a test of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
 fuzz=build-san/tests/fuzz
-work=build-san/fuzz-corpus
+work=${MB_FUZZ_CORPUS:-$HOME/.cache/microbatch/fuzz-corpus}
 mkdir -p "$work/spec" "$work/h5" "$work/artifacts"
 rm -f "$work/artifacts"/*
 export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1
@@ -31,7 +35,11 @@ ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:replace_intrin=0 \
 grep -E "^#[0-9]+: cov" "$work/h5read.log" | tail -1
 tests/fuzz/triage.py "$fuzz/fuzz_h5read" "$work/artifacts"
 
-if [ "${1:-}" = "--keep" ]; then
-  "$fuzz/fuzz_spec" -merge=1 tests/fuzz/corpus/spec "$work/spec" 2>/dev/null
-  "$fuzz/fuzz_h5read" -merge=1 tests/fuzz/corpus/h5 "$work/h5" 2>/dev/null
+if [ "${1:-}" = "--minimize" ]; then
+  for pair in spec:fuzz_spec h5:fuzz_h5read; do
+    dir=$work/${pair%%:*}
+    rm -rf "$dir.min" && mkdir "$dir.min"
+    "$fuzz/${pair#*:}" -merge=1 "$dir.min" "$dir" 2>/dev/null
+    rm -rf "$dir" && mv "$dir.min" "$dir"
+  done
 fi

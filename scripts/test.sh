@@ -6,7 +6,8 @@
 #   2. build again without MPI (-DMB_MPI=OFF: the build a machine without MPI
 #      gets) with clang-14 + AddressSanitizer + UndefinedBehaviorSanitizer
 #      (and the libFuzzer targets) and run the whole suite on that binary;
-#   3. fuzz each target for FUZZ_SECONDS (default 30) from the kept corpus;
+#   3. fuzz each target for FUZZ_SECONDS (default 30) from its seeds and the grown
+#      corpus kept outside git (scripts/fuzz.sh);
 #   4. build the Debian package, install it, run it from PATH, remove it
 #      (scripts/test-package.sh; needs root or sudo).
 # `scripts/test.sh --quick` stops after step 1.
