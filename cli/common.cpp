@@ -11,8 +11,8 @@
 
 #include "core/presets.hpp"
 #include "core/remote.hpp"
-#include "io/guard.hpp"
-#include "io/team.hpp"
+#include "io/run/guard.hpp"
+#include "io/run/team.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
@@ -76,7 +76,7 @@ void apply_common_options() {
   if (g_flags.verbose) level = spdlog::level::debug;
   if (!g_flags.level.empty()) level = spdlog::level::from_str(g_flags.level);
   spdlog::set_level(level);
-  io::start_stall_watchdog(g_flags.stall_seconds);
+  io::run::start_stall_watchdog(g_flags.stall_seconds);
 }
 
 void add_partition_options(CLI::App& app, SplitOptions& options) {
@@ -124,7 +124,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
 }
 
-void add_copy_policy_options(CLI::App& app, transfer::Policy& policy) {
+void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
   policy.byte_paths = std::getenv("MICROBATCH_NO_RAW_COPY") == nullptr;
   policy.clones = std::getenv("MICROBATCH_NO_CLONES") == nullptr;
   app.add_option_function<std::size_t>(
@@ -166,7 +166,7 @@ ProgressLine::ProgressLine(std::string verb)
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
-io::Progress ProgressLine::callback() {
+io::run::Progress ProgressLine::callback() {
   if (!active_) return {};
   return [this](std::uint64_t done, std::uint64_t total) { draw(done, total); };
 }
@@ -237,7 +237,7 @@ SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name) 
 std::optional<Launch> team_launch(const std::string& command) {
   auto launch = detect_launch([](const char* name) { return std::getenv(name); });
   if (!launch || launch->tasks < 2) return std::nullopt;
-  if (!io::Team::supported())
+  if (!io::run::Team::supported())
     throw usage_error(fmt::format(
         "{}: started as task {} of {} by {}, but this build cannot cooperate with the other tasks (it has no MPI; "
         "build with cmake -DMB_MPI=ON), and {} copies would write the same files; run one process, or one per "

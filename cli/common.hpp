@@ -10,7 +10,7 @@
 #include "core/launcher.hpp"
 #include "core/plan.hpp"
 #include "core/spec.hpp"
-#include "io/progress.hpp"
+#include "io/run/progress.hpp"
 #include "io/transfer/policy.hpp"
 
 namespace mb::cli {
@@ -39,7 +39,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 
 // Adds --buffer-size (MiB) bound to the policy's buffer; the byte paths
 // are on unless MICROBATCH_NO_RAW_COPY is set (the tests compare both).
-void add_copy_policy_options(CLI::App& app, transfer::Policy& policy);
+void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy);
 
 // The progress line on a terminal: "split: 1.2 GiB / 2.2 GiB  54%  310 MiB/s
 // 3 s left", redrawn at most every 200 ms on one line of stderr, when stderr
@@ -55,7 +55,7 @@ class ProgressLine {
 
   // The callback a job reports to (empty when nothing is shown). It must not
   // outlive this object.
-  io::Progress callback();
+  io::run::Progress callback();
   void erase();
 
  private:

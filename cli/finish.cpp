@@ -25,7 +25,7 @@ void setup_finish(CLI::App& app) {
     apply_common_options();
     // One process checks the parts and writes the manifest (under mpirun, split's rank 0 does it itself).
     if (team_launch("finish")) throw usage_error("finish: run it as one process, not as several tasks of a launcher");
-    const std::string manifest = io::finish_split(*dir);
+    const std::string manifest = io::split::finish_split(*dir);
     spdlog::info("finished the split in {}: wrote {}", *dir, manifest);
   });
 }

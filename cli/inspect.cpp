@@ -11,7 +11,7 @@
 #include "core/plan.hpp"
 #include "core/remote.hpp"
 #include "core/resolve.hpp"
-#include "io/prepare.hpp"
+#include "io/tree/prepare.hpp"
 #include "specs/dtype.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
@@ -116,7 +116,7 @@ struct Row {
   std::string path, shape, dtype, storage, plan;
 };
 
-using Inspection = io::Prepared;
+using Inspection = io::tree::Prepared;
 
 // Per microbatch: its sequences and tokens, and how close the largest comes
 // to the ideal share T/N.
@@ -264,9 +264,9 @@ void run_inspect(const InspectCommand& cmd) {
   check_preset_with_spec(cmd.preset, cmd.spec);
   std::string spec_name;
   const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
-  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true, cmd.preset};
+  io::tree::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true, cmd.preset};
   if (planning) request.partition = cmd.partition;
-  const Inspection in = io::prepare(request);
+  const Inspection in = io::tree::prepare(request);
   if (cmd.json) {
     print_json(cmd, in);
   } else {

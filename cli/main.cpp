@@ -14,8 +14,8 @@
 #include "cli/hints.hpp"
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/guard.hpp"
-#include "io/library.hpp"
+#include "io/run/guard.hpp"
+#include "io/h5/library.hpp"
 
 namespace {
 
@@ -40,9 +40,9 @@ void raise_open_file_limit() {
 // Every HDF5 handle must be closed by its owner before exit; with
 // MICROBATCH_CHECK_HANDLES set (the tests do), a leftover is an error.
 int check_handles(int status) {
-  const std::size_t open = mb::io::open_object_count();
-  if (open > 0 && mb::io::failed_closes() > 0) {
-    spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::io::failed_closes());
+  const std::size_t open = mb::io::h5::open_object_count();
+  if (open > 0 && mb::io::h5::failed_closes() > 0) {
+    spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::io::h5::failed_closes());
   } else if (open > 0) {
     spdlog::debug("{} HDF5 objects still open at exit", open);
     if (std::getenv("MICROBATCH_CHECK_HANDLES") != nullptr) {
@@ -60,14 +60,14 @@ int main(int argc, char** argv) { return check_handles(run(argc, argv)); }
 int run(int argc, char** argv) {
   setup_logging();
   raise_open_file_limit();
-  mb::io::init_library();
-  mb::io::install_interrupt_handlers();
-  mb::io::install_crash_guard();
+  mb::io::h5::init_library();
+  mb::io::run::install_interrupt_handlers();
+  mb::io::run::install_crash_guard();
 
   // Named, so that usage lines say "microbatch", not argv[0]'s whole path.
   CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back", "microbatch"};
   app.set_version_flag("-V,--version", [] {
-    return fmt::format("microbatch {} (HDF5 {})", MICROBATCH_VERSION, mb::io::hdf5_version());
+    return fmt::format("microbatch {} (HDF5 {})", MICROBATCH_VERSION, mb::io::h5::hdf5_version());
   });
   app.require_subcommand(1);
   app.footer(

@@ -12,8 +12,8 @@
 #include "core/remote.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
-#include "io/prepare.hpp"
-#include "io/team.hpp"
+#include "io/tree/prepare.hpp"
+#include "io/run/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 #include "specs/parse.hpp"
@@ -33,12 +33,12 @@ struct MergeCommand {
   FileLayout layout = FileLayout::PerMicrobatch;
   std::uint64_t cp_degree = 1;
   bool dp_given = false;  // --dp-degree, --align, --layout or --cp-degree on the command line
-  transfer::Policy policy;
+  io::transfer::Policy policy;
   bool json = false;
 };
 
-std::vector<io::MergeInput> labelled(const std::vector<std::string>& paths) {
-  std::vector<io::MergeInput> out;
+std::vector<io::merge::MergeInput> labelled(const std::vector<std::string>& paths) {
+  std::vector<io::merge::MergeInput> out;
   for (std::size_t i = 0; i < paths.size(); ++i)
     out.push_back({paths[i], fmt::format("microbatch {} ({})", i, paths[i])});
   return out;
@@ -60,8 +60,8 @@ void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, co
   differs("--cp-degree", std::to_string(cmd.cp_degree), std::to_string(split.cp_degree));
 }
 
-io::MergeJob merge_job(const MergeCommand& cmd, const io::MergeSources& sources) {
-  io::MergeJob job;
+io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSources& sources) {
+  io::merge::MergeJob job;
   job.dp = cmd.dp;
   job.layout = cmd.layout;
   job.cp_degree = cmd.cp_degree;
@@ -85,11 +85,11 @@ io::MergeJob merge_job(const MergeCommand& cmd, const io::MergeSources& sources)
 
 // A spec given, else a preset named, else the manifest's spec (the one
 // its split used), else a preset detected from the first input.
-SpecNode merge_spec(const MergeCommand& cmd, const io::MergeSources& sources, std::string& spec_name, bool report) {
+SpecNode merge_spec(const MergeCommand& cmd, const io::merge::MergeSources& sources, std::string& spec_name, bool report) {
   check_preset_with_spec(cmd.preset, cmd.spec);
-  std::optional<io::PresetSpec> preset;
+  std::optional<io::tree::PresetSpec> preset;
   if (!cmd.spec.given() && (cmd.preset != "auto" || !sources.manifest))
-    preset = io::preset_spec_of(cmd.preset, sources.paths.front());
+    preset = io::tree::preset_spec_of(cmd.preset, sources.paths.front());
   if (preset) {
     spec_name = "preset " + preset->name;
     if (report)
@@ -105,7 +105,7 @@ SpecNode merge_spec(const MergeCommand& cmd, const io::MergeSources& sources, st
 }
 
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
-void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
+void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> team) {
   const bool lead = !team || team->rank == 0;
   Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
@@ -115,14 +115,14 @@ void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
       if (is_remote(in))
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
                                       shown_name(in)));
-  const io::MergeSources sources = io::find_sources(cmd.inputs);
-  io::MergeJob job = merge_job(cmd, sources);
+  const io::merge::MergeSources sources = io::merge::find_sources(cmd.inputs);
+  io::merge::MergeJob job = merge_job(cmd, sources);
   job.team = std::move(team);
   std::string spec_name;
   const SpecNode spec = merge_spec(cmd, sources, spec_name, lead);
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
-  const io::MergeResult result = io::merge(job, spec, spec_name);
+  const io::merge::MergeResult result = io::merge::execute(job, spec, spec_name);
   progress.erase();
   if (!lead) return;
   if (capture) {
@@ -144,10 +144,10 @@ void merge_once(const MergeCommand& cmd, std::optional<io::MergeTeam> team) {
 void run_as_team(const MergeCommand& cmd, const Launch& launch) {
   if (cmd.virtual_datasets)
     throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
-  io::Team team(launch);
-  io::Consensus votes(team);
+  io::run::Team team(launch);
+  io::run::Consensus votes(team);
   try {
-    merge_once(cmd, io::MergeTeam{team.rank(), team.size(), [&] { votes.agree(); }});
+    merge_once(cmd, io::merge::MergeTeam{team.rank(), team.size(), [&] { votes.agree(); }});
   } catch (...) {
     votes.abandon();
     throw;

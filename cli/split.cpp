@@ -15,10 +15,11 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "core/shards.hpp"
-#include "io/prepare.hpp"
+#include "io/tree/prepare.hpp"
 #include "io/split/parts.hpp"
 #include "io/split/split.hpp"
-#include "io/team.hpp"
+#include "io/split/team.hpp"
+#include "io/run/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 
@@ -33,7 +34,7 @@ struct SplitCommand {
   std::string output_dir;
   SplitOptions partition;
   bool force = false;
-  transfer::Policy policy;
+  io::transfer::Policy policy;
   std::uint64_t jobs = 1;
   std::optional<std::string> shard;  // --shard K/P or auto; none: the whole split
   bool json = false;
@@ -53,13 +54,13 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
   return n;
 }
 
-void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, const io::SplitResult& result,
+void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prepared, const io::split::SplitResult& result,
                          Summary summary) {
   const SplitPlan& plan = *prepared.plan;
   for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
   // The manifest, or a shard's part record.
   const std::string last = !cmd.shard ? std::string(specs::kManifestName)
-                                      : io::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
+                                      : io::split::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
   summary.files.push_back((fs::path(cmd.output_dir) / last).string());
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
@@ -72,14 +73,10 @@ void print_split_summary(const SplitCommand& cmd, const io::Prepared& prepared, 
 }
 
 // What one process of a split does, and how it reports.
-struct SplitRun {
-  std::optional<Shard> shard;            // this process's share
-  std::function<void()> before_publish;  // a team's vote
-  bool report = true;                    // log and print the summary (a team: rank 0 only, after finish)
-};
+using SplitRun = io::split::ShareRun;
 
-io::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
-  io::SplitJob job;
+io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
+  io::split::SplitJob job;
   job.input = cmd.input;
   job.output_dir = cmd.output_dir;
   job.force = cmd.force;
@@ -100,27 +97,27 @@ void log_split(const SplitCommand& cmd, const SplitPlan& plan) {
 }
 
 // Plans and writes this process's files; returns what it wrote.
-std::pair<io::Prepared, io::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run) {
+std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run) {
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   check_preset_with_spec(cmd.preset, cmd.spec);
   std::string spec_name;
   const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
-  io::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
+  io::tree::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
   // Small datasets kept from the tree's walk; not when copies are off, which
   // writes every file the plain way (the tests compare the two).
   if (cmd.policy.clones) request.keep_bytes = cmd.policy.buffer_bytes;
-  io::Prepared prepared = io::prepare(request);
+  io::tree::Prepared prepared = io::tree::prepare(request);
   if (prepared.preset && run.report)
     spdlog::info("{}: preset {}{}", shown_name(cmd.input), prepared.preset->name,
                  prepared.preset->detected ? " (detected; --preset none for the default spec)" : "");
   if (run.report)
     for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);
-  io::SplitJob job = split_job(cmd, run);
+  io::split::SplitJob job = split_job(cmd, run);
   ProgressLine progress("split");
   if (run.report) job.progress = progress.callback();
-  io::SplitResult result = io::write_split(job, prepared);
+  io::split::SplitResult result = io::split::execute(job, prepared);
   return {std::move(prepared), std::move(result)};
 }
 
@@ -138,39 +135,21 @@ void run_alone(const SplitCommand& cmd) {
   log_split(cmd, *prepared.plan);
 }
 
-// Under mpirun or srun: rank R of P writes shard R of P; once every rank has
-// published its files and part record, rank 0 writes the manifest (finish).
-// A failure anywhere: every rank removes its temporaries, none publishes.
 void run_as_team(const SplitCommand& cmd, const Launch& launch) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
-  io::Team team(launch);
-  io::Consensus votes(team);
-  const bool lead = team.rank() == 0;
+  io::run::Team team(launch);
   std::optional<WarningCapture> capture;
-  if (cmd.json && lead) capture.emplace();
-  try {
-    SplitRun run{Shard{team.rank(), team.size()}, [&] { votes.agree(); }, lead};
-    auto [prepared, result] = split_once(cmd, run);
-    votes.agree();  // every rank's files and part record are published
-    if (lead) {
-      io::finish_split(cmd.output_dir);
-      io::remove_part_records(cmd.output_dir, team.size());
-    }
-    votes.agree();  // the manifest is written
-    result.data_bytes = team.sum(result.data_bytes);
-    if (!lead) return;
-    result.files = specs::read_manifest(cmd.output_dir).files;
-    if (capture) {
-      summary.warnings = capture->warnings();
-      print_split_summary(cmd, prepared, result, std::move(summary));
-    }
-    log_split(cmd, *prepared.plan);
-    spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
-  } catch (...) {
-    votes.abandon();
-    throw;
+  if (cmd.json && team.rank() == 0) capture.emplace();
+  const auto [prepared, result] =
+      io::split::split_as_team(team, cmd.output_dir, [&](const SplitRun& run) { return split_once(cmd, run); });
+  if (team.rank() != 0) return;
+  if (capture) {
+    summary.warnings = capture->warnings();
+    print_split_summary(cmd, prepared, result, std::move(summary));
   }
+  log_split(cmd, *prepared.plan);
+  spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
 }
 
 void run_split(const SplitCommand& cmd) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the threaded and multi-process paths: the stall
-# watchdog thread, the signal handlers and the crash guard (io/guard.cpp),
-# split -j workers (io/workers.cpp) and the strings reader thread
+# watchdog thread, the signal handlers and the crash guard (io/run/guard.cpp),
+# split -j workers (io/run/workers.cpp) and the strings reader thread
 # (io/transfer/strings.cpp). Builds microbatch with clang-14 and
 # -DMB_TSAN=ON into build-tsan, then runs the end-to-end tests that exercise
 # those paths against it. Any ThreadSanitizer report fails the run: the

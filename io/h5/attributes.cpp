@@ -1,11 +1,11 @@
 #include "io/h5/attributes.hpp"
 
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
@@ -45,7 +45,7 @@ bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& n
 
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where) {
   const Location at = where.attribute(name);
-  io::note_activity(at.file, at.path);
+  run::note_activity(at.file, at.path);
   Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
   AttributeValue value(Id(H5Aget_type(attr.get()), at, "cannot read the attribute's type"));
   value.space = Id(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
@@ -87,4 +87,4 @@ void write_attributes(hid_t object, const Attributes& attributes, const Location
   for (const auto& [name, value] : attributes) write_attribute(object, name, value, where);
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

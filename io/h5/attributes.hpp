@@ -7,7 +7,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/h5/space.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 struct AttributeValue {
   Id type;
@@ -40,4 +40,4 @@ Attributes read_attributes(hid_t object, const Location& where);
 Attributes read_attributes(hid_t object, const Location& where, std::vector<std::string> names);
 void write_attributes(hid_t object, const Attributes& attributes, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -5,7 +5,7 @@
 
 #include "io/h5/types.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 Buffer::Buffer(hid_t type)
     : type_(type), element_size_(size_of(type, {"(memory)", ""})), variable_(has_variable_length(type)) {}
@@ -35,4 +35,4 @@ void* Buffer::prepare(std::uint64_t elements) {
   return bytes_.data();
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

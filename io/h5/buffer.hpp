@@ -5,7 +5,7 @@
 
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // Variable-length elements read into it own heap memory that HDF5
 // allocated; it is reclaimed on reuse and at destruction.
@@ -37,4 +37,4 @@ class Buffer {
   std::vector<unsigned char> bytes_;
 };
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 // HDF5 refuses compact datasets of 64 KiB and more; larger ones fall back to contiguous.
@@ -144,7 +144,7 @@ ChunkLayout chunk_layout(hid_t dataset, const Location& where) {
 }
 
 void read(hid_t dataset, const Selection& selection, Buffer& buffer, const Location& where) {
-  io::note_activity(where.file, where.path);
+  run::note_activity(where.file, where.path);
   Id file_space(H5Dget_space(dataset), where, "cannot read the dataspace");
   select(file_space.get(), selection, where);
   Id mem_space = make_space(selection.count, where);
@@ -161,4 +161,4 @@ void write(hid_t dataset, const Selection& selection, hid_t mem_type, const void
         "cannot write data");
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -10,7 +10,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/h5/space.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // Whether creation properties hold a fill value the user set.
 bool user_fill_value(hid_t dcpl, const Location& where);
@@ -71,4 +71,4 @@ void read(hid_t dataset, const Selection& selection, Buffer& buffer, const Locat
 // Writes `data` (selection.count elements of `mem_type`) to `selection`.
 void write(hid_t dataset, const Selection& selection, hid_t mem_type, const void* data, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -8,7 +8,7 @@
 #include "core/remote.hpp"
 #include "io/remote/driver.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 namespace {
 
@@ -105,4 +105,4 @@ void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where
                             where.describe(), bytes, size));
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -5,7 +5,7 @@
 
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // What an input's metadata cache keeps of a closed object.
 enum class Cache {
@@ -79,4 +79,4 @@ auto with_newer_object_header(hid_t location, bool needed, const Location& where
 // any size.
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/library.hpp"
+#include "io/h5/library.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 std::size_t g_failed_closes = 0;
@@ -120,9 +120,6 @@ Id open_object(hid_t base, const std::string& path, const Location& where) {
   return Id(H5Oopen(base, path.c_str(), H5P_DEFAULT), where, "cannot open");
 }
 
-}  // namespace mb::h5
-
-namespace mb::io {
 
 void init_library() {
   H5dont_atexit();
@@ -147,4 +144,4 @@ std::size_t open_object_count() {
   return n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::h5

@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "core/tree.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // Where an HDF5 call acts, for messages: "file.h5: /group/dataset".
 struct Location {
@@ -73,4 +73,4 @@ class Id {
 // Opens the group or dataset at `path` (absolute, or relative to `base`).
 Id open_object(hid_t base, const std::string& path, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

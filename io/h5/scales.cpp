@@ -10,7 +10,7 @@
 #include "core/presets.hpp"
 #include "io/h5/space.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 constexpr std::string_view kPhonyPrefix = "This is a netCDF dimension but not a netCDF variable";
@@ -86,4 +86,4 @@ void attach_scales(hid_t file, const std::string& file_name, const NodeInfo& tre
   });
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

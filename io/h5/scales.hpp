@@ -7,7 +7,7 @@
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // DIMENSION_LIST or REFERENCE_LIST holding references (an attribute of
 // type `type` called `name`): not copied, rebuilt by attach_scales.
@@ -23,4 +23,4 @@ bool is_phony_dimension_name(const NodeInfo& node, const std::string& attribute)
 // and gives every phony dimension NAME the length of its scale in `file`.
 void attach_scales(hid_t file, const std::string& file_name, const NodeInfo& tree);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

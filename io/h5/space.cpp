@@ -1,6 +1,6 @@
 #include "io/h5/space.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 SpaceInfo space_info(hid_t space, const Location& where) {
   SpaceInfo info;
@@ -60,4 +60,4 @@ void select_union(hid_t space, const std::vector<Selection>& parts, const Locati
   for (const Selection& part : parts) add_hyperslab(space, H5S_SELECT_OR, part, where);
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

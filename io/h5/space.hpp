@@ -6,7 +6,7 @@
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 struct SpaceInfo {
   Shape dims;
@@ -30,4 +30,4 @@ void select(hid_t space, const Selection& selection, const Location& where);
 // whatever order the parts were given in).
 void select_union(hid_t space, const std::vector<Selection>& parts, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

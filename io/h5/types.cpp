@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 std::string take_name(char* name) {
@@ -253,4 +253,4 @@ hid_t native_type(NumKind kind) {
   throw Error("internal: floats are reduced in their own type, not a native one");
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -11,7 +11,7 @@
 #include "core/values.hpp"
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // Describes `type` (as used in memory). Throws mb::Error naming `where` for
 // classes microbatch cannot handle (references, time).
@@ -47,4 +47,4 @@ std::optional<NumKind> numeric_kind(hid_t type);
 // HDF5 converts nothing and the rounding is ours.
 hid_t native_type(NumKind kind);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

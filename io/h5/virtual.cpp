@@ -16,7 +16,7 @@
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 namespace {
 
 // Virtual sources that are virtual in turn: deeper than this is refused (a
@@ -358,4 +358,4 @@ std::string virtual_source_name(const std::string& literal) {
 
 void check_virtual_sources(hid_t dataset, const Location& where) { check_sources({dataset, where, 0}); }
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

@@ -9,7 +9,7 @@
 
 #include "io/h5/handle.hpp"
 
-namespace mb::h5 {
+namespace mb::io::h5 {
 
 // A literal source file or dataset name as H5Pset_virtual takes it: HDF5
 // reads these names printf-style ("%b" is a block number, "%%" a percent
@@ -29,4 +29,4 @@ std::string virtual_source_name(const std::string& literal);
 // source that is itself virtual.
 void check_virtual_sources(hid_t dataset, const Location& where);
 
-}  // namespace mb::h5
+}  // namespace mb::io::h5

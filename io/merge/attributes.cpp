@@ -2,13 +2,13 @@
 #include <algorithm>
 #include <optional>
 
-#include "io/derived.hpp"
+#include "io/tree/derived.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 void check_alike(const Context& ctx, const std::string& what, const KeptValue& a, const h5::AttributeValue& b) {
@@ -71,7 +71,7 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     const LeafRule rule = ctx.resolution.attribute_rule(node.path, attr.name);
     h5::AttributeValue value = h5::read_attribute(object, attr.name, at);
     if (rule.mode == LeafRule::Mode::Derive)  // the merged batch's value replaces it after the walk
-      check_derived_value(object, attr.name, rule, *ctx.offsets, at.attribute(attr.name));
+      tree::check_derived_value(object, attr.name, rule, *ctx.offsets, at.attribute(attr.name));
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
     values.push_back(ctx.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
@@ -104,7 +104,7 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     }
     // A derived value differs from file to file: each is what its own file's offsets give.
     if (rule.mode == LeafRule::Mode::Derive) {
-      check_derived_value(object, name, rule, *ctx.offsets, ctx.where(what));
+      tree::check_derived_value(object, name, rule, *ctx.offsets, ctx.where(what));
       if (rule.element) check_other_elements(ctx, what, model, value, static_cast<std::uint64_t>(*rule.element));
       continue;
     }
@@ -115,4 +115,4 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
   }
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -13,9 +13,9 @@
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 using Names = std::vector<std::string> (*)(hid_t, const h5::Location&);
@@ -51,7 +51,7 @@ void Context::differ(const std::string& what, const std::string& detail) const {
 void check_members(const Context& ctx, const NodeInfo& group, hid_t object) {
   std::set<std::string> ours;
   for (const auto& child : group.children) ours.insert(child.name);
-  check_names(ctx, ours, "member " + path_prefix(group) + "/", group.path, object, h5::member_names);
+  check_names(ctx, ours, "member " + path_prefix(group) + "/", group.path, object, tree::member_names);
 }
 
 void check_kind(const Context& ctx, const NodeInfo& node, hid_t object) {
@@ -203,4 +203,4 @@ void compare_with_twin(const Context& ctx, const DatasetPair& in) {
   compare_with(ctx, in, other.get(), twin, in.space.dims);
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

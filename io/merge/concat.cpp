@@ -9,13 +9,13 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
-#include "io/prepare.hpp"
+#include "io/tree/prepare.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/transfer/file_bytes.hpp"
 #include "io/transfer/gather.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 
 namespace {
 
@@ -131,7 +131,7 @@ __extension__ typedef unsigned __int128 Wide;  // holds any sum of two 64-bit of
 
 // The largest value an integer type of at most 64 bits holds.
 std::uint64_t largest_value(hid_t type, const h5::Location& where) {
-  h5::offsets_memory_type(type, where);  // refuses wider types
+  tree::offsets_memory_type(type, where);  // refuses wider types
   const std::size_t precision = H5Tget_precision(type);
   const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
   const std::size_t bits = precision - (is_signed ? 1 : 0);
@@ -164,13 +164,13 @@ InputOffsets read_input_offsets(const Context& ctx, hid_t file) {
     if (rule.mode != LeafRule::Mode::Offsets) continue;
     const h5::Location where = ctx.where(path);
     h5::Id dataset = h5::open_object(file, path, where);
-    out[path] = check_offsets(h5::read_offsets(dataset.get(), where), where.describe());
+    out[path] = check_offsets(tree::read_offsets(dataset.get(), where), where.describe());
   }
   // Several offsets datasets of one input describe the same sequences.
   if (out.size() > 1) {
     const auto& first = *out.begin();  // (no structured bindings: clang 14 cannot capture them)
     for (const auto& other : out)
-      about_file(ctx.file(), [&] { check_same_sequences(first.first, first.second, other.first, other.second); });
+      tree::about_file(ctx.file(), [&] { check_same_sequences(first.first, first.second, other.first, other.second); });
   }
   return out;
 }
@@ -179,7 +179,7 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
   if (rule.mode != LeafRule::Mode::Packed && rule.mode != LeafRule::Mode::PerSequence) return;
   const Offsets& offsets = ctx.offsets->at(rule.offsets);
   const SequenceLeaf leaf{in.node.path, rule.axis, in.space.dims[static_cast<std::size_t>(rule.axis)], rule.offsets};
-  about_file(ctx.file(), [&] {
+  tree::about_file(ctx.file(), [&] {
     if (rule.mode == LeafRule::Mode::Packed) {
       check_packed_length(leaf, offsets);
     } else {
@@ -207,4 +207,4 @@ void concatenate_offsets(const Context& ctx, const DatasetPair& in, const Merged
             ctx.out_where(path));
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

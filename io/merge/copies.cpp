@@ -17,13 +17,13 @@
 
 #include "core/clones.hpp"
 #include "core/remote.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 #include "io/transfer/file_bytes.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 // The file at `path`, read at offsets.
@@ -102,7 +102,7 @@ bool same_bytes(const Reader& model, const Reader& input, const std::vector<Byte
   Window a(model), b(input);
   for (const ByteSpan& span : same) {
     for (std::uint64_t at = span.begin; at < span.end(); at += Window::kBytes) {
-      throw_if_interrupted();
+      run::throw_if_interrupted();
       const auto n = static_cast<std::size_t>(std::min(Window::kBytes, span.end() - at));
       if (std::memcmp(a.bytes(at, n), b.bytes(at, n), n) != 0) return false;
     }
@@ -130,7 +130,7 @@ void read_rows(const Context& ctx, const ModelLayout::Data& data, const unsigned
   for (const auto& place : place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, dims))
     copy_selected({bytes, dims}, place.piece, {static_cast<unsigned char*>(data.whole->data()), leaf.dims},
                   place.batch, data.element);
-  count_bytes(ctx.job.policy.meter, data.span.size);
+  run::count_bytes(ctx.job.policy.meter, data.span.size);
 }
 
 // Every split dataset's rows of the input, read in the order of their
@@ -138,8 +138,8 @@ void read_rows(const Context& ctx, const ModelLayout::Data& data, const unsigned
 void read_all_rows(const Context& ctx, const ModelLayout& model, const Reader& input) {
   Window window(input);
   for (const auto& data : model.data) {
-    throw_if_interrupted();
-    note_activity(ctx.file(), *data.path);
+    run::throw_if_interrupted();
+    run::note_activity(ctx.file(), *data.path);
     read_rows(ctx, data, window.bytes(data.span.begin, data.span.size));
   }
 }
@@ -217,4 +217,4 @@ bool merge_copy(const Context& ctx, hid_t output) {
   return true;
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -10,7 +10,7 @@
 #include "core/remote.hpp"
 #include "io/remote/http.hpp"
 
-namespace mb::io {
+namespace mb::io::merge {
 namespace {
 namespace fs = std::filesystem;
 
@@ -144,4 +144,4 @@ MergeSources find_sources(const std::vector<std::string>& arguments) {
   return out;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::merge

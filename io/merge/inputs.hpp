@@ -9,7 +9,7 @@
 
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::merge {
 
 struct MergeSources {
   std::vector<std::string> paths;           // the microbatch files, in order
@@ -21,4 +21,4 @@ struct MergeSources {
 // files that do not match their manifest), one line saying what to do.
 MergeSources find_sources(const std::vector<std::string>& arguments);
 
-}  // namespace mb::io
+}  // namespace mb::io::merge

@@ -10,16 +10,16 @@
 
 #include "core/merge_plan.hpp"
 #include "core/resolve.hpp"
-#include "io/derived.hpp"
-#include "io/digest.hpp"
+#include "io/tree/derived.hpp"
+#include "io/publish/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/scales.hpp"
 #include "io/merge/steps.hpp"
-#include "io/outputs.hpp"
-#include "io/prepare.hpp"
-#include "io/tree_reader.hpp"
+#include "io/publish/outputs.hpp"
+#include "io/tree/prepare.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io {
+namespace mb::io::merge {
 namespace {
 
 void check_options(const MergeJob& job, const Resolution& resolution) {
@@ -49,11 +49,11 @@ void verify_inputs(const MergeJob& job) {
     paths.push_back(job.inputs[i].path);
     index.push_back(i);
   }
-  std::vector<FileDigest> found;
+  std::vector<publish::FileDigest> found;
   if (job.verify)
-    found = digest_files(paths, paths, std::thread::hardware_concurrency());
+    found = publish::digest_files(paths, paths, std::thread::hardware_concurrency());
   else
-    for (const auto& path : paths) found.push_back({size_of(path), {}});
+    for (const auto& path : paths) found.push_back({publish::size_of(path), {}});
   for (std::size_t k = 0; k < paths.size(); ++k) {
     const specs::FileRecord& expected = job.manifest->files.at(index[k]);
     if (found[k].size != expected.size)
@@ -83,7 +83,7 @@ void warn_about_sources(const MergeJob& job) {
 
 }  // namespace
 
-MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
+MergeResult execute(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
@@ -93,51 +93,51 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.
   h5::Id model = h5::open_read_only(paths.front());
-  const NodeInfo tree = h5::read_tree(model.get(), paths.front());
-  const Resolution resolution = about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
+  const NodeInfo tree = tree::read_tree(model.get(), paths.front());
+  const Resolution resolution = tree::about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
   check_options(job, resolution);
   MergePlan plan;
-  merging::Carried carried;
+  merge::Carried carried;
   carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
-  merging::Context ctx{job, resolution, plan, carried, model.get()};
-  plan = plan_merge(tree, resolution, merging::input_lengths(ctx, tree), job.dp, job.layout,
-                    merging::context_parallel_inputs(ctx));
+  merge::Context ctx{job, resolution, plan, carried, model.get()};
+  plan = plan_merge(tree, resolution, merge::input_lengths(ctx, tree), job.dp, job.layout,
+                    merge::context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
-  ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
+  run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
   const bool lead = !job.team || job.team->rank == 0;
-  const std::optional<ReplacedFile> replaces = lead ? prepare_output_file(job.output, paths, job.force) : std::nullopt;
-  AtomicOutputs outputs;
-  std::optional<ScratchFile> scratch;
-  if (!lead) scratch.emplace(merging::scratch_path(job.output, job.team->rank, job.team->size));
+  const std::optional<publish::ReplacedFile> replaces = lead ? publish::prepare_output_file(job.output, paths, job.force) : std::nullopt;
+  publish::AtomicOutputs outputs;
+  std::optional<publish::ScratchFile> scratch;
+  if (!lead) scratch.emplace(merge::scratch_path(job.output, job.team->rank, job.team->size));
   const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
-  h5::Id out = h5::create_file(temp, job.output, {merging::needs_newer_header(ctx, tree, model_root.get())});
-  carried.copies_possible = merging::copies_possible(ctx);
+  h5::Id out = h5::create_file(temp, job.output, {merge::needs_newer_header(ctx, tree, model_root.get())});
+  carried.copies_possible = merge::copies_possible(ctx);
   // Each input is opened once, merged, and closed before the next is opened.
   for (std::size_t i = 0; i < paths.size(); ++i) {
     ctx.input = i;
     meter.begin(sizes[i]);
-    if (!merging::merge_copy(ctx, out.get())) {
+    if (!merge::merge_copy(ctx, out.get())) {
       const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
-      merging::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
+      merge::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
     }
     meter.end();
   }
   spdlog::debug("merge: {} results assembled in memory written as file bytes", carried.placed_written);
-  merging::reduce_deferred(ctx, out.get());
+  merge::reduce_deferred(ctx, out.get());
   h5::attach_scales(out.get(), job.output, tree);
   // The merged batch's derived values, from the merged offsets as written.
-  write_derived_values(out.get(), job.output, derived_targets(tree, resolution));
+  tree::write_derived_values(out.get(), job.output, tree::derived_targets(tree, resolution));
   if (!lead) out.close({temp, ""});
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
     return {};
   }
-  if (job.team) merging::gather_team_chunks(ctx, out.get());
+  if (job.team) merge::gather_team_chunks(ctx, out.get());
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
   outputs.publish();
@@ -148,4 +148,4 @@ MergeResult merge(const MergeJob& unmetered, const SpecNode& spec, const std::st
   return result;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::merge

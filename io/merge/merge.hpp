@@ -9,11 +9,11 @@
 
 #include "core/layout.hpp"
 #include "core/spec.hpp"
-#include "io/progress.hpp"
+#include "io/run/progress.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::merge {
 
 struct MergeInput {
   std::string path;
@@ -44,7 +44,7 @@ struct MergeJob {
   // absolute paths) instead of copies.
   bool virtual_datasets = false;
   transfer::Policy policy;
-  Progress progress;  // bytes of the input files merged of all (none: not counted)
+  run::Progress progress;  // bytes of the input files merged of all (none: not counted)
   // The split the inputs come from, when known: inputs[i] is its files[i].
   // Each input's size and digest are checked against it before anything is
   // written (unless !verify), and each split dataset's length in each input
@@ -62,6 +62,6 @@ struct MergeResult {
   std::uint64_t datasets = 0;    // in the merged file (further names of one dataset not counted)
   std::uint64_t data_bytes = 0;  // of the inputs, as the progress counts them
 };
-MergeResult merge(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
+MergeResult execute(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
 
-}  // namespace mb::io
+}  // namespace mb::io::merge

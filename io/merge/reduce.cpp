@@ -4,13 +4,13 @@
 #include "core/error.hpp"
 #include "core/partition.hpp"
 #include "io/h5/buffer.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 // How reduced values are read and written. Integers: as native integers.
@@ -99,7 +99,7 @@ void reduce_dataset(const Context& ctx, const DatasetPair& in, const LeafRule& r
 
 void reduce_deferred(const Context& ctx, hid_t output) {
   for (const auto& path : ctx.carried.deferred) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     const h5::Location out_at = ctx.out_where(path);
     h5::Id dst = h5::open_object(output, path, out_at);
     h5::Id type(H5Dget_type(dst.get()), out_at, "cannot read the datatype");
@@ -112,7 +112,7 @@ void reduce_deferred(const Context& ctx, hid_t output) {
       const Selection part = Selection::all(shape).part(start, block);
       Accumulator acc = io.accumulator(part.elements());
       for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {  // each opened for this block only
-        throw_if_interrupted();
+        run::throw_if_interrupted();
         const h5::Location at{ctx.job.inputs[i].path, path};
         h5::Id file = h5::open_read_only(at.file);
         h5::Id dataset = h5::open_object(file.get(), path, at);
@@ -146,4 +146,4 @@ void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, con
   if (n > 0) h5::check(H5Awrite(out.get(), io.mem_type, values.data()), out_at, "cannot write the attribute");
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -7,13 +7,13 @@
 #include <cstring>
 
 #include "core/partition.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 // Slice `input` of the stacked tensor, at `start` within it, `block` deep.
@@ -44,7 +44,7 @@ void stack_dataset(const Context& ctx, const DatasetPair& in, hid_t dst) {
   h5::Buffer buffer(in.model.type);
   const std::size_t element = std::max<std::size_t>(h5::size_of(in.model.type, ctx.where(path)), 1);
   for_each_block(dims, ctx.job.policy.buffer_bytes / element, [&](const Shape& start, const Shape& block) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     h5::read(in.object, Selection::all(dims).part(start, block), buffer, ctx.where(path));
     h5::write(dst, slice(ctx.input, start, block), buffer.type(), buffer.data(), ctx.out_where(path));
   });
@@ -90,4 +90,4 @@ bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object) 
   return false;
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -30,7 +30,7 @@
 #include "io/h5/space.hpp"
 #include "io/merge/merge.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 
 // An attribute value of the model, kept without HDF5 ids of its own:
 // libhdf5 slows down with every live id (its registry is searched on each
@@ -304,4 +304,4 @@ bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object);
 // no input is opened).
 h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t parent);
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -6,12 +6,12 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 // The manifest's lengths of `node`, when it records them for this axis and
@@ -76,7 +76,7 @@ InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
   if (unknown.empty()) return lengths;
   // One pass over the inputs' shapes, each input opened and closed in turn.
   for (std::size_t i = 1; i < ctx.job.inputs.size(); ++i) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
     survey_input(at, unknown, lengths);
@@ -91,18 +91,18 @@ ContextParallelInputs context_parallel_inputs(const Context& ctx) {
     if (entry.second.mode == LeafRule::Mode::Packed) paths.insert(entry.second.offsets);
   if (cp.degree == 1 || paths.empty()) return cp;
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
     h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(at.file());
     for (const auto& path : paths) {
       require_path(at, i == 0 ? ctx.model_file : file.get(), path);
       h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));
-      const RawOffsets raw = h5::read_offsets(dataset.get(), at.where(path));
+      const RawOffsets raw = tree::read_offsets(dataset.get(), at.where(path));
       cp.offsets[path].push_back(check_offsets(raw, at.where(path).describe()));
     }
   }
   return cp;
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

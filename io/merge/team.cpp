@@ -18,7 +18,7 @@
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 // Below this many bytes a dataset is not worth sharing out: rank 0 writes it.
@@ -150,4 +150,4 @@ void gather_team_chunks(const Context& ctx, hid_t out) {
   }
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -7,7 +7,7 @@
 #include "io/h5/virtual.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 
 h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t parent) {
   const h5::Location where = ctx.out_where(in.node.path);
@@ -42,4 +42,4 @@ h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLea
                 where, "cannot create the virtual dataset");
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -3,14 +3,14 @@
 // the model in Carried. Input 0 creates the output's objects; later inputs
 // open one only to write to it.
 #include "core/selection.hpp"
-#include "io/derived.hpp"
-#include "io/guard.hpp"
+#include "io/tree/derived.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
 #include "io/transfer/copy.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 h5::Id open_root(hid_t file, const h5::Location& where) {
@@ -91,7 +91,7 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
   // Each input's derived value is what its own offsets give (the merged
   // batch's is written after the walk).
   if (rule.mode == LeafRule::Mode::Derive)
-    check_derived_value(object, {}, rule, *ctx.offsets, ctx.where(ds.path));
+    tree::check_derived_value(object, {}, rule, *ctx.offsets, ctx.where(ds.path));
   if (rule.mode == LeafRule::Mode::Reduce && !rule.stacks()) reducible_kind(ctx, ds.path, in.model.type);
   const bool as_virtual = ctx.job.virtual_datasets && leaf && rule.mode != LeafRule::Mode::Offsets;
   // Context parallelism: of a dataset the same for every CP rank, only CP
@@ -115,7 +115,7 @@ void merge_dataset(const Context& ctx, const NodeInfo& ds, hid_t object, hid_t p
 void merge_members(const Context& ctx, LinkCheck& links, const NodeInfo& group, hid_t object, hid_t dst) {
   check_members(ctx, group, object);
   for (const auto& child : group.children) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     const h5::Id member = h5::open_object(object, child.name, ctx.where(child.path));
     check_kind(ctx, child, member.get());
     links.check(ctx, child, member.get());
@@ -176,4 +176,4 @@ void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t out
   merge_members(with_offsets, links, root, input_root.get(), out_root.get());
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -9,7 +9,7 @@
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
-namespace mb::io::merging {
+namespace mb::io::merge {
 namespace {
 
 WeightSource source_of(const LeafRule& rule) { return {rule.weight, rule.weight_attribute}; }
@@ -159,4 +159,4 @@ const Weight& input_weight(const Context& ctx, const LeafRule& rule, std::size_t
   return ctx.carried.weights.at(source_of(rule)).values.at(input);
 }
 
-}  // namespace mb::io::merging
+}  // namespace mb::io::merge

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/remote/http.hpp"
 
-namespace mb::remote {
+namespace mb::io::remote {
 namespace {
 
 // Small reads are served from blocks of this size, fetched whole: the
@@ -305,7 +305,7 @@ std::uint64_t read_all(const std::string& name, const std::function<void(const c
   const bool keep = opened.known && object.size() <= kCacheBytes / 4;
   std::vector<char> window(std::min(kWindow, object.size()));
   for (std::uint64_t at = 0; at < object.size(); at += kWindow) {
-    io::throw_if_interrupted();
+    run::throw_if_interrupted();
     const std::uint64_t n = std::min(kWindow, object.size() - at);
     std::uint64_t cached = 0;  // the head, and blocks an earlier reader left
     while (cached < n && cache().copy({opened.serial, (at + cached) / kBlock}, 0, std::min(kBlock, n - cached),
@@ -328,4 +328,4 @@ h5::Id file_access(const std::string& name) {
   return fapl;
 }
 
-}  // namespace mb::remote
+}  // namespace mb::io::remote

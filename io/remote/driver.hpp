@@ -18,7 +18,7 @@
 #include "io/h5/handle.hpp"
 #include "io/remote/http.hpp"
 
-namespace mb::remote {
+namespace mb::io::remote {
 
 // File access properties that open the remote `name` through the driver.
 // Throws mb::Error for a malformed name or half-given credentials.
@@ -33,4 +33,4 @@ Version describe(const std::string& name);
 // the reads that follow.
 std::uint64_t read_all(const std::string& name, const std::function<void(const char*, std::size_t)>& consume);
 
-}  // namespace mb::remote
+}  // namespace mb::io::remote

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 
-namespace mb::remote {
+namespace mb::io::remote {
 namespace {
 
 constexpr std::size_t kErrorBodyLimit = 4096;  // enough for an S3 error document
@@ -89,7 +89,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
   auto& r = *static_cast<Response*>(user);
   const std::size_t n = size * count;
-  io::note_progress();
+  run::note_progress();
   if (r.status() >= 300) {
     r.error_body.append(data, std::min(n, kErrorBodyLimit - std::min(kErrorBodyLimit, r.error_body.size())));
     return n;
@@ -104,7 +104,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 }
 
 // A stop signal ends a transfer at once, not at its timeout.
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return io::interrupted() ? 1 : 0; }
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return run::interrupted() ? 1 : 0; }
 
 struct ContentRange {
   std::uint64_t first = 0, last = 0, total = 0;
@@ -272,7 +272,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   if (r.overflow || (code == CURLE_OK && status == 200 && !first))
     return Failure{"the server does not answer range requests (HTTP 200 to a Range request); download the file "
                    "first", false};
-  if (code == CURLE_ABORTED_BY_CALLBACK) io::throw_if_interrupted();
+  if (code == CURLE_ABORTED_BY_CALLBACK) run::throw_if_interrupted();
   if (code != CURLE_OK) return curl_failure(code, error, r, n, settings);
   if (status == 416 && first) {  // an empty object
     size = 0;
@@ -300,7 +300,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
 
 void Object::State::fetch(std::uint64_t offset, std::uint64_t n, char* out, bool first) {
   for (unsigned attempt_no = 1;; ++attempt_no) {
-    io::throw_if_interrupted();
+    run::throw_if_interrupted();
     const auto failure = attempt(offset, n, out, first);
     if (!failure) return;
     if (!failure->transient || attempt_no >= settings.attempts) {
@@ -356,4 +356,4 @@ std::string fetch_text(const RemoteAddress& address, const Settings& settings, s
   return text;
 }
 
-}  // namespace mb::remote
+}  // namespace mb::io::remote

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 
-namespace mb::remote {
+namespace mb::io::remote {
 
 // The object does not exist (HTTP 404).
 class Missing : public Error {
@@ -69,4 +69,4 @@ class Object {
 // The whole (small) object as text, for manifests: at most `limit` bytes.
 std::string fetch_text(const RemoteAddress& address, const Settings& settings, std::uint64_t limit);
 
-}  // namespace mb::remote
+}  // namespace mb::io::remote

@@ -13,14 +13,14 @@
 
 #include "core/error.hpp"
 #include "core/selection.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/file_bytes.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 namespace {
 
 std::uint64_t piece_bytes(const PatchedDataset& d, const SplitPlan& plan, std::uint64_t file) {
@@ -94,7 +94,7 @@ void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarg
       copy_selected({p.elements, d.node->shape}, place.batch, {piece.data(), dims}, place.piece, element);
     transfer::write_bytes(fds[t]->fd, piece.data(), piece.size(), (*targets[t].offsets)[p.index],
                           {targets[t].shown, d.node->path});
-    count_bytes(source.policy.meter, piece.size());
+    run::count_bytes(source.policy.meter, piece.size());
   }
 }
 
@@ -167,19 +167,19 @@ void write_copies(const SplitSource& source, const ModelNotes& notes, const std:
   const ClonePlan& clones = notes.clones();
   std::vector<std::unique_ptr<Fd>> fds;
   for (const auto& target : targets) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     fds.push_back(copy_model(target, source.policy.buffer_bytes));
     // What the model's bytes brought: every dataset but the patched ones, as split_bytes counts them.
     std::uint64_t patched = 0;
     for (const auto& d : clones.patched) patched += piece_bytes(d, source.plan, target.file);
-    count_bytes(source.policy.meter,
+    run::count_bytes(source.policy.meter,
                 split_bytes(source.tree, source.resolution, source.plan, {target.file, target.file + 1}) - patched);
   }
   std::vector<unsigned char> read;  // a patched dataset's elements that were not kept
   for (std::size_t j = 0; j < clones.patched.size(); ++j) {
     const PatchedDataset& d = clones.patched[j];
-    throw_if_interrupted();
-    note_activity(source.name, d.node->path);
+    run::throw_if_interrupted();
+    run::note_activity(source.name, d.node->path);
     const std::vector<unsigned char>* elements = notes.elements(j);
     if (!elements) {
       read_elements(source, d, read);
@@ -190,4 +190,4 @@ void write_copies(const SplitSource& source, const ModelNotes& notes, const std:
   for (std::size_t t = 0; t < targets.size(); ++t) fds[t]->close(targets[t].shown);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split

@@ -17,7 +17,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/split/writer.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 
 // Where each patched dataset's data starts in a model (0 for one that
 // holds no element).
@@ -79,4 +79,4 @@ struct CopyTarget {
 // at once).
 void write_copies(const SplitSource& source, const ModelNotes& notes, const std::vector<CopyTarget>& targets);
 
-}  // namespace mb::io
+}  // namespace mb::io::split

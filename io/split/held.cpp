@@ -3,12 +3,12 @@
 #include <utility>
 #include <vector>
 
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 namespace {
 
 // Distinct ids per table at most: past them, datasets are not kept (each
@@ -101,7 +101,7 @@ void Held::attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& s
     return;
   }
   // As h5::read_attribute reads it.
-  io::note_activity(at.file, at.path);
+  run::note_activity(at.file, at.path);
   h5::check_fits_in_file(attr, bytes, at);
   h5::AttributeValue value(std::move(kept_type));
   value.space = std::move(kept_space);
@@ -118,4 +118,4 @@ void Held::discard() {
   current_ = nullptr;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split

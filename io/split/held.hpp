@@ -22,11 +22,11 @@
 
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 
-class Held : public h5::Keeper {
+class Held : public tree::Keeper {
  public:
   explicit Held(std::uint64_t budget) : budget_(budget) {}
 
@@ -57,4 +57,4 @@ class Held : public h5::Keeper {
   std::string current_path_;
 };
 
-}  // namespace mb::io
+}  // namespace mb::io::split

@@ -16,12 +16,12 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/digest.hpp"
+#include "io/publish/digest.hpp"
 #include "io/remote/driver.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 namespace {
@@ -142,15 +142,15 @@ void stat_input(const std::string& input, PartRecord& part) {
   part.input_mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
 }
 
-OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours) {
+publish::OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(dir + ": the output path exists and is not a directory");
-  CreatedDirectories created(dir);
+  publish::CreatedDirectories created(dir);
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": the output path exists and is not a directory");
   const std::string lock_name =
-      fmt::format("{}.shard-{:05}-of-{:05}", kDirectoryLockName, ours.shard.index, ours.shard.count);
-  OutputLock lock((fs::path(dir) / lock_name).string(), dir);
+      fmt::format("{}.shard-{:05}-of-{:05}", publish::kDirectoryLockName, ours.shard.index, ours.shard.count);
+  publish::OutputLock lock((fs::path(dir) / lock_name).string(), dir);
   const std::vector<std::string> names = listed_names(ours.head);
   std::set<std::string> mine{part_name(ours.shard)}, theirs;
   for (std::uint64_t i = 0; i < names.size(); ++i)
@@ -158,14 +158,14 @@ OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const Part
   std::vector<fs::path> remove_first, remove_then;  // manifest; then our part record and files
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!is_split_output(name) || theirs.contains(name)) continue;
+    if (!publish::is_split_output(name) || theirs.contains(name)) continue;
     if (name.starts_with(".")) {  // a temporary: of a running shard, or left by a killed one
       bool own = false;
       for (const auto& m : mine) own = own || name.starts_with("." + m + ".tmp-");
       if (own && force) remove_then.push_back(entry.path());
       continue;
     }
-    refuse_unless_regular(entry.path().string());
+    publish::refuse_unless_regular(entry.path().string());
     if (fs::equivalent(entry.path(), ours.input, ec))
       throw Error(dir + ": the input " + ours.input + " has a split output's name in the output directory; choose "
                   "another output directory");
@@ -192,9 +192,9 @@ OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const Part
   return {std::move(created), std::move(lock)};
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split
 
-namespace mb::io {
+namespace mb::io::split {
 namespace {
 
 // Part K of the directory's split, checked against part 0 (`first`).
@@ -259,7 +259,7 @@ std::string finish_split(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": is not a directory");
   // finish and split both write the manifest: one at a time.
-  OutputLock lock((fs::path(dir) / kDirectoryLockName).string(), dir);
+  publish::OutputLock lock((fs::path(dir) / publish::kDirectoryLockName).string(), dir);
   const std::string manifest = (fs::path(dir) / specs::kManifestName).string();
   if (fs::exists(manifest, ec)) throw Error(manifest + ": exists: this split is finished already");
   const std::uint64_t count = shard_count(dir);
@@ -271,8 +271,8 @@ std::string finish_split(const std::string& dir) {
   auto listed = json::array();
   for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
   head["files"] = listed;
-  head["split_id"] = digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
-  write_text_atomically(manifest, specs::assemble_manifest(head, parts[0].datasets));
+  head["split_id"] = publish::digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
+  publish::write_text_atomically(manifest, specs::assemble_manifest(head, parts[0].datasets));
   return manifest;
 }
 
@@ -284,4 +284,4 @@ void remove_part_records(const std::string& dir, std::uint64_t count) {
   }
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/shards.hpp"
-#include "io/outputs.hpp"
+#include "io/publish/outputs.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 
 struct PartRecord {
   Shard shard;
@@ -51,7 +51,7 @@ void stat_input(const std::string& input, PartRecord& part);
 // anything else (a finished manifest, this shard's files or part record,
 // another split's files or parts) is refused, or with `force` the manifest
 // and this shard's own files and part record are removed (manifest first).
-[[nodiscard]] OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours);
+[[nodiscard]] publish::OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours);
 
 // finish DIR: checks the P part records and every file they list (present,
 // recorded size) and writes DIR/manifest.json. Returns the manifest's path.
@@ -61,4 +61,4 @@ std::string finish_split(const std::string& dir);
 // a team (mpirun) leaves the directory a one-process split leaves.
 void remove_part_records(const std::string& dir, std::uint64_t count);
 
-}  // namespace mb::io
+}  // namespace mb::io::split

@@ -8,17 +8,17 @@
 #include <thread>
 
 #include "core/remote.hpp"
-#include "io/digest.hpp"
+#include "io/publish/digest.hpp"
 #include "io/h5/file.hpp"
-#include "io/outputs.hpp"
+#include "io/publish/outputs.hpp"
 #include "io/split/clone.hpp"
 #include "io/split/parts.hpp"
 #include "io/split/writer.hpp"
-#include "io/workers.hpp"
+#include "io/run/workers.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 namespace fs = std::filesystem;
 namespace {
 
@@ -42,7 +42,7 @@ struct OutputFiles {
   std::vector<std::string> temps;
 };
 
-specs::Manifest make_manifest(const SplitJob& job, const Prepared& prepared, const std::vector<specs::FileRecord>& files) {
+specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepared, const std::vector<specs::FileRecord>& files) {
   const SplitPlan& plan = *prepared.plan;
   specs::Manifest m;
   m.tool_version = job.tool_version;
@@ -93,7 +93,7 @@ PartRecord part_of(const SplitJob& job, const specs::Manifest& planned, const Fi
 
 // Writes output files `which` (plan indices) through libhdf5 under their
 // temporary names, a batch of open files at a time.
-void write_through_library(const SplitSource& source, const Prepared& prepared, const OutputFiles& files,
+void write_through_library(const SplitSource& source, const tree::Prepared& prepared, const OutputFiles& files,
                            const std::vector<std::uint64_t>& which) {
   const std::size_t at_once = open_outputs();
   for (std::size_t first = 0; first < which.size(); first += at_once) {
@@ -111,7 +111,7 @@ void write_through_library(const SplitSource& source, const Prepared& prepared, 
 }
 
 // The classes of files [begin, end): with clones off, every file its own.
-ClonePlan clone_plan(const SplitJob& job, const Prepared& prepared, std::uint64_t begin, std::uint64_t end) {
+ClonePlan clone_plan(const SplitJob& job, const tree::Prepared& prepared, std::uint64_t begin, std::uint64_t end) {
   if (job.policy.clones) return plan_clones(prepared.tree, *prepared.resolution, *prepared.plan, {begin, end});
   ClonePlan singles;
   for (std::uint64_t f = begin; f < end; ++f) singles.classes.push_back({f, {}});
@@ -144,7 +144,7 @@ std::vector<CopyTarget> copy_targets(const ModelNotes& notes, const OutputFiles&
 // class's model through libhdf5, its other files as copies of the model
 // (io/split/clone.hpp), or through libhdf5 too where the model's data
 // cannot be written over.
-void write_files(const SplitJob& job, const Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
+void write_files(const SplitJob& job, const tree::Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
                  std::uint64_t end) {
   h5::Id input = h5::open_read_only(job.input, h5::Cache::Keep);
   const ClonePlan clones = clone_plan(job, prepared, begin, end);
@@ -170,7 +170,7 @@ void write_files(const SplitJob& job, const Prepared& prepared, const OutputFile
 
 }  // namespace
 
-SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
+SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   // This run's files: all, or its shard's share (the partition -j uses too).
   const FileRange mine = job.shard ? share_of(plan.files(), job.shard->count, job.shard->index) : FileRange{0, plan.files()};
@@ -180,10 +180,10 @@ SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   // Held until the manifest (part record) is written: a second split (of this
   // shard) into the directory fails at once. A directory it creates is
   // removed again if the split fails.
-  OutputDirectory directory = job.shard ? prepare_shard_dir(job.output_dir, job.force, part)
-                                        : prepare_output_dir(job.output_dir, job.force, job.input);
+  publish::OutputDirectory directory = job.shard ? prepare_shard_dir(job.output_dir, job.force, part)
+                                        : publish::prepare_output_dir(job.output_dir, job.force, job.input);
   // Every output is registered (and so removed on failure) before any worker starts.
-  AtomicOutputs outputs;
+  publish::AtomicOutputs outputs;
   OutputFiles files;
   std::vector<std::string> temps, finals;  // this run's
   for (std::uint64_t i = 0; i < plan.files(); ++i) {
@@ -195,10 +195,10 @@ SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
   // Worker w of W writes files share_of(mine, W, w); this process is worker 0.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
   // Bytes written, counted by every worker in its slot and shown by this process.
-  ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
+  run::ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
   SplitJob metered = job;
   if (job.progress) metered.policy.meter = &meter;
-  run_workers(
+  run::run_workers(
       workers,
       [&](std::uint64_t w) {
         meter.use_slot(w);
@@ -208,25 +208,25 @@ SplitResult write_split(const SplitJob& job, const Prepared& prepared) {
       job.stall_seconds, [&] { meter.show(); });
 
   // Digests of the finished temporaries, hashed while their pages are still cached.
-  const auto digests = digest_files(temps, finals, std::thread::hardware_concurrency());
+  const auto digests = publish::digest_files(temps, finals, std::thread::hardware_concurrency());
   std::vector<specs::FileRecord> records;
   for (std::size_t i = 0; i < digests.size(); ++i)
     records.push_back({files.names[mine.begin + i], digests[i].size, digests[i].digest});
-  if (!job.shard) check_directory_unchanged(job.output_dir, temps);
+  if (!job.shard) publish::check_directory_unchanged(job.output_dir, temps);
   if (job.before_publish) job.before_publish();
   outputs.publish();
   if (job.shard) {
     part.files = records;
-    write_text_atomically((fs::path(job.output_dir) / part_name(*job.shard)).string(), part_text(part));
+    publish::write_text_atomically((fs::path(job.output_dir) / part_name(*job.shard)).string(), part_text(part));
   } else {
     specs::Manifest manifest = planned;
     manifest.files = records;
-    manifest.split_id = digest_text(specs::split_identity(manifest));
-    write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
+    manifest.split_id = publish::digest_text(specs::split_identity(manifest));
+    publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
   }
   outputs.keep();
   directory.keep();
   return {records, meter.total()};
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split

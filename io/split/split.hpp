@@ -9,12 +9,12 @@
 
 #include "core/plan.hpp"
 #include "core/shards.hpp"
-#include "io/prepare.hpp"
-#include "io/progress.hpp"
+#include "io/tree/prepare.hpp"
+#include "io/run/progress.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 
 struct SplitJob {
   std::string input;       // path of the batch file
@@ -31,7 +31,7 @@ struct SplitJob {
   std::function<void()> before_publish;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
-  Progress progress;  // bytes of data written of all (none: not counted)
+  run::Progress progress;  // bytes of data written of all (none: not counted)
 };
 
 // What a split wrote: the output files (name as the manifest lists them,
@@ -44,6 +44,6 @@ struct SplitResult {
 // Writes the outputs of `prepared` (which holds a resolution and a plan)
 // and the manifest (with a shard: its share of the outputs and its part
 // record). On any error nothing is left under a final name.
-SplitResult write_split(const SplitJob& job, const Prepared& prepared);
+SplitResult execute(const SplitJob& job, const tree::Prepared& prepared);
 
-}  // namespace mb::io
+}  // namespace mb::io::split

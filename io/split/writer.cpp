@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "core/selection.hpp"
-#include "io/derived.hpp"
-#include "io/guard.hpp"
+#include "io/tree/derived.hpp"
+#include "io/run/guard.hpp"
 #include "io/split/clone.hpp"
 #include "io/split/held.hpp"
 #include "io/h5/attributes.hpp"
@@ -14,9 +14,9 @@
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/transfer/gather.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 namespace {
 
 using transfer::Side;
@@ -47,9 +47,9 @@ class SplitWriter {
     for (std::size_t i = 0; i < roots.size(); ++i) h5::attach_scales(roots[i], names_[i], source_.tree);
     // Last, once every output holds its offsets: each derived value is
     // computed from its own file's offsets.
-    const std::vector<DerivedTarget> derived = derived_targets(source_.tree, source_.resolution);
+    const std::vector<tree::DerivedTarget> derived = tree::derived_targets(source_.tree, source_.resolution);
     if (!derived.empty())
-      for (std::size_t i = 0; i < roots.size(); ++i) write_derived_values(roots[i], names_[i], derived);
+      for (std::size_t i = 0; i < roots.size(); ++i) tree::write_derived_values(roots[i], names_[i], derived);
   }
 
  private:
@@ -57,7 +57,7 @@ class SplitWriter {
 
   void write_children(const NodeInfo& group, hid_t src_group, const std::vector<hid_t>& dst_groups) {
     for (const auto& child : group.children) {
-      throw_if_interrupted();
+      run::throw_if_interrupted();
       if (child.is_further_name()) {  // the object is written under its first name, met before
         for (std::size_t i = 0; i < dst_groups.size(); ++i)
           h5::create_hard_link(dst_groups[i], child.name, child.first_name, out_where(i, child.path));
@@ -133,7 +133,7 @@ class SplitWriter {
     const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
     const Side from = in.whole ? Side::in_memory(*in.whole, ds.shape, src_where) : Side::of(in.src, src_where);
     std::optional<h5::Extent> extent;  // shared by the copies of one extent
-    ByteMeter* meter = source_.policy.meter;
+    run::ByteMeter* meter = source_.policy.meter;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(files_[i]) : nullptr;
@@ -197,7 +197,7 @@ class SplitWriter {
   // input's, and fit the dataset's type when written back in it.
   static void write_rebased_offsets(const OffsetsPiece& piece, hid_t dst, const h5::Location& where) {
     h5::Id type(H5Dget_type(piece.src), piece.src_where, "cannot read the datatype");
-    const hid_t memory = h5::offsets_memory_type(type.get(), piece.src_where);
+    const hid_t memory = tree::offsets_memory_type(type.get(), piece.src_where);
     h5::Buffer values(memory);
     h5::read(piece.src, Selection::rows({piece.rows.stop()}, 0, piece.rows), values, piece.src_where);
     // Two's complement: unsigned subtraction gives the signed difference too.
@@ -239,4 +239,4 @@ void write_outputs(const SplitSource& source, const std::vector<std::uint64_t>& 
   SplitWriter(source, files, names).write(outputs);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::split

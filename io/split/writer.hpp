@@ -12,7 +12,7 @@
 #include "io/h5/handle.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::io {
+namespace mb::io::split {
 
 class ModelNotes;  // io/split/clone.hpp
 class Held;        // io/split/held.hpp
@@ -39,4 +39,4 @@ void write_outputs(const SplitSource& source, const std::vector<std::uint64_t>& 
 std::uint64_t split_bytes(const NodeInfo& tree, const Resolution& resolution, const SplitPlan& plan,
                           const FileRange& files);
 
-}  // namespace mb::io
+}  // namespace mb::io::split

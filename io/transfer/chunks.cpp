@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "core/partition.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // Rows of the copy that whole chunks cover, given chunk rows `step`.
@@ -64,12 +64,12 @@ std::uint64_t copy_raw_chunks(const RowCopy& c, const Policy& policy) {
   // Counted as the elements of a whole chunk (the meter caps an edge chunk's excess).
   const std::uint64_t chunk_bytes = element_count(layout.chunk) * h5::size_of(type.get(), c.src_where);
   for_each_block(grid, 1, [&](const Shape& cell, const Shape&) {
-    io::throw_if_interrupted();
+    run::throw_if_interrupted();
     moved += move_chunk(c, layout.chunk, cell, bytes) ? 1 : 0;
-    io::count_bytes(policy.meter, chunk_bytes);
+    run::count_bytes(policy.meter, chunk_bytes);
   });
   if (moved > 0) spdlog::debug("{}: {} chunks copied as stored bytes", c.dst_where.describe(), moved);
   return rows;
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

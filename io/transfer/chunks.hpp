@@ -7,7 +7,7 @@
 // bytes are addresses in its own file's heap.
 #include "io/transfer/rows.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 // Copies the leading whole chunks of the rows as stored bytes (a partial
 // last chunk too when it ends both datasets' extents: it is an edge chunk in
@@ -15,4 +15,4 @@ namespace mb::transfer {
 // copies the rest. 0 when nothing qualifies.
 std::uint64_t copy_raw_chunks(const RowCopy& copy, const Policy& policy);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

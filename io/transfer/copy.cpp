@@ -9,7 +9,7 @@
 #include "io/transfer/file_bytes.hpp"
 #include "io/transfer/slab.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // How a selection takes elements of a tensor of `dims`.
@@ -79,15 +79,15 @@ void copy(const Side& from, const Selection& a, const Side& to, const Selection&
   if (from.memory && to.memory) throw Error("internal: a copy from memory to memory");
   if (from.memory) {
     write_slab(*from.memory, from.shape, a, to.dataset, to.where, b);
-    io::count_bytes(policy.meter, a.elements() * h5::size_of(from.memory->type(), from.where));
+    run::count_bytes(policy.meter, a.elements() * h5::size_of(from.memory->type(), from.where));
     return;
   }
   if (to.memory) {
     read_slab(from.dataset, from.where, a, *to.memory, to.shape, b);
-    io::count_bytes(policy.meter, a.elements() * h5::size_of(to.memory->type(), to.where));
+    run::count_bytes(policy.meter, a.elements() * h5::size_of(to.memory->type(), to.where));
     return;
   }
   copy_datasets(from, a, to, b, policy);
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -14,7 +14,7 @@
 #include "io/h5/handle.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 // One side of a copy: a dataset, or a whole array in memory of `shape`
 // whose elements are `buffer`'s (the buffer's type is the memory type).
@@ -40,4 +40,4 @@ bool held_whole(hid_t dcpl, std::uint64_t bytes, const h5::Location& where);
 void copy(const Side& from, const Selection& from_selection, const Side& to, const Selection& to_selection,
           const Policy& policy);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

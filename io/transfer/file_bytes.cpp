@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // Runs shorter than this are not worth a system call each.
@@ -106,17 +106,17 @@ void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset,
   }
 }
 
-void copy_range(const ByteRange& r, std::size_t step, io::ByteMeter* meter) {
+void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
   step = std::max<std::size_t>(step, 1u << 16);
   std::vector<unsigned char> buffer;  // only when the kernel cannot copy
   bool kernel = true;
   for (std::uint64_t done = 0; done < r.length;) {
-    io::throw_if_interrupted();
-    io::note_activity(r.src_where.file, r.src_where.path);
+    run::throw_if_interrupted();
+    run::note_activity(r.src_where.file, r.src_where.path);
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.length - done, step));
     if (!kernel) {
       done += copy_through_buffer(r, done, n, buffer);
-      io::count_bytes(meter, n);
+      run::count_bytes(meter, n);
       continue;
     }
     auto in = static_cast<off64_t>(r.from.offset + r.from_offset + done);
@@ -132,7 +132,7 @@ void copy_range(const ByteRange& r, std::size_t step, io::ByteMeter* meter) {
     if (k < 0) fail_io(output_full ? r.dst_where : r.src_where, "cannot copy data", errno);
     if (k == 0) fail_short(r.src_where);
     done += static_cast<std::uint64_t>(k);
-    io::count_bytes(meter, static_cast<std::uint64_t>(k));
+    run::count_bytes(meter, static_cast<std::uint64_t>(k));
   }
 }
 
@@ -160,4 +160,4 @@ bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
   return true;
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -12,7 +12,7 @@
 // never holds stale copies of the bytes written here.
 #include "io/transfer/rows.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 // Where a dataset's elements (or a file's bytes) start in an open file descriptor.
 struct StoredBytes {
@@ -38,7 +38,7 @@ struct ByteRange {
 // Copies the range in steps of at most `step` bytes (checking for stop
 // signals between them, each counted on `meter`), by the kernel where it
 // can, through a buffer where it cannot.
-void copy_range(const ByteRange& range, std::size_t step, io::ByteMeter* meter);
+void copy_range(const ByteRange& range, std::size_t step, run::ByteMeter* meter);
 
 // Reads `n` bytes at `offset` of `fd`, or fewer at the end of the file:
 // how many, or -1 (errno set) on an error. The one read loop (EINTR).
@@ -53,4 +53,4 @@ void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset,
 // each. Returns false, having done nothing, otherwise.
 bool copy_file_bytes(const RowCopy& copy, const Policy& policy);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
-#include "io/progress.hpp"
+#include "io/run/guard.hpp"
+#include "io/run/progress.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // Fewer segments than this are copied one by one (through the byte paths).
@@ -53,7 +53,7 @@ void move(hid_t dataset, bool read, hid_t type, hid_t memory, hid_t file, void* 
 // One window: a batch held in memory moves in one call straight from or
 // into it; between datasets the rows go through `staging`.
 void move_window(const Copy& c, const Window& w, h5::Buffer& staging, const Policy& policy) {
-  io::throw_if_interrupted();
+  run::throw_if_interrupted();
   std::vector<Selection> parts;
   for (std::size_t k = w.first; k < w.end; ++k)
     parts.push_back(Selection::rows(c.batch_dims, c.gather.axis, c.gather.map[k]));
@@ -63,7 +63,7 @@ void move_window(const Copy& c, const Window& w, h5::Buffer& staging, const Poli
   h5::select(piece_space.get(), Selection::rows(c.piece_dims, c.gather.axis, {w.at, w.rows, 1}), c.piece.where);
   const bool into = c.gather.into_batch;
   const std::uint64_t along = std::max<std::uint64_t>(c.piece_dims[c.gather.axis], 1);
-  io::count_bytes(policy.meter, w.rows * (element_count(c.piece_dims) / along) * h5::size_of(c.type, c.piece.where));
+  run::count_bytes(policy.meter, w.rows * (element_count(c.piece_dims) / along) * h5::size_of(c.type, c.piece.where));
   if (c.batch.memory) {
     move(c.piece.dataset, into, c.type, batch_space.get(), piece_space.get(), c.batch.memory->data(), c.piece.where);
     return;
@@ -129,4 +129,4 @@ void copy_gathered(const Side& batch, const Side& piece, const Gather& gather, c
   flush(gather.map.size());
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -11,7 +11,7 @@
 #include "core/layout.hpp"
 #include "io/transfer/copy.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 struct Gather {
   const RowMap& map;      // rows of the batch side, in the piece's order
@@ -26,4 +26,4 @@ bool gathers(const RowMap& map);
 // axis are the map's, packed from 0).
 void copy_gathered(const Side& batch, const Side& piece, const Gather& gather, const Policy& policy);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

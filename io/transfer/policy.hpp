@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/progress.hpp"
+#include "io/run/progress.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 inline constexpr std::size_t kDefaultBufferBytes = 64u << 20;
 
@@ -32,7 +32,7 @@ struct Policy {
   // compare both).
   bool clones = true;
   // Counts the bytes moved for the progress display; none: not counted.
-  io::ByteMeter* meter = nullptr;
+  run::ByteMeter* meter = nullptr;
 };
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

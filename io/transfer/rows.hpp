@@ -7,7 +7,7 @@
 #include "io/h5/space.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 struct RowCopy {
   hid_t src;
@@ -25,4 +25,4 @@ struct RowCopy {
 // The same copy, `skipped` rows further on (for what a byte path leaves).
 RowCopy advanced(const RowCopy& copy, std::uint64_t skipped);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

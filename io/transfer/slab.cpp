@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "core/partition.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/strings.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // Whether `from` is one run of the in-memory array (rows cut along the
@@ -35,17 +35,17 @@ void copy_slab(hid_t src, const h5::Location& src_where, const Selection& from, 
   h5::Buffer buffer(type.get());
   const std::size_t element = std::max<std::size_t>(h5::size_of(type.get(), src_where), 1);
   for_each_block(from.count, policy.buffer_bytes / element, [&](const Shape& offset, const Shape& block) {
-    io::throw_if_interrupted();
+    run::throw_if_interrupted();
     h5::read(src, from.part(offset, block), buffer, src_where);
     h5::write(dst, to.part(offset, block), type.get(), buffer.data(), dst_where);
-    io::count_bytes(policy.meter, element_count(block) * element);
+    run::count_bytes(policy.meter, element_count(block) * element);
   });
 }
 
 void read_slab(hid_t src, const h5::Location& where, const Selection& from, h5::Buffer& memory,
                const Shape& memory_shape, const Selection& to) {
   if (from.elements() == 0) return;
-  io::note_activity(where.file, where.path);
+  run::note_activity(where.file, where.path);
   h5::Id file_space(H5Dget_space(src), where, "cannot read the dataspace");
   h5::select(file_space.get(), from, where);
   h5::Id mem_space = h5::make_space(memory_shape, where);
@@ -73,4 +73,4 @@ void write_slab(const h5::Buffer& memory, const Shape& memory_shape, const Selec
             "cannot write data");
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

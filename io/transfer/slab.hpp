@@ -5,7 +5,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 // Dataset to dataset, in blocks of at most the policy's buffer_bytes, each
 // counted on its meter.
@@ -20,4 +20,4 @@ void read_slab(hid_t src, const h5::Location& where, const Selection& from, h5::
 void write_slab(const h5::Buffer& memory, const Shape& memory_shape, const Selection& from, hid_t dst,
                 const h5::Location& where, const Selection& to);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -15,14 +15,14 @@
 #include "core/error.hpp"
 #include "core/global_heap.hpp"
 #include "core/partition.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/file_bytes.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 namespace {
 
 // Bytes per element in a block: its stored record and its char*.
@@ -365,8 +365,8 @@ void copy_blocks(const Copy& c, const Records& source, const std::vector<std::pa
   const std::size_t element = h5::size_of(c.type, c.src_where);
   std::future<Prepared> next = read_block(0);  // destroyed (waited for) before what it reads
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    io::throw_if_interrupted();
-    io::note_activity(c.src_where.file, c.src_where.path);
+    run::throw_if_interrupted();
+    run::note_activity(c.src_where.file, c.src_where.path);
     const auto& [a, b] = blocks[i];
     Prepared p = next.get();
     const bool ready = p.kind == Prepared::Kind::Ready;
@@ -377,7 +377,7 @@ void copy_blocks(const Copy& c, const Records& source, const std::vector<std::pa
       copy_through_library(c, a, b, counts);
     }
     if (!ready && i + 1 < blocks.size()) next = read_block(i + 1);
-    io::count_bytes(policy.meter, a.elements() * element);
+    run::count_bytes(policy.meter, a.elements() * element);
   }
 }
 
@@ -404,9 +404,9 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   } else {
     const std::size_t element = h5::size_of(c.type, src_where);
     for (const auto& [a, b] : blocks) {
-      io::throw_if_interrupted();
+      run::throw_if_interrupted();
       copy_through_library(c, a, b, counts);
-      io::count_bytes(policy.meter, a.elements() * element);
+      run::count_bytes(policy.meter, a.elements() * element);
     }
   }
   spdlog::debug("{}: {} strings read from the global heap, {} through libhdf5", dst_where.describe(),
@@ -416,4 +416,4 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   return true;
 }
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -14,7 +14,7 @@
 // driver and no user block, of 2-, 4- or 8-byte addresses and lengths,
 // whose storage is one element record per element. A block whose elements
 // or collections do not parse exactly (a damaged heap) is read through
-// libhdf5 instead, which then behaves as it always has (io/guard.hpp).
+// libhdf5 instead, which then behaves as it always has (io/run/guard.hpp).
 //
 // Writing: to a contiguous output dataset allocated at creation (h5::
 // make_extent allocates string datasets early) of the same type, without a
@@ -29,7 +29,7 @@
 #include "io/h5/handle.hpp"
 #include "io/transfer/policy.hpp"
 
-namespace mb::transfer {
+namespace mb::io::transfer {
 
 // Copies `from` of `src` to `to` of `dst` block by block, when `src` or
 // `dst` qualifies and the policy allows byte paths: from a qualifying
@@ -41,4 +41,4 @@ namespace mb::transfer {
 bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
                        const h5::Location& dst_where, const Selection& to, const Policy& policy);
 
-}  // namespace mb::transfer
+}  // namespace mb::io::transfer

@@ -15,11 +15,11 @@
 #include "core/error.hpp"
 #include "core/resolve.hpp"
 #include "io/h5/handle.hpp"
-#include "io/library.hpp"
-#include "io/tree_reader.hpp"
+#include "io/h5/library.hpp"
+#include "io/tree/reader.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  mb::io::init_library();
+  mb::io::h5::init_library();
   return 0;
 }
 
@@ -33,11 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   H5Pclose(fapl);
   if (file < 0) return 0;
   {
-    mb::h5::Id owned(file);
+    mb::io::h5::Id owned(file);
     try {
-      const mb::NodeInfo tree = mb::h5::read_tree(owned.get(), "fuzz.h5");
+      const mb::NodeInfo tree = mb::io::tree::read_tree(owned.get(), "fuzz.h5");
       mb::for_each_node(tree, [&](const mb::NodeInfo& n) {
-        for (const auto& a : n.attributes) mb::h5::attribute_preview(owned.get(), "fuzz.h5", n.path, a.name);
+        for (const auto& a : n.attributes) mb::io::tree::attribute_preview(owned.get(), "fuzz.h5", n.path, a.name);
       });
       const mb::Resolution r = mb::resolve(tree, mb::SpecNode::make_default(), "default");
       (void)r;

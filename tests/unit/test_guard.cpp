@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 
 namespace {
 
@@ -59,10 +59,10 @@ bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0;
 TEST_CASE("the stall watchdog names the last activity and removes the temporaries") {
   const std::string temp = make_temporary();
   const Outcome out = run_in_child([&] {
-    mb::io::register_temporary(temp);
-    mb::io::note_activity("other.h5", "/first");
-    mb::io::note_activity("in.h5", "/g/x");
-    mb::io::start_stall_watchdog(1);
+    mb::io::run::register_temporary(temp);
+    mb::io::run::note_activity("other.h5", "/first");
+    mb::io::run::note_activity("in.h5", "/g/x");
+    mb::io::run::start_stall_watchdog(1);
     ::sleep(30);
   });
   CHECK(out.status == 1);
@@ -76,9 +76,9 @@ TEST_CASE("the stall watchdog names the last activity and removes the temporarie
 TEST_CASE("a crash names the activity, or says that reading had not started") {
   const std::string temp = make_temporary();
   Outcome out = run_in_child([&] {
-    mb::io::install_crash_guard();
-    mb::io::register_temporary(temp);
-    mb::io::note_activity("in.h5", "/a@units");
+    mb::io::run::install_crash_guard();
+    mb::io::run::register_temporary(temp);
+    mb::io::run::note_activity("in.h5", "/a@units");
     std::raise(SIGSEGV);
   });
   CHECK(out.status == 1);
@@ -89,7 +89,7 @@ TEST_CASE("a crash names the activity, or says that reading had not started") {
   if (exists(temp)) ::unlink(temp.c_str());
 
   out = run_in_child([] {
-    mb::io::install_crash_guard();
+    mb::io::run::install_crash_guard();
     std::raise(SIGBUS);
   });
   CHECK(out.status == 1);
@@ -101,8 +101,8 @@ TEST_CASE("a crash names the activity, or says that reading had not started") {
 TEST_CASE("a long name is cut at 1023 characters, as before") {
   const std::string path = "/" + std::string(2000, 'n');
   const Outcome out = run_in_child([&] {
-    mb::io::install_crash_guard();
-    mb::io::note_activity("in.h5", path);
+    mb::io::run::install_crash_guard();
+    mb::io::run::note_activity("in.h5", path);
     std::raise(SIGABRT);
   });
   CHECK(out.status == 1);
@@ -115,12 +115,12 @@ TEST_CASE("an unregistered temporary is left alone; each registration is undone 
   const std::string kept = make_temporary(), first = make_temporary(), middle = make_temporary(),
                     twice = make_temporary();
   const Outcome out = run_in_child([&] {
-    for (const auto* path : {&first, &middle, &twice, &kept, &twice}) mb::io::register_temporary(*path);
-    mb::io::unregister_temporary(middle);  // from anywhere in the list, not only its end
-    mb::io::unregister_temporary(first);
-    mb::io::unregister_temporary(twice);   // registered twice: still one owner left
-    mb::io::note_activity("in.h5", "/x");
-    mb::io::start_stall_watchdog(1);
+    for (const auto* path : {&first, &middle, &twice, &kept, &twice}) mb::io::run::register_temporary(*path);
+    mb::io::run::unregister_temporary(middle);  // from anywhere in the list, not only its end
+    mb::io::run::unregister_temporary(first);
+    mb::io::run::unregister_temporary(twice);   // registered twice: still one owner left
+    mb::io::run::note_activity("in.h5", "/x");
+    mb::io::run::start_stall_watchdog(1);
     ::sleep(30);
   });
   CHECK(out.status == 1);

@@ -7,15 +7,15 @@
 
 #include <vector>
 
-#include "io/progress.hpp"
-#include "io/workers.hpp"
+#include "io/run/progress.hpp"
+#include "io/run/workers.hpp"
 
 namespace {
 
 struct Shown {
   std::vector<std::uint64_t> done;
   std::uint64_t total = 0;
-  mb::io::Progress callback() {
+  mb::io::run::Progress callback() {
     return [this](std::uint64_t d, std::uint64_t t) {
       done.push_back(d);
       total = t;
@@ -27,7 +27,7 @@ struct Shown {
 
 TEST_CASE("progress: a piece's count is capped at its size and counted whole at its end") {
   Shown shown;
-  mb::io::ByteMeter meter(100, shown.callback());
+  mb::io::run::ByteMeter meter(100, shown.callback());
   meter.add(10);  // outside a piece: not counted
   CHECK(meter.done() == 0);
   meter.begin(60);
@@ -46,9 +46,9 @@ TEST_CASE("progress: a piece's count is capped at its size and counted whole at 
 
 TEST_CASE("progress: workers count in their own slots; only the parent shows, summed") {
   Shown shown;
-  mb::io::ByteMeter meter(300, shown.callback(), 3);
+  mb::io::run::ByteMeter meter(300, shown.callback(), 3);
   const pid_t parent = ::getpid();
-  mb::io::run_workers(
+  mb::io::run::run_workers(
       3,
       [&](std::uint64_t w) {
         meter.use_slot(w);

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "io/workers.hpp"
+#include "io/run/workers.hpp"
 
 namespace {
 
@@ -57,7 +57,7 @@ TEST_CASE("an exception of any type in this process stops and reaps the workers,
     sleeper.wait_for_worker();
     throw std::bad_alloc();
   };
-  CHECK_THROWS_AS(mb::io::run_workers(2, work, 0), std::bad_alloc);
+  CHECK_THROWS_AS(mb::io::run::run_workers(2, work, 0), std::bad_alloc);
   CHECK(sleeper.gone());
 }
 
@@ -69,7 +69,7 @@ TEST_CASE("an mb::Error in this process keeps its exit status and reaps the work
     throw mb::usage_error("bad option in worker 0");
   };
   try {
-    mb::io::run_workers(2, work, 0);
+    mb::io::run::run_workers(2, work, 0);
     FAIL("run_workers did not throw");
   } catch (const mb::Error& e) {
     CHECK(std::string(e.what()) == "bad option in worker 0");
@@ -85,11 +85,11 @@ TEST_CASE("a worker's failure is rethrown as mb::Error with its message") {
     };
   };
   CHECK_THROWS_WITH_AS(
-      mb::io::run_workers(3, fails_in(2, [] { throw mb::Error("f.h5: /x: cannot write"); }), 0),
+      mb::io::run::run_workers(3, fails_in(2, [] { throw mb::Error("f.h5: /x: cannot write"); }), 0),
       "f.h5: /x: cannot write", mb::Error);
-  CHECK_THROWS_WITH_AS(mb::io::run_workers(2, fails_in(1, [] { throw std::runtime_error("boom"); }), 0),
+  CHECK_THROWS_WITH_AS(mb::io::run::run_workers(2, fails_in(1, [] { throw std::runtime_error("boom"); }), 0),
                        "internal error: boom", mb::Error);
-  CHECK_THROWS_WITH_AS(mb::io::run_workers(2, fails_in(1, [] { throw 42; }), 0),
+  CHECK_THROWS_WITH_AS(mb::io::run::run_workers(2, fails_in(1, [] { throw 42; }), 0),
                        "internal error: an exception of unknown type", mb::Error);
-  CHECK_NOTHROW(mb::io::run_workers(3, [](std::uint64_t) {}, 0));
+  CHECK_NOTHROW(mb::io::run::run_workers(3, [](std::uint64_t) {}, 0));
 }

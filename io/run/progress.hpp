@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace mb::io {
+namespace mb::io::run {
 
 // Called with the work done so far and the total, in bytes. Called often
 // (after every slab, chunk or range of file bytes): the receiver throttles.
@@ -60,4 +60,4 @@ inline void count_bytes(ByteMeter* meter, std::uint64_t bytes) {
   if (meter) meter->add(bytes);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

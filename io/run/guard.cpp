@@ -1,4 +1,4 @@
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 
 #include <fmt/core.h>
 #include <pthread.h>
@@ -18,7 +18,7 @@
 
 #include "core/error.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 namespace {
 
 // How long a stop request waits for the copy loop to unwind cleanly.
@@ -253,4 +253,4 @@ void unregister_temporary(const std::string& path) {
   if (it != list.rend()) list.erase(std::next(it).base());
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

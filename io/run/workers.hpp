@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace mb::io {
+namespace mb::io::run {
 
 // Runs work(w) for w in [0, workers): w = 0 in this process, the others in
 // forked worker processes. Waits for all and passes a stop signal on to them.
@@ -19,4 +19,4 @@ namespace mb::io {
 void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds,
                  const std::function<void()>& waiting = {});
 
-}  // namespace mb::io
+}  // namespace mb::io::run

@@ -1,4 +1,4 @@
-#include "io/workers.hpp"
+#include "io/run/workers.hpp"
 
 #include <fmt/core.h>
 #include <poll.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 namespace {
 
 // A worker process. It reports an error as one line through a pipe and
@@ -131,4 +131,4 @@ void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>
   if (!failure.empty()) throw Error(failure);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

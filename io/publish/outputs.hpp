@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace mb::io {
+namespace mb::io::publish {
 
 // The regular file an output replaces (merge --force), as found when the
 // job started: publishing replaces it only if it is still that file.
@@ -158,4 +158,4 @@ void refuse_unless_regular(const std::string& path);
 std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
                                                 bool force);
 
-}  // namespace mb::io
+}  // namespace mb::io::publish

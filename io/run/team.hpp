@@ -8,7 +8,7 @@
 
 #include "core/launcher.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 
 class Team {
  public:
@@ -57,4 +57,4 @@ class Consensus {
   bool broken_ = false;
 };
 
-}  // namespace mb::io
+}  // namespace mb::io::run

@@ -4,7 +4,7 @@
 // never return. Every temporary output is registered here while it exists.
 #include <string>
 
-namespace mb::io {
+namespace mb::io::run {
 
 // SIGINT, SIGTERM and SIGHUP set a flag that the copy loops notice (see
 // throw_if_interrupted), so that the normal error path removes outputs. If
@@ -42,4 +42,4 @@ void note_progress();
 void register_temporary(const std::string& path);
 void unregister_temporary(const std::string& path);
 
-}  // namespace mb::io
+}  // namespace mb::io::run

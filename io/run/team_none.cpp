@@ -1,9 +1,9 @@
 // Team without MPI: never formed (Team::supported() is false; cli/ refuses a
 // multi-task launch before constructing one).
 #include "core/error.hpp"
-#include "io/team.hpp"
+#include "io/run/team.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 
 bool Team::supported() { return false; }
 
@@ -18,4 +18,4 @@ std::optional<std::uint64_t> Team::first_failed(bool ok) {
 
 std::uint64_t Team::sum(std::uint64_t value) { return value; }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

@@ -1,4 +1,4 @@
-#include "io/digest.hpp"
+#include "io/publish/digest.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -20,10 +20,10 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/remote/driver.hpp"
 
-namespace mb::io {
+namespace mb::io::publish {
 namespace {
 
 std::string hex(XXH128_hash_t h) {
@@ -56,7 +56,7 @@ FileDigest digest_file(const std::string& path, const std::string& shown_as) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
   for (std::uint64_t at = 0; at < size; at += kWindow) {
-    throw_if_interrupted();
+    run::throw_if_interrupted();
     const std::size_t n = static_cast<std::size_t>(std::min(kWindow, size - at));
     void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, static_cast<off_t>(at));
     if (map == MAP_FAILED)
@@ -100,7 +100,7 @@ std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, cons
   for (std::size_t t = 0; t < extra; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  note_progress();
+  run::note_progress();
   if (failure) std::rethrow_exception(failure);
   return out;
 }
@@ -115,4 +115,4 @@ std::uint64_t size_of(const std::string& path) {
 
 std::string digest_text(const std::string& text) { return hex(XXH3_128bits(text.data(), text.size())); }
 
-}  // namespace mb::io
+}  // namespace mb::io::publish

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mb::io {
+namespace mb::io::publish {
 
 struct FileDigest {
   std::uint64_t size = 0;
@@ -24,4 +24,4 @@ std::uint64_t size_of(const std::string& path);
 // Digest of a text (the split id is the digest of what defines a split).
 std::string digest_text(const std::string& text);
 
-}  // namespace mb::io
+}  // namespace mb::io::publish

@@ -1,4 +1,4 @@
-#include "io/progress.hpp"
+#include "io/run/progress.hpp"
 
 #include <sys/mman.h>
 
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 
 ByteMeter::ByteMeter(std::uint64_t total, Progress show, std::uint64_t slots)
     : total_(total), show_(std::move(show)), slot_count_(std::max<std::uint64_t>(slots, 1)) {
@@ -62,4 +62,4 @@ void ByteMeter::show() const {
   if (shows_ && show_) show_(std::min(done(), total_), total_);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

@@ -1,4 +1,4 @@
-#include "io/derived.hpp"
+#include "io/tree/derived.hpp"
 
 #include <algorithm>
 
@@ -7,9 +7,9 @@
 #include "core/derived.hpp"
 #include "core/error.hpp"
 #include "io/h5/types.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
-namespace mb::io {
+namespace mb::io::tree {
 namespace {
 
 // The target's dataset or attribute, open, with its file datatype.
@@ -46,7 +46,7 @@ hid_t integer_memory_type(const Opened& o, const LeafRule& rule, const h5::Locat
   if (H5Tget_class(o.type.get()) != H5T_INTEGER || H5Tget_precision(o.type.get()) > 64)
     throw Error(fmt::format("{}: a derived {} is an integer of at most 64 bits, not {}", where.describe(),
                             quantity_name(rule.quantity), h5::dtype_name(o.type.get())));
-  return h5::offsets_memory_type(o.type.get(), where);  // int64 or uint64, by the sign
+  return tree::offsets_memory_type(o.type.get(), where);  // int64 or uint64, by the sign
 }
 
 // The elements of the value (one, for rank 0), read as `memory` (int64 or
@@ -98,7 +98,7 @@ std::uint64_t rows_of(hid_t file, const std::string& path, const h5::Location& w
 // The offsets `file` holds at `path`, checked as every offsets dataset is.
 Offsets file_offsets(hid_t file, const std::string& path, const h5::Location& where) {
   const h5::Id dataset = h5::open_object(file, path, where);
-  return check_offsets(h5::read_offsets(dataset.get(), where), where.describe());
+  return check_offsets(tree::read_offsets(dataset.get(), where), where.describe());
 }
 
 }  // namespace
@@ -165,4 +165,4 @@ void write_derived_values(hid_t file, const std::string& file_name, const std::v
   }
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::tree

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-namespace mb::io {
+namespace mb::io::h5 {
 
 // Turns off HDF5's automatic error printing and its atexit teardown. Call
 // once at start-up. (Every output is closed, checked, before it is
@@ -23,4 +23,4 @@ std::string hdf5_version();
 // HDF5 objects (files, groups, datasets, ...) still open in this process.
 std::size_t open_object_count();
 
-}  // namespace mb::io
+}  // namespace mb::io::h5

@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "io/team.hpp"
+#include "io/run/team.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 
 void Consensus::agree() {
   if (broken_) throw Error("internal: a vote after the team stopped");
@@ -24,4 +24,4 @@ void Consensus::abandon() noexcept {
   }
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run

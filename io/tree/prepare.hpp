@@ -16,7 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mb::io {
+namespace mb::io::split {
+class Held;
+}  // namespace mb::io::split
+
+namespace mb::io::tree {
 
 struct PrepareRequest {
   std::string input;
@@ -32,8 +36,6 @@ struct PrepareRequest {
   // bytes of values, for the writer (io/split/held.hpp); 0 keeps none.
   std::uint64_t keep_bytes = 0;
 };
-
-class Held;
 
 // The preset a --preset choice gives for a file's tree, and its spec.
 struct PresetSpec {
@@ -54,7 +56,7 @@ struct Prepared {
   std::map<std::pair<std::string, std::string>, std::string> previews;
   // The same attributes' values as JSON (inspect --json).
   std::map<std::pair<std::string, std::string>, nlohmann::ordered_json> values;
-  std::shared_ptr<Held> held;  // when asked for (keep_bytes)
+  std::shared_ptr<split::Held> held;  // when asked for (keep_bytes)
 };
 
 Prepared prepare(const PrepareRequest& request);
@@ -70,4 +72,4 @@ auto about_file(const std::string& file, Fn&& fn) {
   }
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::tree

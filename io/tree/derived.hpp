@@ -13,7 +13,7 @@
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
 
-namespace mb::io {
+namespace mb::io::tree {
 
 // One derived leaf: the dataset at `path`, or (when `attribute` is not
 // empty) that attribute of the object at `path`.
@@ -44,4 +44,4 @@ void check_derived_values(hid_t file, const std::string& file_name, const std::v
 // holds; a value its leaf's dtype cannot hold is refused.
 void write_derived_values(hid_t file, const std::string& file_name, const std::vector<DerivedTarget>& targets);
 
-}  // namespace mb::io
+}  // namespace mb::io::tree

@@ -1,4 +1,4 @@
-#include "io/outputs.hpp"
+#include "io/publish/outputs.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io {
+namespace mb::io::publish {
 namespace {
 
 namespace fs = std::filesystem;
@@ -126,7 +126,7 @@ std::string temporary_name(const std::string& final_path) {
 
 std::string AtomicOutputs::add(const std::string& final_path, std::optional<ReplacedFile> replaces) {
   entries_.push_back({temporary_name(final_path), final_path, replaces, false});
-  register_temporary(entries_.back().temp);
+  run::register_temporary(entries_.back().temp);
   return entries_.back().temp;
 }
 
@@ -142,16 +142,16 @@ ScratchFile::ScratchFile(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   if (std::filesystem::exists(path_, ec))
     throw Error(fmt::format("{}: exists: another run is using this output, or one was killed (remove it)", path_));
-  register_temporary(path_);
+  run::register_temporary(path_);
 }
 
 ScratchFile::~ScratchFile() {
-  unregister_temporary(path_);
+  run::unregister_temporary(path_);
   std::remove(path_.c_str());
 }
 
 AtomicOutputs::~AtomicOutputs() {
-  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) unregister_temporary(e->temp);  // from the back
+  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) run::unregister_temporary(e->temp);  // from the back
   if (kept_) return;
   for (const auto& e : entries_) std::remove((e.published ? e.final_path : e.temp).c_str());
 }
@@ -174,7 +174,7 @@ OutputLock::OutputLock(const std::string& lock_path, const std::string& output) 
     }
     if (same_file(fd, lock_path)) {
       fd_ = fd;
-      register_temporary(path_);  // removed on a forced exit too
+      run::register_temporary(path_);  // removed on a forced exit too
       return;
     }
     ::close(fd);
@@ -186,7 +186,7 @@ OutputLock::OutputLock(OutputLock&& other) noexcept : fd_(std::exchange(other.fd
 
 OutputLock::~OutputLock() {
   if (fd_ < 0) return;
-  unregister_temporary(path_);
+  run::unregister_temporary(path_);
   ::unlink(path_.c_str());  // while still held: a run waiting on this file then sees it replaced
   ::close(fd_);
 }
@@ -233,7 +233,7 @@ CreatedDirectories::CreatedDirectories(const std::string& dir) {
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
     if (::mkdir(it->c_str(), 0777) == 0) {
       paths_.push_back(*it);
-      register_temporary(*it);  // io/guard rmdirs it on a forced exit
+      run::register_temporary(*it);  // io/guard rmdirs it on a forced exit
     } else if (errno != EEXIST) {  // one that appeared meanwhile is not ours to remove
       throw Error(dir + ": cannot create the output directory: " + errno_text());
     }
@@ -245,7 +245,7 @@ CreatedDirectories::CreatedDirectories(CreatedDirectories&& other) noexcept
 
 CreatedDirectories::~CreatedDirectories() {
   for (auto it = paths_.rbegin(); it != paths_.rend(); ++it) {
-    unregister_temporary(*it);
+    run::unregister_temporary(*it);
     if (!kept_) ::rmdir(it->c_str());  // fails, leaving it, if anything else is in it
   }
 }
@@ -305,4 +305,4 @@ std::optional<ReplacedFile> prepare_output_file(const std::string& output, const
   return identity_of(output);
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::publish

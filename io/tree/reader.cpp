@@ -1,4 +1,4 @@
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
 #include <algorithm>
 #include <map>
@@ -8,7 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/guard.hpp"
+#include "io/run/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -18,7 +18,7 @@
 #include <hdf5_hl.h>
 #include "specs/dtype.hpp"
 
-namespace mb::h5 {
+namespace mb::io::tree {
 namespace {
 
 struct Link {
@@ -33,7 +33,7 @@ herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* data)
 
 // A shape whose element count does not fit 64 bits cannot be copied (and
 // would overflow every size computed from it).
-void check_element_count(const SpaceInfo& s, const Location& where) {
+void check_element_count(const h5::SpaceInfo& s, const h5::Location& where) {
   std::uint64_t n = 1;
   for (auto d : s.dims)
     if (__builtin_mul_overflow(n, d, &n))
@@ -42,20 +42,20 @@ void check_element_count(const SpaceInfo& s, const Location& where) {
 
 // A one-element string or integer attribute's value as text (presets read
 // it); none for any other attribute.
-std::optional<std::string> attribute_text(hid_t attr, hid_t type, const SpaceInfo& s, const Location& at) {
+std::optional<std::string> attribute_text(hid_t attr, hid_t type, const h5::SpaceInfo& s, const h5::Location& at) {
   if (s.null_space || s.elements() != 1) return std::nullopt;
   const H5T_class_t cls = H5Tget_class(type);
-  if (cls == H5T_INTEGER || cls == H5T_STRING) io::note_activity(at.file, at.path);  // a read can hang on a corrupt heap
+  if (cls == H5T_INTEGER || cls == H5T_STRING) run::note_activity(at.file, at.path);  // a read can hang on a corrupt heap
   if (cls == H5T_INTEGER) {
     const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
     std::uint64_t raw = 0;
-    check(H5Aread(attr, is_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &raw), at, "cannot read the attribute");
+    h5::check(H5Aread(attr, is_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &raw), at, "cannot read the attribute");
     return is_unsigned ? std::to_string(raw) : std::to_string(static_cast<std::int64_t>(raw));
   }
   if (cls != H5T_STRING) return std::nullopt;
   if (H5Tis_variable_str(type) > 0) {
-    Id memory(H5Tcopy(H5T_C_S1), at, "cannot make a string type");
-    check(H5Tset_size(memory.get(), H5T_VARIABLE), at, "cannot make a string type");
+    h5::Id memory(H5Tcopy(H5T_C_S1), at, "cannot make a string type");
+    h5::check(H5Tset_size(memory.get(), H5T_VARIABLE), at, "cannot make a string type");
     check(H5Tset_cset(memory.get(), H5Tget_cset(type)), at, "cannot make a string type");
     char* text = nullptr;
     check(H5Aread(attr, memory.get(), &text), at, "cannot read the attribute");
@@ -64,7 +64,7 @@ std::optional<std::string> attribute_text(hid_t attr, hid_t type, const SpaceInf
     return out;
   }
   std::string out(size_of(type, at), '\0');
-  check(H5Aread(attr, type, out.data()), at, "cannot read the attribute");
+  h5::check(H5Aread(attr, type, out.data()), at, "cannot read the attribute");
   out.resize(std::min(out.size(), out.find('\0')));
   return out;
 }
@@ -79,15 +79,15 @@ bool dimension_scale_attribute(const std::string& name, bool of_dataset) {
 // holding object references other than a dataset's dimension-scale
 // attributes cannot be copied (a reference is an address in its own file):
 // `refused` says so, naming the first such attribute.
-std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& where, bool of_dataset,
+std::vector<AttributeInfo> describe_attributes(hid_t object, const h5::Location& where, bool of_dataset,
                                                std::string& refused, Keeper* keeper = nullptr) {
   std::vector<AttributeInfo> out;
-  for (const auto& name : attribute_names(object, where)) {
-    const Location at = where.attribute(name);
-    Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
-    Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
-    Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
-    const SpaceInfo s = space_info(space.get(), at);
+  for (const auto& name : h5::attribute_names(object, where)) {
+    const h5::Location at = where.attribute(name);
+    h5::Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
+    h5::Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
+    h5::Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
+    const h5::SpaceInfo s = h5::space_info(space.get(), at);
     check_element_count(s, at);
     if (H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
       if (keeper) keeper->discard();
@@ -95,14 +95,14 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const Location& whe
       if (!scales && refused.empty())
         refused = at.describe() + ": object references are not supported (only the dimension scales of netCDF-4 "
                   "and HDF5's dimension-scale API, attached through DIMENSION_LIST and REFERENCE_LIST)";
-      out.push_back({name, s.dims, s.null_space, dtype_name(type.get()), false, ValueType::scalar(ValueType::Kind::Opaque, 0),
+      out.push_back({name, s.dims, s.null_space, h5::dtype_name(type.get()), false, ValueType::scalar(ValueType::Kind::Opaque, 0),
                      std::nullopt, scales, true});
       continue;
     }
-    ValueType value_type = value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
+    ValueType value_type = h5::value_type_of(type.get(), at);  // refuses unsupported types now, not halfway through writing
     if (keeper) keeper->attribute(attr.get(), type.get(), space.get(), s, name, at);
-    out.push_back({name, s.dims, s.null_space, dtype_name(type.get()),
-                   too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type),
+    out.push_back({name, s.dims, s.null_space, h5::dtype_name(type.get()),
+                   h5::too_large_for_a_header_message(attr.get(), type.get(), name, s.dims.size()), std::move(value_type),
                    attribute_text(attr.get(), type.get(), s, at), false, false});
   }
   return out;
@@ -117,7 +117,7 @@ herr_t collect_scale(hid_t, unsigned, hid_t scale, void* data) {
 
 // Which dimension scales are attached to each axis (DIMENSION_LIST), and the
 // name of each axis' dimension (see NodeInfo::dimensions).
-void read_scales(hid_t dataset, const Location& where, NodeInfo& node) {
+void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
   // HDF5 1.10.8's H5DSis_scale leaks two ids (the CLASS attribute and its
   // type) for a CLASS that is not DIMENSION_SCALE (PyTables' "TABLE",
   // "EARRAY"...): it is asked only about datasets whose CLASS says so.
@@ -136,7 +136,7 @@ void read_scales(hid_t dataset, const Location& where, NodeInfo& node) {
   for (unsigned axis = 0; axis < node.shape.size(); ++axis) {
     int index = 0;
     if (H5DSget_num_scales(dataset, axis) <= 0) {
-      forget_error();
+      h5::forget_error();
       continue;
     }
     if (H5DSiterate_scales(dataset, axis, &index, collect_scale, &node.scales[axis]) < 0)
@@ -165,7 +165,7 @@ std::string filter_name(H5Z_filter_t id, const char* reported) {
 
 // The filter's display name (filter_name) and, in `info`, its id, short
 // name and parameters.
-std::string filter_text(hid_t dcpl, unsigned index, const Location& where, FilterInfo& info) {
+std::string filter_text(hid_t dcpl, unsigned index, const h5::Location& where, FilterInfo& info) {
   unsigned flags = 0, config = 0;
   size_t n_values = 0;
   char reported[256] = {};
@@ -187,49 +187,49 @@ std::string filter_text(hid_t dcpl, unsigned index, const Location& where, Filte
   return name;
 }
 
-StorageInfo read_storage(const Id& dcpl, const SpaceInfo& space, const Location& where) {
+StorageInfo read_storage(const h5::Id& dcpl, const h5::SpaceInfo& space, const h5::Location& where) {
   StorageInfo info;
   info.max_shape = space.max_dims;
-  switch (layout_of(dcpl.get(), where)) {
+  switch (h5::layout_of(dcpl.get(), where)) {
     case H5D_COMPACT: info.layout = "compact"; break;
     case H5D_CONTIGUOUS: info.layout = "contiguous"; break;
     case H5D_VIRTUAL: info.layout = "virtual"; break;
     case H5D_CHUNKED: {
       info.layout = "chunked";
       std::vector<hsize_t> chunks(space.dims.size());
-      check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunks.size()), chunks.data()), where,
+      h5::check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunks.size()), chunks.data()), where,
             "cannot read the chunk shape");
       info.chunks.assign(chunks.begin(), chunks.end());
       break;
     }
     default: fail(where, "cannot read the dataset's layout");
   }
-  const int n = filter_count(dcpl.get(), where);
+  const int n = h5::filter_count(dcpl.get(), where);
   for (int i = 0; i < n; ++i) {
     info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where, info.filter_params.emplace_back()));
   }
   return info;
 }
 
-bool has_external_storage(hid_t dataset, const Location& where) {
-  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
-  return check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
+bool has_external_storage(hid_t dataset, const h5::Location& where) {
+  const h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  return h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
 }
 
-void read_dataset(hid_t dataset, const Location& where, NodeInfo& node, Keeper* keeper) {
+void read_dataset(hid_t dataset, const h5::Location& where, NodeInfo& node, Keeper* keeper) {
   node.kind = NodeInfo::Kind::Dataset;
-  Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
-  Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
+  h5::Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
+  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
   const bool references = H5Tdetect_class(type.get(), H5T_REFERENCE) > 0;
   // refuses other unsupported types; object references are refused by read_tree, shown by inspect
-  node.value_type = references ? ValueType::scalar(ValueType::Kind::Opaque, 0) : value_type_of(type.get(), where);
-  const SpaceInfo s = space_info(space.get(), where);
+  node.value_type = references ? ValueType::scalar(ValueType::Kind::Opaque, 0) : h5::value_type_of(type.get(), where);
+  const h5::SpaceInfo s = h5::space_info(space.get(), where);
   check_element_count(s, where);
   node.shape = s.dims;
   node.null_space = s.null_space;
-  node.dtype = dtype_name(type.get());
+  node.dtype = h5::dtype_name(type.get());
   node.element_size = size_of(type.get(), where);
-  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  const h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
   node.storage = read_storage(dcpl, s, where);
   // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
   // an edge chunk is not idempotent, so a split or merge could not be exact.
@@ -247,7 +247,7 @@ void read_dataset(hid_t dataset, const Location& where, NodeInfo& node, Keeper* 
                               "storage), which cannot be read through a URL; download the files and read them locally";
   else if (node.storage.layout == "virtual") {
     try {
-      check_virtual_sources(dataset, where);
+      h5::check_virtual_sources(dataset, where);
     } catch (const Error& e) {
       node.storage.unreadable = e.what();  // read_tree refuses it; inspect shows it
     }
@@ -274,7 +274,7 @@ class TreeReader {
  public:
   TreeReader(const std::string& file_name, Keeper* keeper) : file_name_(file_name), keeper_(keeper) {}
 
-  void read_root(hid_t root, const Location& where, NodeInfo& node) {
+  void read_root(hid_t root, const h5::Location& where, NodeInfo& node) {
     read_group(root, object_info(root, where).addr, where, node);
   }
 
@@ -293,13 +293,13 @@ class TreeReader {
   }
 
  private:
-  static H5O_info_t object_info(hid_t object, const Location& where) {
+  static H5O_info_t object_info(hid_t object, const h5::Location& where) {
     H5O_info_t info;
-    check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
+    h5::check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
     return info;
   }
 
-  void read_group(hid_t group, haddr_t self, const Location& where, NodeInfo& node) {
+  void read_group(hid_t group, haddr_t self, const h5::Location& where, NodeInfo& node) {
     if (ancestors_.size() > kMaxGroupDepth)
       throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
     ancestors_.push_back(self);
@@ -310,9 +310,9 @@ class TreeReader {
     std::vector<std::string> names = member_names(group, where);
     std::sort(names.begin(), names.end());  // the order every walk of the tree follows
     for (const auto& name : names) {
-      const Location at = where.child(name);
-      io::note_activity(at.file, at.path);
-      Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
+      const h5::Location at = where.child(name);
+      run::note_activity(at.file, at.path);
+      h5::Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
       NodeInfo child;
       child.name = name;
       child.path = at.path;
@@ -322,7 +322,7 @@ class TreeReader {
     ancestors_.pop_back();
   }
 
-  void read_member(hid_t object, const Location& at, NodeInfo& child) {
+  void read_member(hid_t object, const h5::Location& at, NodeInfo& child) {
     const H5I_type_t type = H5Iget_type(object);
     const H5O_info_t info = object_info(object, at);
     if (type == H5I_GROUP && std::find(ancestors_.begin(), ancestors_.end(), info.addr) != ancestors_.end())
@@ -378,9 +378,9 @@ class TreeReader {
 
 }  // namespace
 
-std::vector<std::string> member_names(hid_t group, const Location& where) {
+std::vector<std::string> member_names(hid_t group, const h5::Location& where) {
   std::vector<Link> links;
-  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
+  h5::check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
   std::vector<std::string> names;
   for (auto& link : links) {
     if (link.type != H5L_TYPE_HARD)
@@ -402,7 +402,7 @@ NodeInfo read_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
 NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
   NodeInfo root;
   root.path = "/";
-  Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
+  h5::Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
   TreeReader reader(file_name, keeper);
   reader.read_root(group.get(), {file_name, "/"}, root);
   reader.expand_further_names(root, root);
@@ -411,26 +411,26 @@ NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper)
 
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
                               const std::string& name) {
-  const Location where{file_name, object_path};
-  Id object = open_object(file, object_path, where);
-  const AttributeValue value = read_attribute(object.get(), name, where);
+  const h5::Location where{file_name, object_path};
+  h5::Id object = open_object(file, object_path, where);
+  const h5::AttributeValue value = read_attribute(object.get(), name, where);
   if (value.shape.null_space) return "(null)";
-  const ValueType type = value_type_of(value.type.get(), where);
+  const ValueType type = h5::value_type_of(value.type.get(), where);
   return format_elements(type, value.data.data(), value.shape.elements(), value.shape.dims.empty());
 }
 
 nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, const std::string& object_path,
                                       const std::string& name) {
-  const Location where{file_name, object_path};
-  Id object = open_object(file, object_path, where);
-  const AttributeValue value = read_attribute(object.get(), name, where);
+  const h5::Location where{file_name, object_path};
+  h5::Id object = open_object(file, object_path, where);
+  const h5::AttributeValue value = read_attribute(object.get(), name, where);
   if (value.shape.null_space) return nullptr;
-  return specs::values_json(value_type_of(value.type.get(), where), value.data.data(), value.shape.dims);
+  return specs::values_json(h5::value_type_of(value.type.get(), where), value.data.data(), value.shape.dims);
 }
 
-hid_t offsets_memory_type(hid_t type, const Location& where) {
+hid_t offsets_memory_type(hid_t type, const h5::Location& where) {
   if (H5Tget_class(type) != H5T_INTEGER)
-    throw Error(where.describe() + ": offsets must be integers, not " + dtype_name(type));
+    throw Error(where.describe() + ": offsets must be integers, not " + h5::dtype_name(type));
   const std::size_t precision = H5Tget_precision(type);
   if (precision == 0) fail(where, "cannot read the offsets' precision");
   if (precision > 64)
@@ -440,12 +440,12 @@ hid_t offsets_memory_type(hid_t type, const Location& where) {
   return sign == H5T_SGN_NONE ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
 }
 
-RawOffsets read_offsets(hid_t dataset, const Location& where) {
-  Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+RawOffsets read_offsets(hid_t dataset, const h5::Location& where) {
+  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
   const hid_t memory = offsets_memory_type(type.get(), where);
-  Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
-  const SpaceInfo info = space_info(space.get(), where);
-  check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
+  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  const h5::SpaceInfo info = h5::space_info(space.get(), where);
+  h5::check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
   // The memory type holds every value of the dataset's: the conversion is exact.
   const auto read = [&](auto values) -> RawOffsets {
     if (!values.empty())
@@ -462,11 +462,11 @@ OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, cons
   OffsetsValues out;
   for_each_node(tree, [&](const NodeInfo& n) {
     if (n.is_group() || resolution.dataset_rule(n.path).mode != LeafRule::Mode::Offsets) return;
-    const Location where{file_name, n.path};
-    Id ds = open_object(file, n.path, where);
+    const h5::Location where{file_name, n.path};
+    h5::Id ds = open_object(file, n.path, where);
     out[n.path] = read_offsets(ds.get(), where);
   });
   return out;
 }
 
-}  // namespace mb::h5
+}  // namespace mb::io::tree

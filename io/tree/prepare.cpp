@@ -1,16 +1,16 @@
-#include "io/prepare.hpp"
+#include "io/tree/prepare.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include "io/derived.hpp"
+#include "io/tree/derived.hpp"
 #include "io/h5/file.hpp"
 #include "io/split/held.hpp"
-#include "io/tree_reader.hpp"
+#include "io/tree/reader.hpp"
 
 #include "core/presets.hpp"
 #include "core/remote.hpp"
 
-namespace mb::io {
+namespace mb::io::tree {
 
 std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo& tree) {
   const PresetPick pick = pick_preset(choice, tree);
@@ -22,7 +22,7 @@ std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::s
   check_preset_name(choice);  // before opening anything
   if (choice == "none") return std::nullopt;
   h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
-  const NodeInfo tree = h5::read_tree(file.get(), input);
+  const NodeInfo tree = tree::read_tree(file.get(), input);
   return about_file(input, [&] { return preset_spec(choice, tree); });  // a preset's refusal names the file
 }
 
@@ -30,9 +30,9 @@ Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   const std::string& input = request.input;
   h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
-  if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<Held>(request.keep_bytes);
-  out.tree = request.describe_unreadable && !request.partition ? h5::describe_tree(file.get(), input)
-                                                                : h5::read_tree(file.get(), input, out.held.get());
+  if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<split::Held>(request.keep_bytes);
+  out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)
+                                                                : tree::read_tree(file.get(), input, out.held.get());
   if (out.held) spdlog::debug("{}: {} small datasets kept from the walk of the tree", shown_name(input), out.held->size());
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
@@ -42,8 +42,8 @@ Prepared prepare(const PrepareRequest& request) {
           out.values[{n.path, a.name}] = nullptr;
           continue;
         }
-        out.previews[{n.path, a.name}] = h5::attribute_preview(file.get(), input, n.path, a.name);
-        out.values[{n.path, a.name}] = h5::attribute_json(file.get(), input, n.path, a.name);
+        out.previews[{n.path, a.name}] = tree::attribute_preview(file.get(), input, n.path, a.name);
+        out.values[{n.path, a.name}] = tree::attribute_json(file.get(), input, n.path, a.name);
       }
     });
   // No spec given: a preset's, else (to plan) the default spec.
@@ -63,7 +63,7 @@ Prepared prepare(const PrepareRequest& request) {
   if (spec) out.resolution = about_file(input, [&] { return resolve(out.tree, *spec, spec_name); });
   if (!request.partition || !out.resolution) return out;
   prune_dropped(out.tree, *out.resolution);
-  const OffsetsValues offsets = h5::read_offsets_values(file.get(), input, out.tree, *out.resolution);
+  const OffsetsValues offsets = tree::read_offsets_values(file.get(), input, out.tree, *out.resolution);
   out.plan = about_file(input, [&] { return plan_split(out.tree, *out.resolution, *request.partition, offsets); });
   // The batch's derived values must be what its offsets give: a split of an
   // inconsistent batch would hide the inconsistency (its files' values are
@@ -77,4 +77,4 @@ Prepared prepare(const PrepareRequest& request) {
   return out;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::tree

@@ -13,12 +13,11 @@
 #include "core/resolve.hpp"
 #include "core/tree.hpp"
 #include "io/h5/handle.hpp"
+#include "io/h5/space.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace mb::h5 {
-
-struct SpaceInfo;
+namespace mb::io::tree {
 
 // What a walk of the tree may keep of each dataset while it is open (split
 // then need not open it again: io/split/held.hpp). Told of each dataset,
@@ -27,9 +26,9 @@ struct SpaceInfo;
 class Keeper {
  public:
   virtual ~Keeper() = default;
-  virtual void dataset(hid_t dataset, hid_t type, hid_t dcpl, const SpaceInfo& space, const Location& where) = 0;
-  virtual void attribute(hid_t attr, hid_t type, hid_t space, const SpaceInfo& shape, const std::string& name,
-                         const Location& at) = 0;
+  virtual void dataset(hid_t dataset, hid_t type, hid_t dcpl, const h5::SpaceInfo& space, const h5::Location& where) = 0;
+  virtual void attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& shape, const std::string& name,
+                         const h5::Location& at) = 0;
   virtual void discard() = 0;
 };
 
@@ -42,7 +41,7 @@ NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper 
 
 // The names of a group's members in name order, refusing soft and external
 // links (as read_tree does).
-std::vector<std::string> member_names(hid_t group, const Location& where);
+std::vector<std::string> member_names(hid_t group, const h5::Location& where);
 
 // A short text of an attribute's value ("1200", "'tiny-llm'", "[1, 2, …]").
 std::string attribute_preview(hid_t file, const std::string& file_name, const std::string& object_path,
@@ -55,14 +54,14 @@ nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, 
 // Reads an offsets dataset (1-D integers, S+1 values) whole and exactly:
 // signed integers as int64, unsigned as uint64, whatever their width and
 // byte order; integers of more than 64 bits are refused.
-RawOffsets read_offsets(hid_t dataset, const Location& where);
+RawOffsets read_offsets(hid_t dataset, const h5::Location& where);
 
 // The native type offsets of `type`'s signedness are read and written in
 // (int64 or uint64: both hold every value of a type of at most 64 bits).
-hid_t offsets_memory_type(hid_t type, const Location& where);
+hid_t offsets_memory_type(hid_t type, const h5::Location& where);
 
 // Reads every dataset whose rule is "offsets".
 OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
                                   const Resolution& resolution);
 
-}  // namespace mb::h5
+}  // namespace mb::io::tree

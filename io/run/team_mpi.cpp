@@ -1,11 +1,11 @@
-// Team over MPI (the MPI build only; io/team_none.cpp otherwise).
+// Team over MPI (the MPI build only; io/run/team_none.cpp otherwise).
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include "core/error.hpp"
-#include "io/team.hpp"
+#include "io/run/team.hpp"
 
-namespace mb::io {
+namespace mb::io::run {
 namespace {
 
 void check(int status, const char* call) {
@@ -53,4 +53,4 @@ std::uint64_t Team::sum(std::uint64_t value) {
   return total;
 }
 
-}  // namespace mb::io
+}  // namespace mb::io::run
