@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from h5compare import h5diff  # noqa: F401  (the one strict comparison every test uses)
+from batches import MIXED_SPEC, make_layout_batch, make_mixed_batch, make_packed  # noqa: F401  (the shared builders)
 
 BINARY = os.environ.get("MICROBATCH", os.path.join(os.path.dirname(__file__), "..", "..", "build", "microbatch"))
 
@@ -107,17 +108,6 @@ def batch(tmp_path):
         f["y"] = np.arange(10, dtype=np.float32)
         f["t"] = np.float32(0.5)
         f.attrs["step"] = 7
-    return path
-
-
-def make_layout_batch(path, length):
-    """A batch for the layout tests: rows on axis 0 (ids, text) and on axis 1
-    (cols), and a replicated scalar; returns `path`."""
-    with h5py.File(path, "w") as f:
-        f["ids"] = np.arange(length * 3, dtype=np.int64).reshape(length, 3)
-        f["cols"] = np.arange(length * 2, dtype=np.float32).reshape(2, length)
-        f["text"] = np.array([f"row {i}" for i in range(length)], dtype=h5py.string_dtype())
-        f["scale"] = np.float64(2.5)
     return path
 
 

@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, summary, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_packed, run, summary, write_spec
 
 PADDED_SPEC = {
     "input_ids": {"split_axis": 0, "sequence_axis": 1},
@@ -25,6 +25,8 @@ PACKED_SPEC = {
     "hidden": {"packed": "/cu_seqlens"},
     "doc_id": {"per_sequence": "/cu_seqlens"},
 }
+PACKED = {"members": ("cu_seqlens", "tokens", "hidden", "doc_id"), "first_token": 0}  # make_packed's file for it
+LENGTHS = (8, 16, 24, 8, 40, 16)
 
 
 def zigzag(S, C, r):
@@ -45,16 +47,6 @@ def make_padded(path, B=8, S=16):
     return path
 
 
-def make_packed(path, lengths=(8, 16, 24, 8, 40, 16)):
-    cu = np.concatenate([[0], np.cumsum(lengths)]).astype("i4")
-    with h5py.File(path, "w") as f:
-        f["cu_seqlens"] = cu
-        f["tokens"] = np.arange(cu[-1]).astype("i8")
-        f["hidden"] = np.random.default_rng(2).random((cu[-1], 3)).astype("f4")
-        f["doc_id"] = np.arange(len(lengths)).astype("i4")
-    return path
-
-
 @pytest.fixture
 def padded(tmp_path):
     return make_padded(tmp_path / "padded.h5"), write_spec(tmp_path / "padded.json", PADDED_SPEC)
@@ -62,7 +54,8 @@ def padded(tmp_path):
 
 @pytest.fixture
 def packed(tmp_path):
-    return make_packed(tmp_path / "packed.h5"), write_spec(tmp_path / "packed.json", PACKED_SPEC)
+    make_packed(tmp_path / "packed.h5", LENGTHS, **PACKED)
+    return tmp_path / "packed.h5", write_spec(tmp_path / "packed.json", PACKED_SPEC)
 
 
 def test_readme_example_s8_c2(tmp_path):
@@ -184,7 +177,8 @@ def test_sequence_length_not_divisible_is_refused(tmp_path, padded):
 
 
 def test_document_length_not_divisible_is_refused_never_rounded(tmp_path):
-    src = make_packed(tmp_path / "p.h5", lengths=(8, 6, 8))
+    src = tmp_path / "p.h5"
+    make_packed(src, (8, 6, 8), **PACKED)
     spec = write_spec(tmp_path / "s.json", PACKED_SPEC)
     res = run("split", src, "-s", spec, "-n", "1", "--cp-degree", "2", "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "/cu_seqlens: sequence 1 has 6 tokens", "2 x --cp-degree 2 = 4")
@@ -301,7 +295,8 @@ def test_inspect_shows_each_cp_rank(tmp_path, padded, packed):
 
 
 def test_derived_metadata_describes_each_cp_ranks_own_tokens(tmp_path):
-    src = make_packed(tmp_path / "p.h5")
+    src = tmp_path / "p.h5"
+    make_packed(src, LENGTHS, **PACKED)
     with h5py.File(src, "r+") as f:
         lengths = np.diff(f["cu_seqlens"][()])
         f["max_seqlen"] = np.int32(lengths.max())

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, summary, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_packed, run, summary, write_spec
 
 SPEC = {
     "@max_seqlen": {"max_seqlen": "/cu_seqlens"},
@@ -22,15 +22,14 @@ SPEC = {
 }
 
 
-def make_batch(path, lengths, dtype="<i4", attr_dtype="<i8", offsets_dtype="<i4", max_seqlen=None, num_tokens=None):
+def make_derived(path, lengths, dtype="<i4", attr_dtype="<i8", offsets_dtype="<i4", max_seqlen=None,
+                 num_tokens=None):
     """A packed batch whose derived leaves are consistent with its offsets
     (unless a value is given)."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(offsets_dtype)
     longest = int(max(lengths)) if len(lengths) else 0
-    total = int(offsets[-1])
-    with h5py.File(path, "w") as f:
-        f["tokens"] = np.arange(total, dtype=np.int64) + 100
-        f["cu_seqlens"] = offsets
+
+    def derived(f, offsets):
+        total = int(offsets[-1])
         f.create_dataset("max_seqlen", data=np.array(longest if max_seqlen is None else max_seqlen, dtype=dtype))
         f.create_dataset("num_tokens", data=np.array(total if num_tokens is None else num_tokens, dtype=dtype))
         f.attrs.create("max_seqlen", longest, dtype=attr_dtype)
@@ -38,7 +37,9 @@ def make_batch(path, lengths, dtype="<i4", attr_dtype="<i8", offsets_dtype="<i4"
         g = f.create_group("meta")
         g["step"] = np.int64(7)
         g.attrs.create("max_len", longest, dtype=np.dtype(attr_dtype).newbyteorder(">"))
-    return offsets
+
+    return make_packed(path, lengths, members=("tokens", "cu_seqlens"), offsets_dtype=offsets_dtype, first_token=100,
+                       fill=derived)
 
 
 def expected(cu):
@@ -74,7 +75,7 @@ def test_split_writes_each_files_values_and_merge_restores_the_batch(tmp_path, d
                                                                       cut):
     src = tmp_path / "in.h5"
     lengths = [5, 1, 9, 3, 3, 7, 2]
-    make_batch(src, lengths, dtype, attr_dtype, offsets_dtype)
+    make_derived(src, lengths, dtype, attr_dtype, offsets_dtype)
     spec = write_spec(tmp_path / "s.json", SPEC)
     run("split", src, "-s", spec, *cut, "-o", tmp_path / "mb", check=0)
     files = files_of(tmp_path / "mb")
@@ -97,7 +98,7 @@ def test_split_writes_each_files_values_and_merge_restores_the_batch(tmp_path, d
 
 def test_empty_microbatches_hold_zero(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, [4, 6])
+    make_derived(src, [4, 6])
     run("split", src, "-s", write_spec(tmp_path / "s.json", SPEC), "-n", 3, "--on-short", "empty", "-o", tmp_path / "mb",
         check=0)
     values = [check_file_values(p, "<i4", "<i8") for p in files_of(tmp_path / "mb")]
@@ -110,8 +111,8 @@ def test_merge_of_files_writes_the_merged_batchs_values(tmp_path):
     """Files given without a manifest: the merged values come from the merged offsets."""
     spec = write_spec(tmp_path / "s.json", SPEC)
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
-    make_batch(a, [3, 8])
-    make_batch(b, [2, 2, 6])
+    make_derived(a, [3, 8])
+    make_derived(b, [2, 2, 6])
     run("merge", a, b, "-s", spec, "-o", tmp_path / "out.h5", check=0)
     with h5py.File(tmp_path / "out.h5") as m:
         assert list(m["cu_seqlens"][()]) == [0, 3, 11, 13, 15, 21]
@@ -123,8 +124,8 @@ def test_merged_value_that_does_not_fit_is_refused(tmp_path):
     """Each input's num_tokens fits uint8; the merged batch's (400) does not."""
     spec = write_spec(tmp_path / "s.json", SPEC)
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
-    make_batch(a, [100, 100], dtype="u1")
-    make_batch(b, [100, 100], dtype="u1")
+    make_derived(a, [100, 100], dtype="u1")
+    make_derived(b, [100, 100], dtype="u1")
     res = run("merge", a, b, "-s", spec, "-o", tmp_path / "out.h5")
     assert_one_line_error(res, 1, "/num_tokens", "num_tokens 400", "uint8", "at most 255")
     assert not (tmp_path / "out.h5").exists()
@@ -133,7 +134,7 @@ def test_merged_value_that_does_not_fit_is_refused(tmp_path):
 
 def test_tampered_value_in_one_input_is_refused_naming_both_values(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1, 9, 3, 3, 7, 2])
+    make_derived(src, [5, 1, 9, 3, 3, 7, 2])
     run("split", src, "-s", write_spec(tmp_path / "s.json", SPEC), "-n", 3, "-o", tmp_path / "mb", check=0)
     victim = files_of(tmp_path / "mb")[1]
     with h5py.File(victim, "r+") as f:
@@ -159,7 +160,7 @@ def test_tampered_value_in_one_input_is_refused_naming_both_values(tmp_path):
 @pytest.mark.parametrize("leaf,attr", [("max_seqlen", False), ("num_tokens", False), ("max_seqlen", True)])
 def test_inconsistent_input_is_refused_at_split(tmp_path, leaf, attr):
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1, 9])
+    make_derived(src, [5, 1, 9])
     with h5py.File(src, "r+") as f:
         if attr:
             f.attrs.modify("max_seqlen", 3)
@@ -174,7 +175,7 @@ def test_inconsistent_input_is_refused_at_split(tmp_path, leaf, attr):
 
 def test_negative_stored_value_is_inconsistent(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1], max_seqlen=-5)
+    make_derived(src, [5, 1], max_seqlen=-5)
     res = run("split", src, "-s", write_spec(tmp_path / "s.json", SPEC), "-n", 2, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "/max_seqlen", "holds max_seqlen -5", "give max_seqlen 5")
 
@@ -183,7 +184,7 @@ def test_dp_degree_with_derived_leaves(tmp_path):
     """Packed sequences do not combine with --dp-degree (yet): a usage error,
     before anything is written, for split and merge alike."""
     src = tmp_path / "in.h5"
-    make_batch(src, [2, 2, 2, 2])
+    make_derived(src, [2, 2, 2, 2])
     spec = write_spec(tmp_path / "s.json", SPEC)
     res = run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "-o", tmp_path / "mb")
     assert_one_line_error(res, 2, "--dp-degree")
@@ -203,7 +204,7 @@ def test_dp_degree_with_derived_leaves(tmp_path):
 ])
 def test_spec_errors_name_the_leaf_and_the_offsets(tmp_path, spec, needles):
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1, 9, 3, 3, 7, 2])
+    make_derived(src, [5, 1, 9, 3, 3, 7, 2])
     with h5py.File(src, "r+") as f:
         f["ratio"] = np.float32(0.5)
         f.attrs["name"] = np.bytes_("x")
@@ -216,7 +217,7 @@ def test_spec_errors_name_the_leaf_and_the_offsets(tmp_path, spec, needles):
 
 def test_inspect_and_manifest_describe_derived_leaves(tmp_path):
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1, 9])
+    make_derived(src, [5, 1, 9])
     spec = write_spec(tmp_path / "s.json", SPEC)
     res = run("inspect", src, "-s", spec, check=0)
     assert "max_seqlen of /cu_seqlens, per file" in res.out and "num_tokens of /cu_seqlens, per file" in res.out
@@ -236,7 +237,7 @@ def test_inspect_and_manifest_describe_derived_leaves(tmp_path):
 def test_members_named_like_the_keys_stay_members(tmp_path):
     """{"num_tokens": "replicate"} is a group's member, as it always was."""
     src = tmp_path / "in.h5"
-    make_batch(src, [5, 1, 9])
+    make_derived(src, [5, 1, 9])
     spec = write_spec(tmp_path / "s.json", dict(SPEC, num_tokens="replicate", max_seqlen="replicate"))
     run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", check=0)
     for p in files_of(tmp_path / "mb"):
@@ -249,8 +250,8 @@ def test_first_input_checked_too(tmp_path, where):
     """Input 0 is the model every other input is checked against: its own values are checked against its offsets."""
     spec = write_spec(tmp_path / "s.json", SPEC)
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
-    make_batch(a, [3, 8])
-    make_batch(b, [2, 2])
+    make_derived(a, [3, 8])
+    make_derived(b, [2, 2])
     with h5py.File(a, "r+") as f:
         if where == "dataset":
             f["num_tokens"][()] = 12
@@ -265,7 +266,7 @@ def test_first_input_checked_too(tmp_path, where):
 def test_input_with_another_dtype_is_refused_as_any_leaf(tmp_path):
     spec = write_spec(tmp_path / "s.json", SPEC)
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
-    make_batch(a, [3, 8])
-    make_batch(b, [2, 2], dtype="<i2")
+    make_derived(a, [3, 8])
+    make_derived(b, [2, 2], dtype="<i2")
     res = run("merge", a, b, "-s", spec, "-o", tmp_path / "out.h5")
     assert_one_line_error(res, 1, "/max_seqlen differs between microbatch 0", "int32", "int16")

@@ -9,32 +9,17 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (BINARY, ENV, alive, assert_one_line_error, children, h5diff, listing, pause_shim, run,
-                      signalled, wait_until, write_spec)
+from conftest import (BINARY, ENV, MIXED_SPEC, alive, assert_one_line_error, children, h5diff, listing,
+                      make_mixed_batch, pause_shim, run, signalled, wait_until, write_spec)
 
-
-def make(path):
-    with h5py.File(path, "w") as f:
-        f.create_dataset("x", data=np.random.default_rng(2).standard_normal((120, 64)).astype(np.float32),
-                         chunks=(7, 64), compression="gzip")  # chunks not aligned with the cut
-        for k in range(40):
-            f[f"g/d{k}"] = np.arange(120) + k
-            f[f"g/d{k}"].attrs["k"] = k
-        f["text"] = np.array([f"t{i}" for i in range(120)], dtype=h5py.string_dtype())
-        f["tok"] = np.arange(300)
-        f["cu"] = np.concatenate([[0], np.cumsum(np.full(120, 2)), [300]])[:121]
-        f["cu"][-1] = 300
-        f.attrs["step"] = 1
-
-
-SPEC = {"x": 0, "g": 0, "text": 0, "tok": {"packed": "/cu"}, "cu": "offsets"}
+BATCH = {"groups": 40, "group_attrs": True, "last_length": 62}  # make_mixed_batch's file for these tests
 
 
 @pytest.mark.parametrize("jobs,n,extra", [(2, 5, []), (3, 8, []), (4, 3, []), (2, 4, ["--balance", "sequences"])])
 def test_jobs_give_the_same_files_as_one_process(tmp_path, jobs, n, extra):
     src = tmp_path / "in.h5"
-    make(src)
-    spec = write_spec(tmp_path / "s.json", SPEC)
+    make_mixed_batch(src, **BATCH)
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
     run("split", src, "-s", spec, "-n", n, *extra, "-o", tmp_path / "one", check=0)
     run("split", src, "-s", spec, "-n", n, *extra, "-o", tmp_path / "many", "-j", jobs, check=0)
     assert listing(tmp_path / "one") == listing(tmp_path / "many")
@@ -69,7 +54,7 @@ def test_a_failing_worker_fails_the_whole_split_and_leaves_nothing(tmp_path):
 
 def test_jobs_option_is_checked(tmp_path):
     src = tmp_path / "in.h5"
-    make(src)
+    make_mixed_batch(src, **BATCH)
     assert_one_line_error(run("split", src, "-n", 2, "-j", 0, "-o", tmp_path / "mb"), 2, "--jobs")
 
 
@@ -98,8 +83,8 @@ def test_workers_do_not_outlive_a_killed_split(tmp_path):
     ends its workers too: an orphan would go on writing and hold the output's
     lock, so that the rerun is refused."""
     src = tmp_path / "in.h5"
-    make(src)
-    spec = write_spec(tmp_path / "s.json", SPEC)
+    make_mixed_batch(src, **BATCH)
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
     args = [BINARY, "split", src, "-s", spec, "-n", 4, "-o", tmp_path / "mb", "-j", 2]
     env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"))
     proc = subprocess.Popen([str(a) for a in args], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, make_layout_batch, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_layout_batch, make_packed, run, write_spec
 from test_reducers import bits, numpy_fold, numpy_sum
 
 NOFILE = 64  # descriptors a limited run may hold: far fewer than its inputs
@@ -168,23 +168,11 @@ PACKED_SPEC = {
 }
 
 
-def make_packed(path, lengths):
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    total = int(offsets[-1])
-    with h5py.File(path, "w") as f:
-        f["tokens"] = np.arange(total, dtype=np.int64) + 1000
-        f["labels"] = np.stack([np.arange(total), -np.arange(total)]).astype(np.int64)
-        f["cu_seqlens"] = offsets
-        f["seq_ids"] = np.array([f"doc-{i}" for i in range(len(lengths))], dtype=h5py.string_dtype())
-        f["max_len"] = np.int32(max(lengths))
-    return offsets
-
-
 def test_packed_sequences_merged_from_many_microbatches(tmp_path):
     rng = np.random.default_rng(3)
     lengths = rng.integers(1, 40, 600)
     src = tmp_path / "in.h5"
-    offsets = make_packed(src, lengths)
+    offsets = make_packed(src, lengths, members=("tokens", "labels", "cu_seqlens", "seq_ids", "max_len"))
     spec = write_spec(tmp_path / "s.json", PACKED_SPEC)
     run("split", src, "-s", spec, "-n", 150, "-o", tmp_path / "mb", check=0)
     runs = json.loads((tmp_path / "mb" / "manifest.json").read_text())["sequences"]["runs"]

@@ -11,8 +11,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, Result, h5diff, listing, run, summary, write_spec
-from test_shards import SPEC, make  # the same batch: a chunked tensor, groups, strings, packed tokens
+# make_mixed_batch: test_shards' batch, a chunked tensor, groups, strings, packed tokens
+from conftest import (BINARY, ENV, MIXED_SPEC, Result, h5diff, listing, make_mixed_batch, run, summary,
+                      write_spec)
 
 # Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
 MPI_BINARY = os.environ.get("MICROBATCH_MPI")
@@ -36,8 +37,8 @@ def mpirun(np_, binary, *args, wrap=None):
 
 @pytest.fixture
 def setup(tmp_path):
-    src = make(tmp_path / "in.h5")
-    spec = write_spec(tmp_path / "s.json", SPEC)
+    src = make_mixed_batch(tmp_path / "in.h5")
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
     plain = tmp_path / "plain"
     run("split", src, "-s", spec, "-n", 7, "-o", plain, check=0)
     return src, spec, plain

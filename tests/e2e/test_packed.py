@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import assert_one_line_error, h5diff, listing, make_packed, run, write_spec
 
 SPEC = {
     "tokens": {"packed": "/cu_seqlens"},
@@ -19,23 +19,6 @@ SPEC = {
     "seq_ids": {"per_sequence": "/cu_seqlens"},
     "max_len": "replicate",
 }
-
-
-def make_packed(path, lengths, with_k=None):
-    """A packed batch: sequences of the given lengths back to back."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    total = int(offsets[-1])
-    with h5py.File(path, "w") as f:
-        f["tokens"] = np.arange(total, dtype=np.int64) + 1000
-        f["position_ids"] = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32) if total else \
-            np.zeros(0, np.int32)
-        f["labels"] = np.stack([np.arange(total), -np.arange(total)]).astype(np.int64)  # tokens on the last axis
-        f["cu_seqlens"] = offsets
-        f["seq_ids"] = np.array([f"doc-{i}" for i in range(len(lengths))], dtype=h5py.string_dtype())
-        f["max_len"] = np.int32(max(lengths) if len(lengths) else 0)
-        if with_k is not None:
-            f["cu_seqlens_k"] = np.concatenate([[0], np.cumsum(with_k)]).astype(np.int64)
-    return offsets
 
 
 def best_max_tokens(tokens, n):
@@ -163,6 +146,7 @@ def test_packed_spec_errors(tmp_path):
 # byte order, up to 2^64 - 1 (HDF5's conversions saturate; a value that
 # passes through int64 is clamped at 2^63 - 1).
 OFFSETS_ONLY = {"cu": "offsets", "ids": {"per_sequence": "/cu"}}
+OFFSETS_FILE = {"offsets_name": "cu", "members": ("cu", "ids")}  # make_packed's file for it, given offsets_dtype
 DTYPES = ["u1", "i1", ">i2", "<u2", ">u4", ">i8", "<u8", ">u8"]
 
 
@@ -170,18 +154,12 @@ def dtype_max(dt):
     return int(np.iinfo(np.dtype(dt)).max)
 
 
-def write_offsets(path, cu, dt):
-    with h5py.File(path, "w") as f:
-        f["cu"] = np.array(cu, dtype=dt)
-        f["ids"] = np.arange(len(cu) - 1, dtype=np.int16)
-
-
 @pytest.mark.parametrize("dt", DTYPES)
 def test_offsets_round_trip_exactly_up_to_the_dtype_max(tmp_path, dt):
     m = dtype_max(dt)
     cu = [0, m // 2 + 1, m // 2 + 1, m - 2, m - 1, m]  # tokens: m//2+1, 0, m//2-3, 1, 1
     src = tmp_path / "in.h5"
-    write_offsets(src, cu, dt)
+    make_packed(src, offsets=cu, offsets_dtype=dt, **OFFSETS_FILE)
     spec = write_spec(tmp_path / "s.json", OFFSETS_ONLY)
     run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", check=0)
     runs = json.loads((tmp_path / "mb" / "manifest.json").read_text())["sequences"]["runs"]
@@ -202,8 +180,8 @@ def test_offsets_round_trip_exactly_up_to_the_dtype_max(tmp_path, dt):
 @pytest.mark.parametrize("dt", DTYPES)
 def test_merged_offsets_fill_the_dtype_exactly(tmp_path, dt):
     m = dtype_max(dt)
-    write_offsets(tmp_path / "a.h5", [0, m // 2], dt)
-    write_offsets(tmp_path / "b.h5", [0, 0, m - m // 2], dt)
+    make_packed(tmp_path / "a.h5", offsets=[0, m // 2], offsets_dtype=dt, **OFFSETS_FILE)
+    make_packed(tmp_path / "b.h5", offsets=[0, 0, m - m // 2], offsets_dtype=dt, **OFFSETS_FILE)
     spec = write_spec(tmp_path / "s.json", OFFSETS_ONLY)
     run("merge", tmp_path / "a.h5", tmp_path / "b.h5", "-s", spec, "-o", tmp_path / "out.h5", check=0)
     with h5py.File(tmp_path / "out.h5") as f:
@@ -220,8 +198,8 @@ def test_merged_offsets_fill_the_dtype_exactly(tmp_path, dt):
     (">u8", [0, 2**64 - 1], [0, 0, 1], 2**64),
 ])
 def test_merged_offsets_that_do_not_fit_the_dtype_are_refused(tmp_path, dt, a, b, value):
-    write_offsets(tmp_path / "a.h5", a, dt)
-    write_offsets(tmp_path / "b.h5", b, dt)
+    make_packed(tmp_path / "a.h5", offsets=a, offsets_dtype=dt, **OFFSETS_FILE)
+    make_packed(tmp_path / "b.h5", offsets=b, offsets_dtype=dt, **OFFSETS_FILE)
     spec = write_spec(tmp_path / "s.json", OFFSETS_ONLY)
     (tmp_path / "o").mkdir()
     res = run("merge", tmp_path / "a.h5", tmp_path / "b.h5", "-s", spec, "-o", tmp_path / "o" / "out.h5")
@@ -232,7 +210,7 @@ def test_merged_offsets_that_do_not_fit_the_dtype_are_refused(tmp_path, dt, a, b
 def test_uint64_offsets_past_2_63_split_and_merge_exactly(tmp_path):
     cu = [0, 2**63 + 5, 2**63 + 10, 2**64 - 1]  # tokens 2^63+5, 5, 2^63-11
     src = tmp_path / "in.h5"
-    write_offsets(src, cu, "u8")
+    make_packed(src, offsets=cu, offsets_dtype="u8", **OFFSETS_FILE)
     spec = write_spec(tmp_path / "s.json", OFFSETS_ONLY)
     seq = json.loads(run("inspect", src, "-s", spec, "-n", 2, "--json", check=0).out)["sequences"]
     assert seq["tokens"] == 2**64 - 1 and seq["runs"] == [[0, 1], [1, 3]]

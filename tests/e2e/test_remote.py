@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
-from test_shards import SPEC, make  # a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
+# make_mixed_batch: a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
+from conftest import BINARY, ENV, MIXED_SPEC, assert_one_line_error, h5diff, listing, make_mixed_batch, run, write_spec
 
 # nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
 
@@ -88,8 +88,8 @@ class Data:
 
     def __init__(self, directory):
         self.dir = directory
-        self.src = make(directory / "in.h5")
-        self.spec = write_spec(directory / "s.json", SPEC)
+        self.src = make_mixed_batch(directory / "in.h5")
+        self.spec = write_spec(directory / "s.json", MIXED_SPEC)
         self.plain = directory / "plain"
         run("split", self.src, "-s", self.spec, "-n", N, "-o", self.plain, check=0)
         self.merged = directory / "merged.h5"

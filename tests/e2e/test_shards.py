@@ -12,30 +12,14 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (BINARY, ENV, assert_one_line_error, h5diff, listing, pause_shim, run, summary,
-                      wait_until, write_spec)
-
-
-def make(path, rows=120):
-    with h5py.File(path, "w") as f:
-        f.create_dataset("x", data=np.random.default_rng(2).standard_normal((rows, 64)).astype(np.float32),
-                         chunks=(7, 64), compression="gzip")  # chunks not aligned with the cut
-        for k in range(6):
-            f[f"g/d{k}"] = np.arange(rows) + k
-        f["text"] = np.array([f"t{i}" for i in range(rows)], dtype=h5py.string_dtype())
-        f["tok"] = np.arange(2 * rows)
-        f["cu"] = np.arange(0, 2 * rows + 1, 2)
-        f.attrs["step"] = 1
-    return path
-
-
-SPEC = {"x": 0, "g": 0, "text": 0, "tok": {"packed": "/cu"}, "cu": "offsets"}
+from conftest import (BINARY, ENV, MIXED_SPEC, assert_one_line_error, h5diff, listing, make_mixed_batch,
+                      pause_shim, run, summary, wait_until, write_spec)
 
 
 @pytest.fixture
 def setup(tmp_path):
-    src = make(tmp_path / "in.h5")
-    spec = write_spec(tmp_path / "s.json", SPEC)
+    src = make_mixed_batch(tmp_path / "in.h5")
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
     return src, spec
 
 

@@ -13,10 +13,10 @@ import subprocess
 
 import pytest
 
-from conftest import (BINARY, assert_one_line_error, h5diff, listing, pause_shim, run, wait_until,
-                      write_spec)
+from conftest import (BINARY, MIXED_SPEC, assert_one_line_error, h5diff, listing, make_mixed_batch, pause_shim,
+                      run, wait_until, write_spec)
 from slurm_cluster import Cluster, ClusterError
-from test_shards import SPEC, make, same_files
+from test_shards import same_files
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 EXAMPLES = os.path.abspath(os.path.join(ROOT, "examples", "slurm"))
@@ -55,8 +55,8 @@ def job_env(slurm, tmp_path):
 @pytest.fixture
 def data(tmp_path):
     """The input, its spec and the one-process split everything is compared with."""
-    src = make(tmp_path / "in.h5")
-    spec = write_spec(tmp_path / "s.json", SPEC)
+    src = make_mixed_batch(tmp_path / "in.h5")
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
     plain = tmp_path / "plain"
     run("split", src, "-s", spec, "-n", N, "-o", plain, check=0)
     return src, spec, plain
