@@ -4,7 +4,7 @@
 #   /usr/share/bash-completion/completions/microbatch
 #   /usr/share/zsh/vendor-completions/_microbatch
 #   /usr/share/fish/vendor_completions.d/microbatch.fish
-#   /usr/share/doc/microbatch/README.md
+#   /usr/share/doc/microbatch/README.md, CHANGELOG.md, docs/*.md (the manual)
 #   /usr/share/doc/microbatch/schema/*.schema.json (the --json outputs' JSON Schemas)
 # `scripts/package.sh` builds build/microbatch_VERSION_ARCH.deb (CPack; its
 # Depends line comes from dpkg-shlibdeps, not from a hand-written list).
@@ -25,7 +25,9 @@ install(FILES completions/microbatch.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/b
         RENAME microbatch)
 install(FILES completions/_microbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(FILES completions/microbatch.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
-install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs/performance.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
               docs/schema/merge-summary.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
 

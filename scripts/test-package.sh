@@ -28,7 +28,7 @@ MANPAGER=cat MANWIDTH=80 man microbatch | grep -q -- "--micro-batch-size"
 bash -c 'source /usr/share/bash-completion/completions/microbatch
   COMP_WORDS=(microbatch merge --vir); COMP_CWORD=2; _microbatch; [ "${COMPREPLY[*]}" = --virtual ]'
 [ -f /usr/share/zsh/vendor-completions/_microbatch ] && [ -f /usr/share/fish/vendor_completions.d/microbatch.fish ]
-[ -f /usr/share/doc/microbatch/README.md ]
+[ -f /usr/share/doc/microbatch/README.md ] && [ -f /usr/share/doc/microbatch/docs/guide.md ]
 set +x
 cd "$OLDPWD"
 cleanup

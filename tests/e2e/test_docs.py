@@ -1,7 +1,10 @@
 """The man page and the shell completions follow `--help`: every option a
 command takes is documented in microbatch(1) and completed by bash, zsh and
 fish; option values offered by completion are the ones the command accepts.
-Bash completion is driven for real (compgen through the completion function)."""
+Bash completion is driven for real (compgen through the completion function).
+The README names every command and option; every relative link in the README,
+CHANGELOG.md and docs/*.md leads to a file (and heading) that exists."""
+import glob
 import os
 import re
 import subprocess
@@ -102,3 +105,79 @@ def test_zsh_and_fish_completions_name_every_option(path):
             assert flag in text, option
         else:
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text), option
+
+
+# -- the README and docs/*.md -------------------------------------------------------
+
+README = os.path.join(REPO, "README.md")
+PAGES = [README, os.path.join(REPO, "CHANGELOG.md"), *sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))]
+EXAMPLES = os.path.join(REPO, "examples", "slurm")
+
+
+def prose(text):
+    """Markdown without its fenced code blocks and inline code spans."""
+    text = re.sub(r"^ *(```|~~~).*?^ *\1[^\n]*$", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def anchors(text):
+    """The anchors GitHub gives a page's headings: lowercase, punctuation but
+    '-' and '_' dropped, spaces as '-', repeats numbered."""
+    seen, out = {}, set()
+    for heading in re.findall(r"^#{1,6} +(.*?) *#* *$", re.sub(r"^ *```.*?^ *```", "", text, flags=re.S | re.M),
+                              flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def relative_links(text):
+    """(target, anchor) of every relative markdown link: [text](target#anchor)."""
+    for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", prose(text)):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, flags=re.I):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        yield path, anchor
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[os.path.relpath(p, REPO) for p in PAGES])
+def test_relative_links_lead_to_files_that_exist(page):
+    text = open(page).read()
+    broken = []
+    for path, anchor in relative_links(text):
+        target = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(target):
+            broken.append(f"{path}: no such file")
+        elif anchor and target.endswith(".md") and anchor not in anchors(open(target).read()):
+            broken.append(f"{path}#{anchor}: no such heading")
+    assert broken == [], f"broken links in {os.path.relpath(page, REPO)}"
+
+
+def test_the_link_check_sees_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n[a](missing.md) [b](#title) [c](#nothing) `[d](code.md)` [e](https://x.org/y)\n")
+    assert list(relative_links(page.read_text())) == [("missing.md", ""), ("", "title"), ("", "nothing")]
+    assert anchors("# Under MPI: `mpirun`, `srun`\n## pandas / PyTables\n") == {"under-mpi-mpirun-srun",
+                                                                              "pandas--pytables"}
+
+
+def test_the_readme_names_every_option():
+    text = open(README).read()
+    every = set()
+    for command in [[], *([c] for c in COMMANDS)]:
+        every |= set(options(help_text(*command)))
+    missing = [o for o in sorted(every) if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text)]
+    assert missing == [], "options of --help that the README's synopsis does not name"
+
+
+def test_the_readme_names_every_command():
+    top = help_text()
+    listed = re.findall(r"^  (\w+) {2,}\S", top.split("Subcommands:")[1], flags=re.M)
+    assert set(listed) >= set(COMMANDS)
+    text = open(README).read()
+    for command in listed:
+        assert f"microbatch {command}" in text, command
+
+

@@ -284,10 +284,10 @@ def test_object_references_other_than_dimension_scales_are_refused_naming_the_pa
     assert "unreadable" not in nodes["/a"]
 
 
-def test_readme_netcdf_example_runs_as_shown(tmp_path):
-    """The README's netCDF-4 console example: each `$ ` command run in order,
+def test_guide_netcdf_example_runs_as_shown(tmp_path):
+    """docs/guide.md's netCDF-4 console example: each `$ ` command run in order,
     its output as shown (python3 is the one running these tests)."""
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "guide.md")).read()
     block = re.search(r"### netCDF-4 and xarray files\n.*?^```console\n(.*?)^```", readme, flags=re.S | re.M).group(1)
     steps = re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", block, flags=re.M)
     assert len(steps) == 5

@@ -1,6 +1,6 @@
 """microbatch under a real one-node Slurm cluster (munged, slurmctld, slurmd)
 that this file starts and stops (slurm_cluster.py): job arrays of shards with
-a dependent finish, run with the very sbatch scripts the README shows
+a dependent finish, run with the very sbatch scripts docs/cluster.md shows
 (examples/slurm/), a killed array task and its rerun, srun and sbatch
 --ntasks with a build that cannot cooperate, and srun --mpi=pmix with an MPI
 build (MICROBATCH_MPI). Every result is judged against a one-process split
@@ -83,7 +83,7 @@ def round_trip(src, plain, out, tmp_path):
 
 
 def submit_split(slurm, env, logs, array, src, spec, out):
-    """The README's array submission, with this test's array and log directory."""
+    """The cluster page's array submission, with this test's array and log directory."""
     return slurm.sbatch(f"--array={array}", f"--output={logs}/%x-%A_%a.out", SPLIT, src, spec, out, N, env=env)
 
 
@@ -92,23 +92,23 @@ def submit_finish(slurm, env, logs, out, after=None):
     return slurm.sbatch(*dependency, f"--output={logs}/%x-%j.out", FINISH, out, env=env)
 
 
-# -- the README's scripts ----------------------------------------------------------
+# -- the cluster page's scripts ----------------------------------------------------------
 
 
 def blocks_text(blocks):
     return "\n".join(line.strip() for block in blocks for line in block.splitlines())
 
 
-def test_readme_shows_the_example_scripts_verbatim():
-    with open(os.path.join(ROOT, "README.md")) as f:
+def test_cluster_page_shows_the_example_scripts_verbatim():
+    with open(os.path.join(ROOT, "docs", "cluster.md")) as f:
         readme = f.read()
     blocks = re.findall(r"^ *```bash\n(.*?)^ *```", readme, flags=re.S | re.M)
     for name in ["split.sbatch", "finish.sbatch", "mpi.sbatch"]:
         with open(os.path.join(EXAMPLES, name)) as f:
-            assert f.read() in blocks, f"README.md does not show examples/slurm/{name} as it is"
+            assert f.read() in blocks, f"docs/cluster.md does not show examples/slurm/{name} as it is"
         assert f"examples/slurm/{name}" in readme
         assert os.access(os.path.join(EXAMPLES, name), os.X_OK)
-    # The submissions the README shows are the ones the tests make (submit_split, submit_finish).
+    # The submissions the page shows are the ones the tests make (submit_split, submit_finish).
     for command in ["JOB=$(sbatch --parsable --array=0-7 examples/slurm/split.sbatch batch.h5 spec.json /shared/mb 64)",
                     "JOB=$(MB_SHARDS=8 sbatch --parsable --array=2 examples/slurm/split.sbatch batch.h5 spec.json "
                     "/shared/mb 64)",
@@ -349,7 +349,7 @@ def test_srun_pmix_split_with_the_mpi_build(slurm, job_env, data, tmp_path):
 @pytest.mark.skipif(not os.environ.get("MICROBATCH_MPI"),
                     reason="MICROBATCH_MPI (the path of an MPI-enabled microbatch) is not set")
 def test_the_readme_mpi_job_splits_and_merges_as_ranks(slurm, job_env, data, tmp_path):
-    """examples/slurm/mpi.sbatch as the README submits it, with 2 tasks."""
+    """examples/slurm/mpi.sbatch as docs/cluster.md submits it, with 2 tasks."""
     src, spec, plain = data
     out, merged, logs = tmp_path / "mb", tmp_path / "merged.h5", tmp_path / "logs"
     logs.mkdir()
