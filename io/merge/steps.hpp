@@ -27,6 +27,7 @@
 #include "io/h5/attributes.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/intern.hpp"
 #include "io/h5/space.hpp"
 #include "io/merge/merge.hpp"
 
@@ -79,7 +80,7 @@ struct ModelLayout;
 
 struct Carried {
   std::uint64_t budget = 0;                      // bytes still free
-  std::vector<h5::Id> types;                     // interned datatypes; outlive what refers to them
+  h5::Interned types{h5::equal_types, 256};      // interned datatypes (the first 256 searched); outlive their users
   std::map<std::string, ModelInfo> models;       // by object path
   std::map<std::string, h5::Buffer> assembled;   // small results (of interned types), written at the last input
   // Where assembled results allocated at creation lie in the output

@@ -144,11 +144,9 @@ bool Carried::take(std::uint64_t bytes) {
 }
 
 hid_t Carried::intern(hid_t type, const h5::Location& where) {
-  constexpr std::size_t kSearched = 256;
-  for (std::size_t i = 0; i < std::min(types.size(), kSearched); ++i)
-    if (H5Tequal(types[i].get(), type) > 0) return types[i].get();
-  types.emplace_back(H5Tcopy(type), where, "cannot copy a datatype");
-  return types.back().get();
+  const h5::Interned::Found found = types.find(type);
+  if (found.id != H5I_INVALID_HID) return found.id;
+  return types.add(h5::Id(H5Tcopy(type), where, "cannot copy a datatype"));
 }
 
 KeptValue Carried::keep(h5::AttributeValue value, const h5::Location& where) {

@@ -11,10 +11,6 @@
 namespace mb::io::split {
 namespace {
 
-// Distinct ids per table at most: past them, datasets are not kept (each
-// lookup compares with every entry).
-constexpr std::size_t kInterned = 32;
-
 h5::Id shared(hid_t id) {
   if (H5Iinc_ref(id) < 0) {
     h5::forget_error();
@@ -23,46 +19,16 @@ h5::Id shared(hid_t id) {
   return h5::Id(id);
 }
 
-htri_t equal_types(hid_t a, hid_t b) { return H5Tequal(a, b); }
-
-// A chunk shape and its options (H5Pset_chunk_opts); false if unreadable.
-using Chunking = std::pair<std::vector<hsize_t>, unsigned>;
-bool chunking(hid_t dcpl, Chunking& out) {
-  out.first.assign(H5S_MAX_RANK, 0);
-  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, out.first.data());
-  if (rank < 0 || H5Pget_chunk_opts(dcpl, &out.second) < 0) return false;
-  out.first.resize(static_cast<std::size_t>(rank));
-  return true;
-}
-
-// libhdf5 1.10.8's H5Pequal takes creation properties that differ only in
-// their chunk shape or chunk options for equal: those are compared here.
-htri_t equal_lists(hid_t a, hid_t b) {
-  const htri_t equal = H5Pequal(a, b);
-  if (equal <= 0 || H5Pget_layout(a) != H5D_CHUNKED) return equal;  // equal lists: the same layout
-  Chunking x, y;
-  if (!chunking(a, x) || !chunking(b, y)) return -1;
-  return x == y ? 1 : 0;
-}
-
-htri_t equal_extents(hid_t a, hid_t b) { return H5Sextent_equal(a, b); }
-
 }  // namespace
 
-h5::Id Held::interned(std::vector<h5::Id>& table, hid_t id, htri_t (*equal)(hid_t, hid_t)) {
-  for (const h5::Id& kept : table) {
-    const htri_t same = equal(kept.get(), id);
-    if (same < 0) {
-      h5::forget_error();
-      return {};
-    }
-    if (same > 0) return shared(kept.get());
-  }
+h5::Id Held::interned(h5::Interned& table, hid_t id) {
+  const h5::Interned::Found found = table.find(id);
+  if (found.failed) return {};
+  if (found.id != H5I_INVALID_HID) return shared(found.id);
   if (table.size() >= kInterned) return {};
   h5::Id kept = shared(id);
   if (!kept.valid()) return {};
-  table.push_back(std::move(kept));
-  return shared(id);
+  return shared(table.add(std::move(kept)));
 }
 
 Held::Dataset* Held::find(const std::string& path) {
@@ -78,8 +44,8 @@ void Held::dataset(hid_t dataset, hid_t type, hid_t dcpl, const h5::SpaceInfo& s
     return;
   const std::uint64_t bytes = space.elements() * h5::size_of(type, where);
   if (!transfer::held_whole(dcpl, bytes, where) || used_ + bytes > budget_) return;
-  h5::Id kept_type = interned(types_, type, equal_types);
-  h5::Id kept_dcpl = kept_type.valid() ? interned(dcpls_, dcpl, equal_lists) : h5::Id();
+  h5::Id kept_type = interned(types_, type);
+  h5::Id kept_dcpl = kept_type.valid() ? interned(dcpls_, dcpl) : h5::Id();
   if (!kept_dcpl.valid()) return;
   const hid_t buffer_type = kept_type.get();  // lives as long as the table
   Dataset held{h5::Prototype{std::move(kept_type), space, std::move(kept_dcpl)}, {}, h5::Buffer(buffer_type)};
@@ -93,9 +59,9 @@ void Held::attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& s
                      const h5::Location& at) {
   if (current_ == nullptr) return;
   const std::uint64_t bytes = shape.elements() * h5::size_of(type, at);
-  h5::Id kept_type = H5Tcommitted(type) == 0 && used_ + bytes <= budget_ ? interned(types_, type, equal_types)
+  h5::Id kept_type = H5Tcommitted(type) == 0 && used_ + bytes <= budget_ ? interned(types_, type)
                                                                           : h5::Id();
-  h5::Id kept_space = kept_type.valid() ? interned(spaces_, space, equal_extents) : h5::Id();
+  h5::Id kept_space = kept_type.valid() ? interned(spaces_, space) : h5::Id();
   if (!kept_space.valid()) {
     discard();
     return;

@@ -1,20 +1,18 @@
 #pragma once
-// Small datasets kept from the walk of the tree (an h5::Keeper): their
+// Small datasets kept from the walk of the tree (a tree::Keeper): their
 // prototype, attributes and data, so that split's writer need not open them
 // again. Opening each input dataset once more and reading its description
 // and attributes again was a fifth of a split of many small datasets.
 //
-// Their datatypes, creation properties and dataspaces are interned: a few
-// ids, each shared by every dataset with an equal one (H5Tequal, H5Pequal,
-// H5Sextent_equal). libhdf5 1.10 keeps its ids in skip lists, and tens of
-// thousands held open slow every call; the values are plain memory.
+// Their datatypes, creation properties and dataspaces are interned
+// (io/h5/intern.hpp); the values are plain memory.
 //
 // Kept: a dataset whose data is at most 1 MiB, unfiltered, stored in its
 // file (not virtual or external), of a type whose elements are their bytes
 // and not committed, while the values kept stay within a byte budget. Its
 // attributes whatever their type (variable-length values are held as
 // libhdf5 read them), but none holding references. Anything else is left
-// for the writer to open, as before.
+// for the writer to open.
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -22,6 +20,7 @@
 
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/intern.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::split {
@@ -45,13 +44,17 @@ class Held : public tree::Keeper {
   void discard() override;
 
  private:
+  // Distinct ids per table at most: past them, datasets are not kept.
+  static constexpr std::size_t kInterned = 32;
   // The interned id equal to `id` (a new one, shared, if none is and there
   // is room), or an invalid Id when the table is full.
-  h5::Id interned(std::vector<h5::Id>& table, hid_t id, htri_t (*equal)(hid_t, hid_t));
+  h5::Id interned(h5::Interned& table, hid_t id);
 
   std::uint64_t budget_;
   std::uint64_t used_ = 0;
-  std::vector<h5::Id> types_, dcpls_, spaces_;
+  h5::Interned types_{h5::equal_types, kInterned};
+  h5::Interned dcpls_{h5::equal_lists, kInterned};
+  h5::Interned spaces_{h5::equal_extents, kInterned};
   std::unordered_map<std::string, Dataset> datasets_;
   Dataset* current_ = nullptr;  // the dataset whose attributes come next
   std::string current_path_;
