@@ -104,11 +104,11 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
 
 void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree) {
   app.add_option("--dp-degree", dp.degree,
-                 "the split axis holds D contiguous data-parallel shards; each shard is cut, and microbatch i joins "
-                 "piece i of every shard")
+                 "the split axis holds D contiguous data-parallel slices; each slice is cut, and microbatch i joins "
+                 "piece i of every slice")
       ->transform(whole_number("--dp-degree"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
-  app.add_flag("--align", dp.align, "PaddlePaddle's align mode: shard s is the rows s, s+D, s+2D, ...");
+  app.add_flag("--align", dp.align, "PaddlePaddle's align mode: slice s is the rows s, s+D, s+2D, ...");
   app.add_option_function<std::string>(
          "--layout",
          [&layout](const std::string& v) {
@@ -119,7 +119,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
       ->check(CLI::IsMember({"per-microbatch", "per-rank"}));
   app.add_option("--cp-degree", cp_degree,
                  "context parallelism: every sequence axis the spec marks, and every packed document, is cut into "
-                 "2C chunks; CP rank r holds chunks r and 2C-1-r (zigzag); one file per CP rank")
+                 "2C stripes; CP rank r holds stripes r and 2C-1-r (zigzag); one file per CP rank")
       ->transform(whole_number("--cp-degree"))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
 }

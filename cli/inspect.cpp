@@ -100,7 +100,7 @@ std::string cut_text(const SplitPlan& plan, const std::string& path) {
 // over its positions of position + 1), against the ideal total / C and what
 // a contiguous cut would give.
 void print_cp_loads(const SplitPlan& plan) {
-  std::printf("context parallel: %llu CP ranks, zigzag (rank r holds chunks r and 2C-1-r of 2C)\n",
+  std::printf("context parallel: %llu CP ranks, zigzag (rank r holds stripes r and 2C-1-r of 2C)\n",
               static_cast<unsigned long long>(plan.cp));
   for (const CpLoad& load : plan.cp_loads) {
     std::printf("  %s: ideal work %.1f per rank\n", load.what.c_str(),

@@ -19,9 +19,9 @@ void append(RowMap& map, std::uint64_t begin, std::uint64_t count) {
 }  // namespace
 
 void append_zigzag(RowMap& map, const Range& document, std::uint64_t degree, std::uint64_t rank) {
-  const std::uint64_t chunk = document.size() / (2 * degree);
-  append(map, document.begin + rank * chunk, chunk);
-  append(map, document.begin + (2 * degree - 1 - rank) * chunk, chunk);
+  const std::uint64_t stripe = document.size() / (2 * degree);
+  append(map, document.begin + rank * stripe, stripe);
+  append(map, document.begin + (2 * degree - 1 - rank) * stripe, stripe);
 }
 
 RowMap zigzag(const std::vector<Range>& documents, std::uint64_t degree, std::uint64_t rank) {
@@ -45,7 +45,7 @@ std::vector<Range> documents_from_share(const Offsets& share, std::uint64_t degr
 
 void require_zigzag_divisible(std::uint64_t length, std::uint64_t degree, const std::string& what) {
   if (length % (2 * degree) != 0)
-    throw Error(fmt::format("{}, not divisible into 2 x --cp-degree {} = {} equal chunks", what, degree, 2 * degree));
+    throw Error(fmt::format("{}, not divisible into 2 x --cp-degree {} = {} equal stripes", what, degree, 2 * degree));
 }
 
 void require_documents_divisible(const Offsets& offsets, std::uint64_t degree, const std::string& what) {
@@ -53,7 +53,7 @@ void require_documents_divisible(const Offsets& offsets, std::uint64_t degree, c
     const std::uint64_t length = offsets[s + 1] - offsets[s];
     if (length % (2 * degree) != 0)
       throw Error(fmt::format("{}: sequence {} has {} tokens, not divisible into 2 x --cp-degree {} = {} equal "
-                              "chunks (pad it to a multiple of {})",
+                              "stripes (pad it to a multiple of {})",
                               what, s, length, degree, 2 * degree, 2 * degree));
   }
 }

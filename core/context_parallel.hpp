@@ -1,8 +1,8 @@
 #pragma once
 // Context-parallel layout (--cp-degree C): long sequences are also cut
 // across C ranks. Causal attention makes late positions costlier (position
-// p attends to p+1 positions), so each sequence is cut into 2C equal chunks
-// and CP rank r holds chunks r and 2C-1-r, in that order (the "zigzag" or
+// p attends to p+1 positions), so each sequence is cut into 2C equal stripes
+// and CP rank r holds stripes r and 2C-1-r, in that order (the "zigzag" or
 // head-tail order of Megatron-LM, Transformer Engine and PyTorch): every
 // rank then does the same attention work. Padded datasets are cut so along
 // the sequence axis their spec marks; packed sequences per document.

@@ -54,7 +54,7 @@ std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, co
       at += n;
     }
     if (s > 0 && at != shard_length)
-      throw Error(fmt::format("{}: rank {} holds {} rows, rank 0 holds {} (data-parallel shards must be equal)", what,
+      throw Error(fmt::format("{}: rank {} holds {} rows, rank 0 holds {} (data-parallel slices must be equal)", what,
                               s, at, shard_length));
     shard_length = at;
   }

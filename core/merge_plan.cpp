@@ -60,7 +60,7 @@ void place_documents(const std::string& path, const std::vector<Offsets>& shares
     const Offsets& share = shares.at(f);
     for (std::size_t s = 0; s + 1 < share.size(); ++s)
       if ((share[s + 1] - share[s]) % 2 != 0)
-        throw Error(fmt::format("{}: input {} (CP rank {}) holds {} tokens of sequence {}, not the two equal chunks "
+        throw Error(fmt::format("{}: input {} (CP rank {}) holds {} tokens of sequence {}, not the two equal stripes "
                                 "of a CP split",
                                 path, f, grid.cp_rank_of(f), share[s + 1] - share[s], s));
     const RowMap& whole = leaf.maps[f];  // the microbatch's rows, all documents whole
@@ -85,7 +85,7 @@ MergedLeaf plan_cp_leaf(const NodeInfo& node, const LeafRule& rule, const std::v
   if (rule.sequence_axis) {
     const auto axis = static_cast<std::size_t>(*rule.sequence_axis);
     if (node.shape[axis] % 2 != 0)
-      throw Error(fmt::format("{}: {} positions on its sequence axis {}, not the two equal chunks of a CP split",
+      throw Error(fmt::format("{}: {} positions on its sequence axis {}, not the two equal stripes of a CP split",
                               node.path, node.shape[axis], axis));
     leaf.sequence_axis = axis;
     leaf.dims[axis] = node.shape[axis] * grid.cp;

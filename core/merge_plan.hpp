@@ -61,7 +61,7 @@ struct ContextParallelInputs {
 std::vector<const NodeInfo*> cut_datasets(const NodeInfo& first, const Resolution& resolution);
 
 // Throws mb::Error naming the dataset when the lengths cannot be the
-// microbatches of one split with these options (data-parallel shards of
+// microbatches of one split with these options (data-parallel slices of
 // unequal length, a microbatch not divisible by the degree, an input
 // without the leading 0 of its offsets, CP ranks of unequal lengths).
 // Each input's bytes of data (what merge's progress counts): its rows of

@@ -11,7 +11,7 @@ namespace mb {
 namespace {
 
 // Something whose length decides how many microbatches there can be: a
-// split axis (per data-parallel shard), or the packed sequence count.
+// split axis (per data-parallel slice), or the packed sequence count.
 struct CutLength {
   std::string path;
   std::uint64_t length;
@@ -65,7 +65,7 @@ void to_shard_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
       throw Error(fmt::format("{} has {} rows on its split axis, not divisible by --dp-degree {}", c.path, c.length,
                               degree));
     c.length /= degree;
-    c.unit = "rows on its split axis per data-parallel shard";
+    c.unit = "rows on its split axis per data-parallel slice";
   }
 }
 

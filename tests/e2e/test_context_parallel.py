@@ -1,5 +1,5 @@
 """Context parallelism (--cp-degree C): each CP rank's file holds, along every
-marked sequence axis and of every packed document, chunks r and 2C-1-r of 2C.
+marked sequence axis and of every packed document, stripes r and 2C-1-r of 2C.
 Judged against numpy's own transcription of the rule, and the round trips
 with h5diff."""
 import glob
@@ -30,7 +30,7 @@ LENGTHS = (8, 16, 24, 8, 40, 16)
 
 
 def zigzag(S, C, r):
-    """The rule, literally: 2C chunks of S/(2C); rank r holds chunks r and 2C-1-r."""
+    """The rule, literally: 2C stripes of S/(2C); rank r holds stripes r and 2C-1-r."""
     chunks = np.array_split(np.arange(S), 2 * C)
     return np.concatenate([chunks[r], chunks[2 * C - 1 - r]])
 

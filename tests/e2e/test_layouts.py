@@ -14,7 +14,7 @@ from conftest import assert_one_line_error, h5diff, listing, make_layout_batch, 
 def reference_split(rows, d, n, align, size=None):
     """The data-parallel split written out with numpy, from the contract:
     align reorders new[s*R + r] = old[s + r*D], then microbatch i is the
-    concatenation over shards of each shard's piece i."""
+    concatenation over slices of each slice's piece i."""
     length = len(rows)
     r_len = length // d
     if align:
@@ -78,7 +78,7 @@ def test_data_parallel_errors(tmp_path):
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "--dp-degree", 3, "-o", tmp_path / "mb"), 1,
                           "/cols has 10 rows on its split axis, not divisible by --dp-degree 3")
     assert_one_line_error(run("split", src, "-s", spec, "-n", 6, "--dp-degree", 2, "-o", tmp_path / "mb"), 1,
-                          "5 rows on its split axis per data-parallel shard")
+                          "5 rows on its split axis per data-parallel slice")
     assert_one_line_error(run("split", src, "-n", 2, "--dp-degree", 0, "-o", tmp_path / "mb"), 2, "--dp-degree")
     assert listing(tmp_path / "mb") == []
     # merging with a degree that does not divide a microbatch's rows: beside

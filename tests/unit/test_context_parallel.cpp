@@ -16,7 +16,7 @@ using mb::RowMap;
 namespace {
 
 // The rule as the issue writes it, transcribed literally: cut the sequence
-// into 2C chunks of S/(2C); CP rank r holds chunks r and 2C-1-r, in order.
+// into 2C stripes of S/(2C); CP rank r holds stripes r and 2C-1-r, in order.
 std::vector<std::uint64_t> literal_zigzag(std::uint64_t S, std::uint64_t C, std::uint64_t r) {
   std::vector<std::vector<std::uint64_t>> chunks(2 * C);
   for (std::uint64_t p = 0; p < S; ++p) chunks[p / (S / (2 * C))].push_back(p);
@@ -34,7 +34,7 @@ std::vector<std::uint64_t> expand(const RowMap& map) {
 
 }  // namespace
 
-TEST_CASE("zigzag: rank r holds chunks r and 2C-1-r; every position exactly once; the inverse is the argsort") {
+TEST_CASE("zigzag: rank r holds stripes r and 2C-1-r; every position exactly once; the inverse is the argsort") {
   for (std::uint64_t C = 1; C <= 4; ++C)
     for (std::uint64_t S : {std::uint64_t{0}, 2 * C, 4 * C, 6 * C, 16 * C}) {
       CAPTURE(C);
@@ -84,7 +84,7 @@ TEST_CASE("per-document zigzag: every document cut on its own, in batch coordina
 
 TEST_CASE("lengths that 2C does not divide are refused, naming what") {
   CHECK(message_of([] { mb::require_zigzag_divisible(6, 2, "/x has 6 positions"); }) ==
-        "/x has 6 positions, not divisible into 2 x --cp-degree 2 = 4 equal chunks");
+        "/x has 6 positions, not divisible into 2 x --cp-degree 2 = 4 equal stripes");
   CHECK_NOTHROW(mb::require_zigzag_divisible(8, 2, "/x"));
   CHECK(message_of([] { mb::require_documents_divisible({0, 4, 10}, 2, "/cu"); })
             .find("/cu: sequence 1 has 6 tokens, not divisible into 2 x --cp-degree 2 = 4") == 0);
@@ -205,7 +205,7 @@ TEST_CASE("packed under CP: per-document tokens per rank; offsets shared; merge 
   shares[0][1] = 1;
   shares[0][2] += -1;
   CHECK(message_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, {2, {{"/cu", shares}}}); })
-            .find("not the two equal chunks of a CP split") != std::string::npos);
+            .find("not the two equal stripes of a CP split") != std::string::npos);
   // Document lengths that 2C does not divide: refused at split, never rounded down.
   o.cp_degree = 4;
   CHECK(message_of([&] { mb::plan_split(t, res, o, values); }).find("/cu: sequence 0 has 4 tokens") == 0);
@@ -219,7 +219,7 @@ TEST_CASE("CP errors: nothing to cut, unequal CP ranks, inputs that do not divid
   CHECK(message_of([&] { mb::plan_split(p.tree, plain, o); }).find("--cp-degree 2 has nothing to cut") == 0);
   o.cp_degree = 3;
   CHECK(message_of([&] { mb::plan_split(p.tree, p.resolution, o); }) ==
-        "/ids has 8 positions on its sequence axis 1, not divisible into 2 x --cp-degree 3 = 6 equal chunks");
+        "/ids has 8 positions on its sequence axis 1, not divisible into 2 x --cp-degree 3 = 6 equal stripes");
   const auto input = root({dataset("ids", {2, 4}), dataset("pos", {3, 2, 4}), dataset("label", {2})});
   const mb::InputLengths lengths{{"/ids", {2, 2, 2, 1}}, {"/pos", {2, 2, 2, 2}}, {"/label", {2, 2, 2, 2}}};
   CHECK(message_of([&] { mb::plan_merge(input, p.resolution, lengths, {}, mb::FileLayout::PerMicrobatch, {2, {}}); })

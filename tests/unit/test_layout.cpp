@@ -100,5 +100,5 @@ TEST_CASE("per-rank files: file (s, i) is piece i of shard s, rank-major, and me
   CHECK_THROWS_WITH_AS(mb::merge_maps({2, 2, 1}, {2, false}, mb::FileLayout::PerRank, "/x"),
                        "/x: 3 per-rank files do not divide into 2 ranks", mb::Error);
   CHECK_THROWS_WITH_AS(mb::merge_maps({2, 2, 1, 2}, {2, false}, mb::FileLayout::PerRank, "/x"),
-                       "/x: rank 1 holds 3 rows, rank 0 holds 4 (data-parallel shards must be equal)", mb::Error);
+                       "/x: rank 1 holds 3 rows, rank 0 holds 4 (data-parallel slices must be equal)", mb::Error);
 }

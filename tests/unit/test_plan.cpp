@@ -93,7 +93,7 @@ TEST_CASE("data-parallel degree: shards cut separately, lengths must divide") {
   CHECK(aligned.pieces.at("/a") == std::vector<RowMap>{{{0, 3, 2}, {1, 3, 2}}, {{6, 2, 2}, {7, 2, 2}}});
   // the shard length (5) is what --on-short compares with N
   CHECK(error_of(R"({"a": 0, "*": "replicate"})", {6, std::nullopt, OnShort::Error, {2, false}})
-            .find("/a has 5 rows on its split axis per data-parallel shard") != std::string::npos);
+            .find("/a has 5 rows on its split axis per data-parallel slice") != std::string::npos);
 }
 
 namespace {
