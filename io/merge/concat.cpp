@@ -13,6 +13,7 @@
 #include "io/transfer/copy.hpp"
 #include "io/transfer/file_bytes.hpp"
 #include "io/transfer/gather.hpp"
+#include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::merge {

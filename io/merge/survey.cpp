@@ -9,6 +9,7 @@
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/merge/steps.hpp"
+#include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::merge {

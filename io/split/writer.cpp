@@ -14,6 +14,7 @@
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/transfer/gather.hpp"
+#include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::split {

@@ -7,6 +7,7 @@
 #include "core/derived.hpp"
 #include "core/error.hpp"
 #include "io/h5/types.hpp"
+#include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::tree {

@@ -5,6 +5,7 @@
 #include "io/tree/derived.hpp"
 #include "io/h5/file.hpp"
 #include "io/split/held.hpp"
+#include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
 #include "core/presets.hpp"

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
+#include "io/tree/storage.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
@@ -146,69 +147,6 @@ void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
       node.dimensions[axis] = first.substr(first.rfind('/') + 1);
     }
   }
-}
-
-// Short names for the filters of HDF5's registry that ML data tends to use;
-// plugins report long descriptions ("HDF5 lz4 filter; see http://...").
-std::string filter_name(H5Z_filter_t id, const char* reported) {
-  static const std::pair<H5Z_filter_t, const char*> known[] = {
-      {H5Z_FILTER_DEFLATE, "gzip"}, {H5Z_FILTER_SHUFFLE, "shuffle"}, {H5Z_FILTER_FLETCHER32, "fletcher32"},
-      {H5Z_FILTER_SZIP, "szip"},    {H5Z_FILTER_NBIT, "nbit"},       {H5Z_FILTER_SCALEOFFSET, "scaleoffset"},
-      {307, "bzip2"},               {32000, "lzf"},                  {32001, "blosc"},
-      {32004, "lz4"},               {32008, "bitshuffle"},           {32015, "zstd"}};
-  for (const auto& [known_id, name] : known)
-    if (known_id == id) return id < 256 ? name : fmt::format("{} (id {})", name, id);
-  std::string name = *reported ? reported : "filter";
-  if (auto cut = name.find(';'); cut != std::string::npos) name.resize(cut);
-  return fmt::format("{} (id {})", name, id);
-}
-
-// The filter's display name (filter_name) and, in `info`, its id, short
-// name and parameters.
-std::string filter_text(hid_t dcpl, unsigned index, const h5::Location& where, FilterInfo& info) {
-  unsigned flags = 0, config = 0;
-  size_t n_values = 0;
-  char reported[256] = {};
-  H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof reported, reported, &config);
-  if (id < 0) fail(where, "cannot read the dataset's filters");
-  info.cd_values.resize(n_values);
-  id = H5Pget_filter2(dcpl, index, &flags, &n_values, info.cd_values.data(), sizeof reported, reported, &config);
-  if (id < 0) fail(where, "cannot read the dataset's filters");
-  const std::string name = filter_name(id, reported);
-  info.id = id;
-  info.name = name.substr(0, name.find(" (id "));
-  info.optional = (flags & H5Z_FLAG_OPTIONAL) != 0;
-  if (H5Zfilter_avail(id) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    throw Error(where.describe() + ": filter " + name +
-                " is not available to the HDF5 library (install its plugin, e.g. Debian's hdf5-filter-plugin, or "
-                "set HDF5_PLUGIN_PATH)");
-  }
-  return name;
-}
-
-StorageInfo read_storage(const h5::Id& dcpl, const h5::SpaceInfo& space, const h5::Location& where) {
-  StorageInfo info;
-  info.max_shape = space.max_dims;
-  switch (h5::layout_of(dcpl.get(), where)) {
-    case H5D_COMPACT: info.layout = "compact"; break;
-    case H5D_CONTIGUOUS: info.layout = "contiguous"; break;
-    case H5D_VIRTUAL: info.layout = "virtual"; break;
-    case H5D_CHUNKED: {
-      info.layout = "chunked";
-      std::vector<hsize_t> chunks(space.dims.size());
-      h5::check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunks.size()), chunks.data()), where,
-            "cannot read the chunk shape");
-      info.chunks.assign(chunks.begin(), chunks.end());
-      break;
-    }
-    default: fail(where, "cannot read the dataset's layout");
-  }
-  const int n = h5::filter_count(dcpl.get(), where);
-  for (int i = 0; i < n; ++i) {
-    info.filters.push_back(filter_text(dcpl.get(), static_cast<unsigned>(i), where, info.filter_params.emplace_back()));
-  }
-  return info;
 }
 
 bool has_external_storage(hid_t dataset, const h5::Location& where) {
@@ -426,47 +364,6 @@ nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, 
   const h5::AttributeValue value = read_attribute(object.get(), name, where);
   if (value.shape.null_space) return nullptr;
   return specs::values_json(h5::value_type_of(value.type.get(), where), value.data.data(), value.shape.dims);
-}
-
-hid_t offsets_memory_type(hid_t type, const h5::Location& where) {
-  if (H5Tget_class(type) != H5T_INTEGER)
-    throw Error(where.describe() + ": offsets must be integers, not " + h5::dtype_name(type));
-  const std::size_t precision = H5Tget_precision(type);
-  if (precision == 0) fail(where, "cannot read the offsets' precision");
-  if (precision > 64)
-    throw Error(fmt::format("{}: offsets of {} bits are not supported (at most 64)", where.describe(), precision));
-  const H5T_sign_t sign = H5Tget_sign(type);
-  if (sign == H5T_SGN_ERROR) fail(where, "cannot read the offsets' signedness");
-  return sign == H5T_SGN_NONE ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
-}
-
-RawOffsets read_offsets(hid_t dataset, const h5::Location& where) {
-  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
-  const hid_t memory = offsets_memory_type(type.get(), where);
-  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
-  const h5::SpaceInfo info = h5::space_info(space.get(), where);
-  h5::check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
-  // The memory type holds every value of the dataset's: the conversion is exact.
-  const auto read = [&](auto values) -> RawOffsets {
-    if (!values.empty())
-      check(H5Dread(dataset, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
-            "cannot read the offsets");
-    return values;
-  };
-  if (memory == H5T_NATIVE_UINT64) return read(std::vector<std::uint64_t>(info.elements()));
-  return read(std::vector<std::int64_t>(info.elements()));
-}
-
-OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
-                                  const Resolution& resolution) {
-  OffsetsValues out;
-  for_each_node(tree, [&](const NodeInfo& n) {
-    if (n.is_group() || resolution.dataset_rule(n.path).mode != LeafRule::Mode::Offsets) return;
-    const h5::Location where{file_name, n.path};
-    h5::Id ds = open_object(file, n.path, where);
-    out[n.path] = read_offsets(ds.get(), where);
-  });
-  return out;
 }
 
 }  // namespace mb::io::tree

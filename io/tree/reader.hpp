@@ -1,8 +1,8 @@
 #pragma once
 // Reading what a file holds: its tree (checking on the way everything
 // microbatch must refuse before writing a byte: unsupported link kinds and
-// datatypes, unavailable filters), attribute values for display, and the
-// values of offsets datasets for planning packed sequences.
+// datatypes, unavailable filters) and attribute values for display. The
+// values of offsets datasets: io/tree/offsets.hpp.
 #include <hdf5.h>
 
 #include <cstdint>
@@ -50,18 +50,5 @@ std::string attribute_preview(hid_t file, const std::string& file_name, const st
 // An attribute's value as JSON (specs::values_json); null for a null dataspace.
 nlohmann::ordered_json attribute_json(hid_t file, const std::string& file_name, const std::string& object_path,
                                       const std::string& name);
-
-// Reads an offsets dataset (1-D integers, S+1 values) whole and exactly:
-// signed integers as int64, unsigned as uint64, whatever their width and
-// byte order; integers of more than 64 bits are refused.
-RawOffsets read_offsets(hid_t dataset, const h5::Location& where);
-
-// The native type offsets of `type`'s signedness are read and written in
-// (int64 or uint64: both hold every value of a type of at most 64 bits).
-hid_t offsets_memory_type(hid_t type, const h5::Location& where);
-
-// Reads every dataset whose rule is "offsets".
-OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
-                                  const Resolution& resolution);
 
 }  // namespace mb::io::tree

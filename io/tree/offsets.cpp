@@ -1,0 +1,56 @@
+#include "io/tree/offsets.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/space.hpp"
+#include "io/h5/types.hpp"
+
+namespace mb::io::tree {
+
+hid_t offsets_memory_type(hid_t type, const h5::Location& where) {
+  if (H5Tget_class(type) != H5T_INTEGER)
+    throw Error(where.describe() + ": offsets must be integers, not " + h5::dtype_name(type));
+  const std::size_t precision = H5Tget_precision(type);
+  if (precision == 0) fail(where, "cannot read the offsets' precision");
+  if (precision > 64)
+    throw Error(fmt::format("{}: offsets of {} bits are not supported (at most 64)", where.describe(), precision));
+  const H5T_sign_t sign = H5Tget_sign(type);
+  if (sign == H5T_SGN_ERROR) fail(where, "cannot read the offsets' signedness");
+  return sign == H5T_SGN_NONE ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+}
+
+RawOffsets read_offsets(hid_t dataset, const h5::Location& where) {
+  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+  const hid_t memory = offsets_memory_type(type.get(), where);
+  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  const h5::SpaceInfo info = h5::space_info(space.get(), where);
+  h5::check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
+  // The memory type holds every value of the dataset's: the conversion is exact.
+  const auto read = [&](auto values) -> RawOffsets {
+    if (!values.empty())
+      check(H5Dread(dataset, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
+            "cannot read the offsets");
+    return values;
+  };
+  if (memory == H5T_NATIVE_UINT64) return read(std::vector<std::uint64_t>(info.elements()));
+  return read(std::vector<std::int64_t>(info.elements()));
+}
+
+OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
+                                  const Resolution& resolution) {
+  OffsetsValues out;
+  for_each_node(tree, [&](const NodeInfo& n) {
+    if (n.is_group() || resolution.dataset_rule(n.path).mode != LeafRule::Mode::Offsets) return;
+    const h5::Location where{file_name, n.path};
+    h5::Id ds = open_object(file, n.path, where);
+    out[n.path] = read_offsets(ds.get(), where);
+  });
+  return out;
+}
+
+}  // namespace mb::io::tree
