@@ -47,18 +47,25 @@ void copy_datasets(const Side& from, const Selection& a, const Side& to, const S
   if (a.elements() == 0) return;
   const auto axis = src_space.null_space ? std::nullopt : common_row_axis(a, src_space.dims, b, dst_space.dims);
   if (!axis) {
-    copy_slab(from.dataset, from.where, a, to.dataset, to.where, b, policy);
+    copy_slab(from, a, to, b, policy);
     return;
   }
-  const RowCopy rows{from.dataset, from.where, src_space, a.start[*axis], to.dataset, to.where, dst_space,
-                     b.start[*axis], a.count[*axis], *axis};
+  const RowCopy rows{.src = from.dataset,
+                     .src_where = from.where,
+                     .src_space = src_space,
+                     .src_begin = a.start[*axis],
+                     .dst = to.dataset,
+                     .dst_where = to.where,
+                     .dst_space = dst_space,
+                     .dst_begin = b.start[*axis],
+                     .count = a.count[*axis],
+                     .axis = *axis};
   if (copy_file_bytes(rows, policy)) return;
   const std::uint64_t raw = copy_raw_chunks(rows, policy);
   if (raw == rows.count) return;
   const RowCopy rest = advanced(rows, raw);
-  copy_slab(from.dataset, from.where, Selection::rows(src_space.dims, *axis, {rest.src_begin, rest.count, 1}),
-            to.dataset, to.where, Selection::rows(dst_space.dims, *axis, {rest.dst_begin, rest.count, 1}),
-            policy);
+  copy_slab(from, Selection::rows(src_space.dims, *axis, {rest.src_begin, rest.count, 1}), to,
+            Selection::rows(dst_space.dims, *axis, {rest.dst_begin, rest.count, 1}), policy);
 }
 
 }  // namespace

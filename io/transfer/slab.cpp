@@ -27,8 +27,10 @@ bool whole_rows(const Shape& memory_shape, const Selection& from, const Selectio
 
 }  // namespace
 
-void copy_slab(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
-               const h5::Location& dst_where, const Selection& to, const Policy& policy) {
+void copy_slab(const Side& from_side, const Selection& from, const Side& to_side, const Selection& to,
+               const Policy& policy) {
+  const hid_t src = from_side.dataset, dst = to_side.dataset;
+  const h5::Location &src_where = from_side.where, &dst_where = to_side.where;
   h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
   if (h5::dataset_space(src, src_where).null_space) return;  // no elements to copy
   if (copy_heap_strings(src, src_where, from, dst, dst_where, to, policy)) return;
