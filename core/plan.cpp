@@ -50,7 +50,7 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       case LeafRule::Mode::PerSequence: out.per_sequence.push_back(&n); break;
       case LeafRule::Mode::Replicate:
       case LeafRule::Mode::Derive:  // one value per file, written by the split itself
-      case LeafRule::Mode::Drop: break;  // pruned from the tree before the plan (io/prepare)
+      case LeafRule::Mode::Drop: break;  // pruned from the tree before the plan (io/tree/prepare)
     }
   });
   return out;

@@ -233,7 +233,7 @@ CreatedDirectories::CreatedDirectories(const std::string& dir) {
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
     if (::mkdir(it->c_str(), 0777) == 0) {
       paths_.push_back(*it);
-      run::register_temporary(*it);  // io/guard rmdirs it on a forced exit
+      run::register_temporary(*it);  // io/run/guard rmdirs it on a forced exit
     } else if (errno != EEXIST) {  // one that appeared meanwhile is not ours to remove
       throw Error(dir + ": cannot create the output directory: " + errno_text());
     }

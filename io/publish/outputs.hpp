@@ -2,7 +2,7 @@
 // Outputs: where a job may write, and how its results appear. Atomic outputs: every output is written under a hidden temporary name in
 // its final directory and renamed into place only when the whole job is
 // complete. Until then nothing under a final name can pass for finished
-// output; on an error what was written is removed (and io/guard removes the
+// output; on an error what was written is removed (and io/run/guard removes the
 // temporaries on signals, crashes and stalls).
 //
 // Concurrent runs: publishing never replaces a name that appeared while the
@@ -57,7 +57,7 @@ class AtomicOutputs {
 
 // A file a job writes for itself only (a team merge's scratch file): it
 // must not exist yet, and is removed when this goes out of scope (and by
-// io/guard on a forced exit).
+// io/run/guard on a forced exit).
 class ScratchFile {
  public:
   explicit ScratchFile(std::string path);
@@ -71,7 +71,7 @@ class ScratchFile {
 };
 
 // An exclusive lock held for a whole run: flock(2) on a lock file, which is
-// removed when the lock is released (and by io/guard on a forced exit; a
+// removed when the lock is released (and by io/run/guard on a forced exit; a
 // SIGKILL leaves it, harmless: a lock file nobody holds locks again). A
 // second run that finds it held fails at once, naming the output.
 class OutputLock {
@@ -93,7 +93,7 @@ class OutputLock {
 // its missing parents), removed again, deepest first, unless the run keeps
 // them: a failed or interrupted split leaves no directory it made. A
 // directory that existed before is never among them, and one that is not
-// empty is not removed (rmdir(2)). Registered with io/guard, which removes
+// empty is not removed (rmdir(2)). Registered with io/run/guard, which removes
 // them on a forced exit too.
 class CreatedDirectories {
  public:

@@ -306,7 +306,7 @@ def test_an_interrupted_split_removes_the_directory_it_created(tmp_path):
 
 
 def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
-    """The crash guard and the stop-signal grace period (io/guard) remove it too."""
+    """The crash guard and the stop-signal grace period (io/run/guard) remove it too."""
     res = run("split", os.path.join(CORRUPT, "vlen-heap-segv-dataset.h5"), "-n", 2, "-o", tmp_path / "a" / "mb",
               env=LIBRARY_FAULT_ENV)
     assert_one_line_error(res, 1, "the HDF5 library crashed reading this (SIGSEGV)")

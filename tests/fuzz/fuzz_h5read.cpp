@@ -3,7 +3,7 @@
 //
 // libhdf5 1.10.8 itself crashes and loops on some corrupt files (its
 // global-heap reader). Those are not ours to fix; the CLI contains them
-// (io/guard). This target therefore exercises what we call on the way to
+// (io/run/guard). This target therefore exercises what we call on the way to
 // a plan, and CI runs it in fork mode so that library crashes are counted
 // and kept, not fatal (see scripts/fuzz.sh).
 #include <hdf5.h>

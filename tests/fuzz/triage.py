@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Sorts fuzz_h5read crash artifacts into the library's and ours.
 
-libhdf5 1.10.8 crashes on some corrupt files; the CLI contains those (io/guard)
+libhdf5 1.10.8 crashes on some corrupt files; the CLI contains those (io/run/guard)
 and they are not ours to fix. A crash whose stack holds no libhdf5 frame is
 ours: print it and exit 1.
 

@@ -48,7 +48,7 @@ inline NodeInfo group(const std::string& name, std::vector<NodeInfo> children,
   return n;
 }
 
-// Sorts members and fills in paths, as io/tree_reader does.
+// Sorts members and fills in paths, as io/tree/reader does.
 inline void finalize(NodeInfo& n, const std::string& parent) {
   n.path = n.name.empty() ? "/" : join_path(parent, n.name);
   std::sort(n.children.begin(), n.children.end(), [](auto& a, auto& b) { return a.name < b.name; });

@@ -103,7 +103,7 @@ TEST_CASE("strictness: every mismatch is an error naming the path and position")
 }
 
 TEST_CASE("every name of a hard-linked object needs the same rule") {
-  // /b is a further name of /a; /h of the group /g (and so /h/x of /g/x), as io/tree_reader describes them.
+  // /b is a further name of /a; /h of the group /g (and so /h/x of /g/x), as io/tree/reader describes them.
   mb::NodeInfo tree = root({dataset("a", {6, 2}), dataset("b", {6, 2}), group("g", {dataset("x", {6})}, {"n"}),
                             group("h", {dataset("x", {6})}, {"n"})});
   tree.children[1].first_name = "/a";  // members are sorted: a, b, g, h
