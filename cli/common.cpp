@@ -199,11 +199,6 @@ void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help
       "the spec as JSON text on the command line, instead of -s: --spec-json '{\"*\": 0}'");
 }
 
-std::optional<SpecNode> load_spec(const SpecSource& source, std::string& spec_name) {
-  if (!source.given()) return std::nullopt;
-  return load_spec_or_default(source, spec_name);
-}
-
 void add_preset_option(CLI::App& app, std::string& preset) {
   app.add_option("--preset", preset,
                  "without -s/--spec-json: auto (default) uses the spec of the kind of file detected (" +
@@ -214,24 +209,20 @@ void add_preset_option(CLI::App& app, std::string& preset) {
       });
 }
 
-void check_preset_with_spec(const std::string& preset, const SpecSource& source) {
+io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& preset) {
+  if (source.path && source.json) throw usage_error("give the spec once: -s/--spec or --spec-json, not both");
   if (source.given() && preset != "auto")
     throw usage_error(fmt::format("--preset {} and -s/--spec-json both give the spec: give one", preset));
-}
-
-SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name) {
-  if (source.path && source.json)
-    throw usage_error("give the spec once: -s/--spec or --spec-json, not both");
+  io::tree::SpecRequest request;
+  request.preset = preset;
   if (source.json) {
-    spec_name = "--spec-json";
-    return specs::parse_spec(*source.json, spec_name);
+    request.given_name = "--spec-json";
+    request.given = specs::parse_spec(*source.json, request.given_name);
+  } else if (source.path) {
+    request.given_name = specs::spec_file_name(*source.path);
+    request.given = specs::load_spec_file(*source.path);
   }
-  if (!source.path) {
-    spec_name = "default spec";
-    return SpecNode::make_default();
-  }
-  spec_name = specs::spec_file_name(*source.path);
-  return specs::load_spec_file(*source.path);
+  return request;
 }
 
 std::optional<Launch> team_launch(const std::string& command) {

@@ -11,6 +11,7 @@
 #include "core/plan.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
+#include "io/tree/spec_choice.hpp"
 #include "io/transfer/policy.hpp"
 
 namespace mb::cli {
@@ -83,18 +84,15 @@ struct SpecSource {
 // Adds -s/--spec (with `help`) and --spec-json.
 void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help);
 
-// The spec given, else the default spec ("null"). `spec_name` is what
-// messages call it: the file, "<stdin>", "--spec-json" or "default spec".
-// Both -s and --spec-json: a usage error.
-SpecNode load_spec_or_default(const SpecSource& source, std::string& spec_name);
-// The spec given, or none (when a preset or the default spec applies).
-std::optional<SpecNode> load_spec(const SpecSource& source, std::string& spec_name);
-
 // --preset NAME: auto (default: detected from the file, when no spec is
 // given), none (the default spec) or a preset's name (core/presets).
 void add_preset_option(CLI::App& app, std::string& preset);
-// A preset named (not auto) beside -s/--spec-json: a usage error.
-void check_preset_with_spec(const std::string& preset, const SpecSource& source);
+
+// What the command line says of the spec: the one given (-s, a pipe, stdin
+// or --spec-json, named as messages call it) and --preset. io/tree chooses
+// the spec from it (io/tree/spec_choice.hpp). Both -s and --spec-json, or a
+// preset named beside either: a usage error.
+io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& preset);
 
 // The launch that started this process as one of several tasks (mpirun,
 // srun), when `command` runs under one; none for a single process. A build

@@ -261,10 +261,10 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
 
 void run_inspect(const InspectCommand& cmd) {
   const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
-  check_preset_with_spec(cmd.preset, cmd.spec);
-  std::string spec_name;
-  const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
-  io::tree::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, std::nullopt, true, true, cmd.preset};
+  io::tree::PrepareRequest request{.input = cmd.input,
+                                   .spec = spec_request(cmd.spec, cmd.preset),
+                                   .previews = true,
+                                   .describe_unreadable = true};
   if (planning) request.partition = cmd.partition;
   const Inspection in = io::tree::prepare(request);
   if (cmd.json) {

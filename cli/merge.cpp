@@ -83,25 +83,14 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
   return job;
 }
 
-// A spec given, else a preset named, else the manifest's spec (the one
-// its split used), else a preset detected from the first input.
-SpecNode merge_spec(const MergeCommand& cmd, const io::merge::MergeSources& sources, std::string& spec_name, bool report) {
-  check_preset_with_spec(cmd.preset, cmd.spec);
-  std::optional<io::tree::PresetSpec> preset;
-  if (!cmd.spec.given() && (cmd.preset != "auto" || !sources.manifest))
-    preset = io::tree::preset_spec_of(cmd.preset, sources.paths.front());
-  if (preset) {
-    spec_name = "preset " + preset->name;
-    if (report)
-      spdlog::info("{}: preset {}{}", sources.paths.front(), preset->name,
-                   preset->detected ? " (detected; --preset none for the default spec)" : "");
-    return preset->spec;
+// The spec request, with the manifest's spec (the one its split used) for a split directory.
+io::tree::SpecRequest merge_spec(const MergeCommand& cmd, const io::merge::MergeSources& sources) {
+  io::tree::SpecRequest request = spec_request(cmd.spec, cmd.preset);
+  if (sources.manifest) {
+    request.recorded_name = sources.manifest_path + " (spec)";
+    request.recorded = specs::parse_spec(sources.manifest->spec.dump(), request.recorded_name);
   }
-  if (sources.manifest && !cmd.spec.given()) {
-    spec_name = sources.manifest_path + " (spec)";
-    return specs::parse_spec(sources.manifest->spec.dump(), spec_name);
-  }
-  return load_spec_or_default(cmd.spec, spec_name);
+  return request;
 }
 
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
@@ -118,12 +107,12 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   const io::merge::MergeSources sources = io::merge::find_sources(cmd.inputs);
   io::merge::MergeJob job = merge_job(cmd, sources);
   job.team = std::move(team);
-  std::string spec_name;
-  const SpecNode spec = merge_spec(cmd, sources, spec_name, lead);
+  const io::tree::SpecRequest spec = merge_spec(cmd, sources);
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
-  const io::merge::MergeResult result = io::merge::execute(job, spec, spec_name);
+  const io::merge::MergeResult result = io::merge::execute(job, spec);
   progress.erase();
+  if (lead) io::tree::log_preset(shown_name(sources.paths.front()), result.preset);
   if (!lead) return;
   if (capture) {
     summary.files = {cmd.output};

@@ -101,17 +101,12 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
-  check_preset_with_spec(cmd.preset, cmd.spec);
-  std::string spec_name;
-  const std::optional<SpecNode> spec = load_spec(cmd.spec, spec_name);
-  io::tree::PrepareRequest request{cmd.input, spec ? &*spec : nullptr, spec_name, options, false, false, cmd.preset};
+  io::tree::PrepareRequest request{.input = cmd.input, .spec = spec_request(cmd.spec, cmd.preset), .partition = options};
   // Small datasets kept from the tree's walk; not when copies are off, which
   // writes every file the plain way (the tests compare the two).
   if (cmd.policy.clones) request.keep_bytes = cmd.policy.buffer_bytes;
   io::tree::Prepared prepared = io::tree::prepare(request);
-  if (prepared.preset && run.report)
-    spdlog::info("{}: preset {}{}", shown_name(cmd.input), prepared.preset->name,
-                 prepared.preset->detected ? " (detected; --preset none for the default spec)" : "");
+  if (run.report) io::tree::log_preset(shown_name(cmd.input), prepared.preset);
   if (run.report)
     for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);
   io::split::SplitJob job = split_job(cmd, run);

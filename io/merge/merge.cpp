@@ -83,7 +83,7 @@ void warn_about_sources(const MergeJob& job) {
 
 }  // namespace
 
-MergeResult execute(const MergeJob& unmetered, const SpecNode& spec, const std::string& spec_name) {
+MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
@@ -94,7 +94,9 @@ MergeResult execute(const MergeJob& unmetered, const SpecNode& spec, const std::
   // input is checked against it, so it stays open throughout.
   h5::Id model = h5::open_read_only(paths.front());
   const NodeInfo tree = tree::read_tree(model.get(), paths.front());
-  const Resolution resolution = tree::about_file(paths.front(), [&] { return resolve(tree, spec, spec_name); });
+  const tree::SpecChoice choice = *tree::choose_spec(spec, tree, paths.front());  // the default spec at the least
+  const Resolution resolution =
+      tree::about_file(paths.front(), [&] { return resolve(tree, choice.spec, choice.name); });
   check_options(job, resolution);
   MergePlan plan;
   merge::Carried carried;
@@ -143,7 +145,7 @@ MergeResult execute(const MergeJob& unmetered, const SpecNode& spec, const std::
   outputs.publish();
   outputs.keep();
   warn_about_sources(job);
-  MergeResult result{0, meter.total()};
+  MergeResult result{0, meter.total(), choice.preset};
   for_each_node(tree, [&](const NodeInfo& n) { result.datasets += !n.is_group() && !n.is_further_name(); });
   return result;
 }

@@ -10,6 +10,7 @@
 #include "core/layout.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
+#include "io/tree/spec_choice.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
@@ -61,7 +62,9 @@ struct MergeJob {
 struct MergeResult {
   std::uint64_t datasets = 0;    // in the merged file (further names of one dataset not counted)
   std::uint64_t data_bytes = 0;  // of the inputs, as the progress counts them
+  std::optional<tree::PresetSpec> preset;  // the preset whose spec was used
 };
-MergeResult execute(const MergeJob& job, const SpecNode& spec, const std::string& spec_name);
+// The spec is chosen (io/tree/spec_choice) for the first input's tree, read once.
+MergeResult execute(const MergeJob& job, const tree::SpecRequest& spec);
 
 }  // namespace mb::io::merge

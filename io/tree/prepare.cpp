@@ -8,24 +8,9 @@
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
-#include "core/presets.hpp"
 #include "core/remote.hpp"
 
 namespace mb::io::tree {
-
-std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo& tree) {
-  const PresetPick pick = pick_preset(choice, tree);
-  if (!pick.preset) return std::nullopt;
-  return PresetSpec{pick.preset->name, pick.detected, pick.preset->spec(tree)};
-}
-
-std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::string& input) {
-  check_preset_name(choice);  // before opening anything
-  if (choice == "none") return std::nullopt;
-  h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
-  const NodeInfo tree = tree::read_tree(file.get(), input);
-  return about_file(input, [&] { return preset_spec(choice, tree); });  // a preset's refusal names the file
-}
 
 Prepared prepare(const PrepareRequest& request) {
   Prepared out;
@@ -47,21 +32,12 @@ Prepared prepare(const PrepareRequest& request) {
         out.values[{n.path, a.name}] = tree::attribute_json(file.get(), input, n.path, a.name);
       }
     });
-  // No spec given: a preset's, else (to plan) the default spec.
-  const SpecNode* spec = request.spec;
-  std::string spec_name = request.spec_name;
-  const SpecNode default_spec = SpecNode::make_default();
-  if (!spec && request.preset)  // a preset's refusal (a CSC matrix, pickles) names the file
-    out.preset = about_file(input, [&] { return preset_spec(*request.preset, out.tree); });
-  if (out.preset) {
-    spec = &out.preset->spec;
-    spec_name = "preset " + out.preset->name;
+  SpecRequest spec = request.spec;
+  spec.default_spec = request.partition.has_value();  // inspect shows a tree without a spec
+  if (const auto choice = choose_spec(spec, out.tree, input)) {
+    out.preset = choice->preset;
+    out.resolution = about_file(input, [&] { return resolve(out.tree, choice->spec, choice->name); });
   }
-  if (!spec && request.partition) {
-    spec = &default_spec;
-    spec_name = "default spec";
-  }
-  if (spec) out.resolution = about_file(input, [&] { return resolve(out.tree, *spec, spec_name); });
   if (!request.partition || !out.resolution) return out;
   prune_dropped(out.tree, *out.resolution);
   const OffsetsValues offsets = tree::read_offsets_values(file.get(), input, out.tree, *out.resolution);

@@ -13,6 +13,7 @@
 #include "core/resolve.hpp"
 #include "core/spec.hpp"
 #include "core/tree.hpp"
+#include "io/tree/spec_choice.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -24,28 +25,14 @@ namespace mb::io::tree {
 
 struct PrepareRequest {
   std::string input;
-  const SpecNode* spec = nullptr;  // resolve against it when given
-  std::string spec_name;           // names the spec in messages
-  std::optional<SplitOptions> partition;  // plan when given (needs spec)
+  SpecRequest spec;  // where the spec comes from (the default spec only when planning)
+  std::optional<SplitOptions> partition;  // plan when given
   bool previews = false;                  // read every attribute's value for display
   bool describe_unreadable = false;       // keep unreadable datasets, marked (not when planning)
-  // Without a spec: "auto" (a preset detected from the tree), "none" or a
-  // preset's name (core/presets); none given: no preset.
-  std::optional<std::string> preset;
   // Split: keep small datasets from the walk of the tree, up to this many
   // bytes of values, for the writer (io/split/held.hpp); 0 keeps none.
   std::uint64_t keep_bytes = 0;
 };
-
-// The preset a --preset choice gives for a file's tree, and its spec.
-struct PresetSpec {
-  std::string name;
-  bool detected = false;  // by detection (--preset auto), not by name
-  SpecNode spec;
-};
-std::optional<PresetSpec> preset_spec(const std::string& choice, const NodeInfo& tree);
-// The same, reading the tree of `input` (merge's first input).
-std::optional<PresetSpec> preset_spec_of(const std::string& choice, const std::string& input);
 
 struct Prepared {
   NodeInfo tree;
