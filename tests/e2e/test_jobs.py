@@ -72,7 +72,10 @@ def test_stop_signal_reaches_the_workers(tmp_path):
         if code == 0:
             continue
         assert code == 130, err
-        time.sleep(0.5)  # workers are gone too: nothing appears afterwards
+        # The workers stop and remove their temporaries (on a loaded machine this takes a moment), and nothing
+        # appears afterwards: workers that missed the signal would go on and publish their files.
+        wait_until(lambda: listing(out) == [], f"temporaries still in {out.name}", timeout=10)
+        time.sleep(0.5)
         assert listing(out) == [], listing(out)
         stopped += 1
     assert stopped > 0
