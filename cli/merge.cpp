@@ -83,10 +83,11 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
   return job;
 }
 
-// The spec request, with the manifest's spec (the one its split used) for a split directory.
+// The spec request, with the manifest's spec (the one its split used) for a
+// split directory when no spec is given.
 io::tree::SpecRequest merge_spec(const MergeCommand& cmd, const io::merge::MergeSources& sources) {
   io::tree::SpecRequest request = spec_request(cmd.spec, cmd.preset);
-  if (sources.manifest) {
+  if (sources.manifest && !request.given) {
     request.recorded_name = sources.manifest_path + " (spec)";
     request.recorded = specs::parse_spec(sources.manifest->spec.dump(), request.recorded_name);
   }
@@ -112,8 +113,8 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   if (lead) job.progress = progress.callback();
   const io::merge::MergeResult result = io::merge::execute(job, spec);
   progress.erase();
-  if (lead) io::tree::log_preset(shown_name(sources.paths.front()), result.preset);
   if (!lead) return;
+  io::tree::log_preset(shown_name(sources.paths.front()), result.preset);
   if (capture) {
     summary.files = {cmd.output};
     summary.data_bytes = result.data_bytes;
