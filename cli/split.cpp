@@ -54,7 +54,8 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
   return n;
 }
 
-void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prepared, const io::split::SplitResult& result,
+void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prepared,
+                         const io::split::SplitResult& result,
                          Summary summary) {
   const SplitPlan& plan = *prepared.plan;
   for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
@@ -101,7 +102,8 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
-  io::tree::PrepareRequest request{.input = cmd.input, .spec = spec_request(cmd.spec, cmd.preset), .partition = options};
+  io::tree::PrepareRequest request{
+      .input = cmd.input, .spec = spec_request(cmd.spec, cmd.preset), .partition = options};
   // Small datasets kept from the tree's walk; not when copies are off, which
   // writes every file the plain way (the tests compare the two).
   if (cmd.policy.clones) request.keep_bytes = cmd.policy.buffer_bytes;

@@ -110,7 +110,8 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
   const bool lead = !job.team || job.team->rank == 0;
-  const std::optional<publish::ReplacedFile> replaces = lead ? publish::prepare_output_file(job.output, paths, job.force) : std::nullopt;
+  const std::optional<publish::ReplacedFile> replaces =
+      lead ? publish::prepare_output_file(job.output, paths, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(merge::scratch_path(job.output, job.team->rank, job.team->size));

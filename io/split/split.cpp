@@ -42,7 +42,8 @@ struct OutputFiles {
   std::vector<std::string> temps;
 };
 
-specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepared, const std::vector<specs::FileRecord>& files) {
+specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepared,
+                              const std::vector<specs::FileRecord>& files) {
   const SplitPlan& plan = *prepared.plan;
   specs::Manifest m;
   m.tool_version = job.tool_version;
@@ -222,7 +223,8 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
     specs::Manifest manifest = planned;
     manifest.files = records;
     manifest.split_id = publish::digest_text(specs::split_identity(manifest));
-    publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(), specs::manifest_text(manifest));
+    publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(),
+                                   specs::manifest_text(manifest));
   }
   outputs.keep();
   directory.keep();

@@ -19,7 +19,8 @@ Prepared prepare(const PrepareRequest& request) {
   if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<split::Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)
                                                                 : tree::read_tree(file.get(), input, out.held.get());
-  if (out.held) spdlog::debug("{}: {} small datasets kept from the walk of the tree", shown_name(input), out.held->size());
+  if (out.held)
+    spdlog::debug("{}: {} small datasets kept from the walk of the tree", shown_name(input), out.held->size());
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
       for (const auto& a : n.attributes) {
