@@ -111,21 +111,31 @@ def assert_clean(shown):
 LARGE_BYTES = 64 << 20
 
 
-@pytest.fixture(scope="module")
-def large(tmp_path_factory):
-    """Few large datasets: two gzip-compressed float32 tensors of 32 MiB each
-    (and a small replicated one), written in 16 MiB blocks."""
-    path = tmp_path_factory.mktemp("progress") / "large.h5"
+def write_large(path, names):
+    """Gzip-compressed float32 tensors of 32 MiB each (and a small replicated
+    one), written in 16 MiB blocks."""
     rows, block = 32 * 1024, 16 * 1024
     values = np.random.default_rng(0).integers(0, 1000, size=(block, 256)).astype(np.float32)
     with h5py.File(path, "w") as f:
-        for name in ("a", "b"):
+        for name in names:
             ds = f.create_dataset(name, (rows, 256), dtype=np.float32, chunks=(1024, 256), compression="gzip",
                                   compression_opts=1)
             for k in range(0, rows, block):
                 ds[k:k + block] = values
         f["scale"] = np.float64(2.0)
     return path
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """Few large datasets: two tensors of 32 MiB."""
+    return write_large(tmp_path_factory.mktemp("progress") / "large.h5", ("a", "b"))
+
+
+@pytest.fixture(scope="module")
+def larger(tmp_path_factory):
+    """Four tensors of 32 MiB: a split -j 2 of them lasts long enough for a few redraws on a fast, idle machine."""
+    return write_large(tmp_path_factory.mktemp("progress") / "larger.h5", ("a", "b", "c", "d"))
 
 
 def test_split_and_merge_show_bytes_percent_rate_and_time_left(large, tmp_path):
@@ -145,9 +155,9 @@ def test_split_and_merge_show_bytes_percent_rate_and_time_left(large, tmp_path):
     assert h5diff(large, tmp_path / "merged.h5") == 0
 
 
-def test_split_jobs_workers_feed_the_display(large, tmp_path):
+def test_split_jobs_workers_feed_the_display(larger, tmp_path):
     # Worker 0 (this process) writes half the bytes; past 50% the others' counts are shown.
-    code, shown, _ = on_terminal(["split", large, "-n", "4", "-j", "2", "-o", tmp_path / "mb", "--buffer-size", "1"])
+    code, shown, _ = on_terminal(["split", larger, "-n", "4", "-j", "2", "-o", tmp_path / "mb", "--buffer-size", "1"])
     assert code == 0, shown
     draws = check_redraws(shown, "split")
     assert max(int(d[3]) for d in draws) > 55, draws
