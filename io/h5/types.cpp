@@ -253,4 +253,36 @@ hid_t native_type(NumKind kind) {
   throw Error("internal: floats are reduced in their own type, not a native one");
 }
 
+H5T_class_t class_of(hid_t type, const Location& where) {
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls == H5T_NO_CLASS) fail(where, "cannot read the datatype's class");
+  return cls;
+}
+
+bool is_unsigned(hid_t type, const Location& where) {
+  const H5T_sign_t sign = H5Tget_sign(type);
+  if (sign == H5T_SGN_ERROR) fail(where, "cannot read the datatype's sign");
+  return sign == H5T_SGN_NONE;
+}
+
+std::size_t precision_of(hid_t type, const Location& where) {
+  const std::size_t precision = H5Tget_precision(type);
+  if (precision == 0) fail(where, "cannot read the datatype's precision");
+  return precision;
+}
+
+bool contains_class(hid_t type, H5T_class_t cls, const Location& where) {
+  return check(H5Tdetect_class(type, cls), where, "cannot read the datatype") > 0;
+}
+
+bool same_type(hid_t a, hid_t b, const Location& where) {
+  return check(H5Tequal(a, b), where, "cannot compare datatypes") > 0;
+}
+
+bool is_variable_string(hid_t type, const Location& where) {
+  return class_of(type, where) == H5T_STRING && check(H5Tis_variable_str(type), where, "cannot read the datatype") > 0;
+}
+
+Id copy_type(hid_t type, const Location& where) { return Id(H5Tcopy(type), where, "cannot copy the datatype"); }
+
 }  // namespace mb::io::h5

@@ -13,6 +13,16 @@
 
 namespace mb::io::h5 {
 
+// Checked queries of a datatype (HDF5's error values look like answers).
+H5T_class_t class_of(hid_t type, const Location& where);
+bool is_unsigned(hid_t type, const Location& where);
+std::size_t precision_of(hid_t type, const Location& where);
+// Whether `type` is of class `cls` or has a member or base of that class.
+bool contains_class(hid_t type, H5T_class_t cls, const Location& where);
+bool same_type(hid_t a, hid_t b, const Location& where);  // H5Tequal
+bool is_variable_string(hid_t type, const Location& where);
+Id copy_type(hid_t type, const Location& where);
+
 // Describes `type` (as used in memory). Throws mb::Error naming `where` for
 // classes microbatch cannot handle (references, time).
 ValueType value_type_of(hid_t type, const Location& where);
