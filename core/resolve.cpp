@@ -7,15 +7,11 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/resolve_checks.hpp"
 #include "core/suggest.hpp"
 
 namespace mb {
 namespace {
-
-std::string where(const std::string& spec_name, const SourcePos& pos) {
-  if (pos.line == 0) return spec_name;
-  return fmt::format("{}:{}:{}", spec_name, pos.line, pos.column);
-}
 
 // Only names that print as they are make a suggestion: the message stays one
 // plain line.
@@ -38,15 +34,13 @@ class Resolver {
 
   Resolution run(const NodeInfo& root, const SpecNode& spec) {
     visit(root, spec);
-    check_further_names(root);
-    check_offsets_references();
-    check_weights(root);
+    check_walked(root, out_, walked_, spec_name_);
     return std::move(out_);
   }
 
  private:
   [[noreturn]] void fail(const SpecNode& at, const std::string& what) const {
-    throw Error(fmt::format("{}: {}", where(spec_name_, at.pos), what));
+    throw Error(fmt::format("{}: {}", spec_where(spec_name_, at.pos), what));
   }
 
   void visit(const NodeInfo& node, const SpecNode& spec) {
@@ -61,11 +55,11 @@ class Resolver {
     switch (spec.kind) {
       case SpecNode::Kind::Default:
         out_.datasets[ds.path] = default_rule(ds);
-        positions_[ds.path] = spec.pos;
+        walked_.positions[ds.path] = spec.pos;
         return;
       case SpecNode::Kind::Leaf:
         out_.datasets[ds.path] = checked_rule(ds, spec);
-        positions_[ds.path] = spec.pos;
+        walked_.positions[ds.path] = spec.pos;
         for (const auto& m : spec.members) visit_attribute_key(ds, m.key, m.spec);
         return;
       case SpecNode::Kind::Object:
@@ -95,7 +89,7 @@ class Resolver {
 
   LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) {
     LeafRule rule = spec.leaf.dim.empty() ? spec.leaf : dimension_rule(ds, spec);
-    if (rule.weighted()) weights_.push_back({ds.path, rule.weight, rule.weight_attribute, spec.pos});
+    if (rule.weighted()) walked_.weights.push_back({ds.path, rule.weight, rule.weight_attribute, spec.pos});
     if (rule.mode == LeafRule::Mode::Offsets) {
       if (ds.null_space || ds.rank() != 1)
         fail(spec, fmt::format("\"offsets\" needs a 1-D dataset of S+1 integers; {} has rank {}", ds.path, ds.rank()));
@@ -105,12 +99,12 @@ class Resolver {
       if (rule.element)
         fail(spec, fmt::format("\"index\" derives one element of an attribute (a shape); {} is a dataset", ds.path));
       check_derived_target(spec, ds.path, ds.shape, ds.null_space, ds.dtype);
-      references_.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
+      walked_.references.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
       return rule;
     }
     if (rule.mode == LeafRule::Mode::Drop) return rule;
     if (!rule.cuts_rows()) return rule;
-    if (rule.mode != LeafRule::Mode::Split) references_.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
+    if (rule.mode != LeafRule::Mode::Split) walked_.references.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
     if (ds.null_space || ds.rank() == 0)
       fail(spec, fmt::format("cannot split {}: it is a rank-0 dataset (use \"replicate\" or a reducer)", ds.path));
     // (axis checks below apply to split, packed and per-sequence leaves alike)
@@ -240,7 +234,7 @@ class Resolver {
       const AttributeInfo& a = *std::find_if(group.attributes.begin(), group.attributes.end(),
                                              [&](const AttributeInfo& x) { return x.name == name; });
       check_derived_target(spec, group.path + "@" + name, a.shape, a.null_space, a.dtype);
-      references_.push_back({group.path + "@" + name, spec.leaf.offsets, spec.pos, spec.leaf.quantity});
+      walked_.references.push_back({group.path + "@" + name, spec.leaf.offsets, spec.pos, spec.leaf.quantity});
       out_.attributes[{group.path, name}] = spec.leaf;
       return;
     }
@@ -248,125 +242,12 @@ class Resolver {
     if (spec.leaf.mode != LeafRule::Mode::Reduce) return;
     out_.attributes[{group.path, name}] = spec.leaf;
     if (spec.leaf.weighted())
-      weights_.push_back({group.path + "@" + name, spec.leaf.weight, spec.leaf.weight_attribute, spec.pos});
+      walked_.weights.push_back({group.path + "@" + name, spec.leaf.weight, spec.leaf.weight_attribute, spec.pos});
   }
-
-  // The names of one object (hard links) are one object in every output:
-  // they must get one rule, whatever name the spec gives it by.
-  void check_further_names(const NodeInfo& root) const {
-    for_each_node(root, [&](const NodeInfo& n) {
-      if (!n.is_further_name()) return;
-      if (!n.is_group()) {
-        const LeafRule& a = out_.dataset_rule(n.first_name);
-        const LeafRule& b = out_.dataset_rule(n.path);
-        if (!(a == b)) different_rules(n.first_name, n.path, rule_text(a), rule_text(b), positions_.at(n.path));
-        return;
-      }
-      for (const auto& attr : n.attributes) {
-        const LeafRule a = out_.attribute_rule(n.first_name, attr.name);
-        const LeafRule b = out_.attribute_rule(n.path, attr.name);
-        if (!(a == b))
-          different_rules(n.first_name + "@" + attr.name, n.path + "@" + attr.name, rule_text(a), rule_text(b), {});
-      }
-    });
-  }
-
-  [[noreturn]] void different_rules(const std::string& first, const std::string& further, const std::string& a,
-                                    const std::string& b, const SourcePos& pos) const {
-    throw Error(fmt::format("{}: {} and {} are one object (hard links), but the spec gives them different rules ({} "
-                            "vs {}): give every name of an object the same rule",
-                            where(spec_name_, pos), first, further, a, b));
-  }
-
-  static std::string rule_text(const LeafRule& rule) {
-    switch (rule.mode) {
-      case LeafRule::Mode::Split:
-        if (rule.sequence_axis) return fmt::format("split on axis {}, sequence axis {}", rule.axis, *rule.sequence_axis);
-        return fmt::format("split on axis {}", rule.axis);
-      case LeafRule::Mode::Replicate: return "replicate";
-      case LeafRule::Mode::Reduce:
-        if (rule.weighted()) return fmt::format("reduce mean weighted by {}", rule.weight_text());
-        return fmt::format("reduce {}", reducer_name(rule.reducer));
-      case LeafRule::Mode::Offsets: return "offsets";
-      case LeafRule::Mode::Packed: return fmt::format("packed by {} on axis {}", rule.offsets, rule.axis);
-      case LeafRule::Mode::PerSequence: return fmt::format("per sequence of {} on axis {}", rule.offsets, rule.axis);
-      case LeafRule::Mode::Derive: return fmt::format("{} of {}", quantity_name(rule.quantity), rule.offsets);
-      case LeafRule::Mode::Drop: return "drop";
-    }
-    return "?";
-  }
-
-  // Every packed / per-sequence / derived leaf must name a dataset whose
-  // spec is "offsets"; num_rows, one split on axis 0.
-  void check_offsets_references() const {
-    for (const auto& ref : references_) {
-      auto it = out_.datasets.find(ref.offsets);
-      if (ref.quantity == Quantity::NumRows) {
-        if (it != out_.datasets.end() && it->second.mode == LeafRule::Mode::Split && it->second.axis == 0) continue;
-        const char* why = it == out_.datasets.end() ? "the file has no dataset there" : "it is not split on axis 0";
-        throw Error(fmt::format("{}: {} is num_rows of {}, but {}", where(spec_name_, ref.pos), ref.dataset,
-                                ref.offsets, why));
-      }
-      if (it != out_.datasets.end() && it->second.mode == LeafRule::Mode::Offsets) continue;
-      const char* why = it == out_.datasets.end() ? "the file has no dataset there" : "its spec is not \"offsets\"";
-      throw Error(fmt::format("{}: {} names {} as its offsets, but {}", where(spec_name_, ref.pos), ref.dataset,
-                              ref.offsets, why));
-    }
-  }
-
-  // Every weight of a weighted mean is a rank-0 dataset, or a rank-0
-  // attribute, of the file (each input's is checked again when it is read).
-  void check_weights(const NodeInfo& root) const {
-    std::set<std::pair<std::string, std::string>> checked;
-    for (const auto& use : weights_) {
-      if (!checked.insert({use.path, use.attribute}).second) continue;
-      const std::string weight = use.attribute.empty() ? use.path : use.path + "@" + use.attribute;
-      const auto refuse = [&](const std::string& why) {
-        throw Error(fmt::format("{}: the mean of {} is weighted by {}, but {}", where(spec_name_, use.pos), use.leaf,
-                                weight, why));
-      };
-      const NodeInfo* node = nullptr;
-      for_each_node(root, [&](const NodeInfo& n) {
-        if (!node && n.path == use.path) node = &n;
-      });
-      if (!node) refuse(fmt::format("the file has no {} {}", use.attribute.empty() ? "dataset" : "object", use.path));
-      Shape shape = node->shape;
-      bool null_space = node->null_space;
-      if (!use.attribute.empty()) {
-        const auto it = std::find_if(node->attributes.begin(), node->attributes.end(),
-                                     [&](const AttributeInfo& a) { return a.name == use.attribute; });
-        if (it == node->attributes.end()) refuse(fmt::format("{} has no attribute {}", use.path, use.attribute));
-        shape = it->shape;
-        null_space = it->null_space;
-      } else if (node->is_group()) {
-        refuse(fmt::format("{} is a group (a weight is a rank-0 dataset, or an attribute: \"{}@name\")", use.path,
-                           use.path));
-      }
-      if (null_space) refuse("it has a null dataspace (a weight is one number per input)");
-      if (!shape.empty())
-        refuse(fmt::format("it has shape {} (a weight is one number per input: rank 0)", shape_text(shape)));
-    }
-  }
-
-  struct Reference {
-    std::string dataset;
-    std::string offsets;
-    SourcePos pos;
-    Quantity quantity = Quantity::MaxSeqlen;  // of a derived leaf
-  };
-
-  struct WeightUse {
-    std::string leaf;  // the weighted dataset's path, or "path@name"
-    std::string path;
-    std::string attribute;
-    SourcePos pos;
-  };
 
   const std::string& spec_name_;
   Resolution out_;
-  std::map<std::string, SourcePos> positions_;  // of the spec node that gave each dataset its rule
-  std::vector<Reference> references_;
-  std::vector<WeightUse> weights_;
+  Walked walked_;
 };
 
 }  // namespace
