@@ -225,6 +225,8 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
   return request;
 }
 
+Source input_source(const std::string& name) { return Source::resolve(name, std::getenv); }
+
 std::optional<Launch> team_launch(const std::string& command) {
   auto launch = detect_launch([](const char* name) { return std::getenv(name); });
   if (!launch || launch->tasks < 2) return std::nullopt;

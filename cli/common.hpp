@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/launcher.hpp"
+#include "core/source.hpp"
 #include "core/plan.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
@@ -93,6 +94,10 @@ void add_preset_option(CLI::App& app, std::string& preset);
 // the spec from it (io/tree/spec_choice.hpp). Both -s and --spec-json, or a
 // preset named beside either: a usage error.
 io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& preset);
+
+// An input named on the command line, resolved once (core/source.hpp)
+// with this process's environment.
+Source input_source(const std::string& name);
 
 // The launch that started this process as one of several tasks (mpirun,
 // srun), when `command` runs under one; none for a single process. A build

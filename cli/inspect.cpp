@@ -164,7 +164,7 @@ void print_text(const InspectCommand& cmd, const Inspection& in) {
     w[2] = std::max(w[2], r.dtype.size());
     w[3] = std::max(w[3], r.storage.size());
   }
-  std::printf("%s\n", shown_name(cmd.input).c_str());
+  std::printf("%s\n", in.input.shown().c_str());
   for (const auto& r : rows) {
     if (r.path.rfind("  @", 0) == 0) {
       std::printf("%s %s  %s%s%s\n", r.path.c_str(), r.shape.c_str(), r.dtype.c_str(), r.plan.empty() ? "" : "  -> ",
@@ -205,7 +205,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   json out;
   out["format"] = "microbatch-inspect";
   out["version"] = 1;
-  out["file"] = specs::escape_name(shown_name(cmd.input));
+  out["file"] = specs::escape_name(in.input.shown());
   out["preset"] = in.preset ? json{{"name", in.preset->name}, {"detected", in.preset->detected}} : json(nullptr);
   auto& nodes = out["tree"] = json::array();
   for_each_node(in.tree, [&](const NodeInfo& n) {
@@ -261,7 +261,7 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
 
 void run_inspect(const InspectCommand& cmd) {
   const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
-  io::tree::PrepareRequest request{.input = cmd.input,
+  io::tree::PrepareRequest request{.input = input_source(cmd.input),
                                    .spec = spec_request(cmd.spec, cmd.preset),
                                    .previews = true,
                                    .describe_unreadable = true};

@@ -66,7 +66,7 @@ void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prep
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
   summary.microbatches = plan.count;
-  nlohmann::ordered_json extra{{"input", specs::printable_text(shown_name(cmd.input))},
+  nlohmann::ordered_json extra{{"input", specs::printable_text(prepared.input.shown())},
                                {"output_dir", specs::printable_text(cmd.output_dir)},
                                {"split_datasets", plan.pieces.size()},
                                {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1}};
@@ -76,9 +76,9 @@ void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prep
 // What one process of a split does, and how it reports.
 using SplitRun = io::split::ShareRun;
 
-io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
+io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, const Source& input) {
   io::split::SplitJob job;
-  job.input = cmd.input;
+  job.input = input;
   job.output_dir = cmd.output_dir;
   job.force = cmd.force;
   job.options = cmd.partition;
@@ -91,8 +91,9 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run) {
   return job;
 }
 
-void log_split(const SplitCommand& cmd, const SplitPlan& plan) {
-  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", shown_name(cmd.input), plan.count,
+void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared) {
+  const SplitPlan& plan = *prepared.plan;
+  spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", prepared.input.shown(), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
 }
@@ -103,15 +104,15 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
   io::tree::PrepareRequest request{
-      .input = cmd.input, .spec = spec_request(cmd.spec, cmd.preset), .partition = options};
+      .input = input_source(cmd.input), .spec = spec_request(cmd.spec, cmd.preset), .partition = options};
   // Small datasets kept from the tree's walk; not when copies are off, which
   // writes every file the plain way (the tests compare the two).
   if (cmd.policy.clones) request.keep_bytes = cmd.policy.buffer_bytes;
   io::tree::Prepared prepared = io::tree::prepare(request);
-  if (run.report) io::tree::log_preset(shown_name(cmd.input), prepared.preset);
+  if (run.report) io::tree::log_preset(prepared.input.shown(), prepared.preset);
   if (run.report)
     for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);
-  io::split::SplitJob job = split_job(cmd, run);
+  io::split::SplitJob job = split_job(cmd, run, prepared.input);
   ProgressLine progress("split");
   if (run.report) job.progress = progress.callback();
   io::split::SplitResult result = io::split::execute(job, prepared);
@@ -129,7 +130,7 @@ void run_alone(const SplitCommand& cmd) {
     summary.warnings = capture->warnings();
     print_split_summary(cmd, prepared, result, std::move(summary));
   }
-  log_split(cmd, *prepared.plan);
+  log_split(cmd, prepared);
 }
 
 void run_as_team(const SplitCommand& cmd, const Launch& launch) {
@@ -145,7 +146,7 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch) {
     summary.warnings = capture->warnings();
     print_split_summary(cmd, prepared, result, std::move(summary));
   }
-  log_split(cmd, *prepared.plan);
+  log_split(cmd, prepared);
   spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
 }
 

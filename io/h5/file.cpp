@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "core/remote.hpp"
+#include "core/source.hpp"
 #include "io/remote/driver.hpp"
 
 namespace mb::io::h5 {
@@ -17,28 +18,20 @@ void evict_on_close(hid_t fapl, Cache cache, const Location& where) {
   if (cache == Cache::Evict) check(H5Pset_evict_on_close(fapl, 1), where, "cannot set evict on close");
 }
 
-// A URL: read through the remote driver (io/remote/driver.hpp), which
-// checks the name and says what a server answered.
-Id open_remote(const std::string& name, Cache cache) {
-  const Location where{shown_name(name), ""};
-  Id fapl = remote::file_access(name);
+}  // namespace
+
+Id open_by_driver(const std::string& name, Id fapl, Cache cache, const Location& where) {
   evict_on_close(fapl.get(), cache, where);
   Id file(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get()));
   if (file.valid()) return file;
-  if (driver_failed()) fail(where, "cannot open the file read-only");  // what the server did
-  try {
-    fail(where, "cannot open the file read-only");
-  } catch (const Error& e) {  // the library read the bytes and found no HDF5 file in them
-    if (std::string_view(e.what()).find("signature") != std::string_view::npos)
-      throw Error(where.file + ": not an HDF5 file");
-    throw;
+  if (!driver_failed() && stack_says_not_hdf5()) {  // the bytes came, and hold no HDF5 file
+    forget_error();
+    throw Error(where.file + ": not an HDF5 file");
   }
+  fail(where, "cannot open the file read-only");
 }
 
-}  // namespace
-
-Id open_read_only(const std::string& path, Cache cache) {
-  if (is_remote(path)) return open_remote(path, cache);
+Id open_local(const std::string& path, Cache cache) {
   const Location where{path, ""};
   // Checked first: opening a FIFO would block, a directory gives an obscure error.
   std::error_code ec;
@@ -52,6 +45,14 @@ Id open_read_only(const std::string& path, Cache cache) {
   evict_on_close(fapl.get(), cache, where);
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
 }
+
+Id open_read_only(const std::string& path, Cache cache) {
+  const Source input = Source::resolve(path, std::getenv);
+  if (!input.is_remote()) return open_local(path, cache);
+  return open_by_driver(path, remote::file_access(input.address()), cache, {input.shown(), ""});
+}
+
+const void* driver_info(hid_t fapl) { return H5Pget_driver_info(fapl); }
 
 namespace detail {
 

@@ -20,10 +20,20 @@ enum class Cache {
   Keep,
 };
 
-// Opens an input read-only; refuses what is not an existing regular HDF5
-// file before HDF5 sees it. A URL (core/remote.hpp) is read over the
-// network.
+// Opens a local input read-only; refuses what is not an existing regular
+// HDF5 file before HDF5 sees it. (Inputs are opened by io/tree/input.hpp.)
+Id open_local(const std::string& path, Cache cache);
+
+// Opens `name` read-only through a file driver of ours, selected by
+// `fapl`; "not an HDF5 file" when the bytes it read hold none, else what
+// the driver or the library said.
+Id open_by_driver(const std::string& name, Id fapl, Cache cache, const Location& where);
+
 Id open_read_only(const std::string& path, Cache cache = Cache::Evict);
+
+// The driver information set on file access properties (H5Pset_driver):
+// what a file driver of ours reads when the library opens a file with them.
+const void* driver_info(hid_t fapl);
 
 // What an output file needs of its format.
 struct OutputFormat {

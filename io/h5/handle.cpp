@@ -65,7 +65,18 @@ std::string root_cause(std::string cause) {
   return cause;
 }
 
+herr_t find_not_hdf5(unsigned, const H5E_error2_t* e, void* data) {
+  if (e->min_num == H5E_NOTHDF5) *static_cast<bool*>(data) = true;
+  return 0;
+}
+
 }  // namespace
+
+bool stack_says_not_hdf5() {
+  bool found = false;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_not_hdf5, &found);
+  return found;
+}
 
 void fail(const Location& where, const std::string& action) {
   StackText stack = current_stack();

@@ -32,6 +32,11 @@ T check(T result, const Location& where, const char* action) {
   return result;
 }
 
+// Whether the error stack (left as it is) says that the bytes the library
+// read hold no HDF5 file (HDF5's "not an HDF5 file" error class), so that
+// opening by a driver of ours can say so instead of the library's words.
+bool stack_says_not_hdf5();
+
 // Clears the error stack after a call whose failure is an expected answer
 // (a chunk never written, a dataset never allocated).
 void forget_error();

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <numeric>
+#include <cstdlib>
 #include <thread>
 
 #include "core/merge_plan.hpp"
@@ -43,15 +44,15 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
 void verify_inputs(const MergeJob& job) {
   if (!job.manifest) return;
   const std::uint64_t rank = job.team ? job.team->rank : 0, size = job.team ? job.team->size : 1;
-  std::vector<std::string> paths;
+  std::vector<Source> paths;
   std::vector<std::size_t> index;
   for (std::size_t i = rank; i < job.inputs.size(); i += size) {
-    paths.push_back(job.inputs[i].path);
+    paths.push_back(Source::resolve(job.inputs[i].path, std::getenv));
     index.push_back(i);
   }
   std::vector<publish::FileDigest> found;
   if (job.verify)
-    found = publish::digest_files(paths, paths, std::thread::hardware_concurrency());
+    found = publish::digest_files(paths, std::thread::hardware_concurrency());
   else
     for (const auto& path : paths) found.push_back({publish::size_of(path), {}});
   for (std::size_t k = 0; k < paths.size(); ++k) {
@@ -59,11 +60,11 @@ void verify_inputs(const MergeJob& job) {
     if (found[k].size != expected.size)
       throw Error(fmt::format("{}: {} bytes, but the manifest of its split says {}: the file was changed or replaced "
                               "after the split",
-                              paths[k], found[k].size, expected.size));
+                              paths[k].shown(), found[k].size, expected.size));
     if (job.verify && found[k].digest != expected.digest)
       throw Error(fmt::format("{}: its content digest differs from the manifest's: the file was changed or replaced "
                               "after the split",
-                              paths[k]));
+                              paths[k].shown()));
   }
 }
 

@@ -19,7 +19,6 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "core/remote.hpp"
 #include "io/run/guard.hpp"
 #include "io/remote/driver.hpp"
 
@@ -47,10 +46,12 @@ constexpr std::uint64_t kWindow = 16u << 20;
 // is about to be read, so its pages are in the page cache, and mapping them
 // costs a third of copying them out with read() (1 GiB: 0.15 s of CPU
 // against 0.5 s).
-FileDigest digest_file(const std::string& path, const std::string& shown_as) {
-  const Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+FileDigest digest_file(const Source& file) {
+  const std::string& path = file.name();
+  const std::string& shown_as = file.shown();
+  const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat st {};
-  if (file.fd < 0 || ::fstat(file.fd, &st) != 0)
+  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
     throw Error(fmt::format("{}: cannot read to compute its digest ({})", shown_as, std::strerror(errno)));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
@@ -58,7 +59,7 @@ FileDigest digest_file(const std::string& path, const std::string& shown_as) {
   for (std::uint64_t at = 0; at < size; at += kWindow) {
     run::throw_if_interrupted();
     const std::size_t n = static_cast<std::size_t>(std::min(kWindow, size - at));
-    void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, static_cast<off_t>(at));
+    void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.fd, static_cast<off_t>(at));
     if (map == MAP_FAILED)
       throw Error(fmt::format("{}: cannot map to compute its digest ({})", shown_as, std::strerror(errno)));
     XXH3_128bits_update(state.get(), map, n);
@@ -68,35 +69,34 @@ FileDigest digest_file(const std::string& path, const std::string& shown_as) {
 }
 
 // A remote file is hashed as it arrives (io/remote/driver.hpp).
-FileDigest digest_remote(const std::string& name) {
+FileDigest digest_remote(const Source& file) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
   const std::uint64_t size =
-      remote::read_all(name, [&](const char* bytes, std::size_t n) { XXH3_128bits_update(state.get(), bytes, n); });
+      remote::read_all(file.address(), [&](const char* bytes, std::size_t n) { XXH3_128bits_update(state.get(), bytes, n); });
   return {size, hex(XXH3_128bits_digest(state.get()))};
 }
 
 }  // namespace
 
-std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
-                                     unsigned threads) {
-  std::vector<FileDigest> out(paths.size());
+std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned threads) {
+  std::vector<FileDigest> out(files.size());
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < paths.size();) {
+    for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
-        out[i] = is_remote(paths[i]) ? digest_remote(paths[i]) : digest_file(paths[i], shown_as[i]);
+        out[i] = files[i].is_remote() ? digest_remote(files[i]) : digest_file(files[i]);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
-        next = paths.size();
+        next = files.size();
       }
     }
   };
   std::vector<std::thread> pool;
-  const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), paths.size()) - (paths.empty() ? 0 : 1);
+  const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), files.size()) - (files.empty() ? 0 : 1);
   for (std::size_t t = 0; t < extra; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
@@ -105,11 +105,11 @@ std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, cons
   return out;
 }
 
-std::uint64_t size_of(const std::string& path) {
-  if (is_remote(path)) return remote::describe(path).size;  // whose first block merge then reads from the cache
+std::uint64_t size_of(const Source& file) {
+  if (file.is_remote()) return remote::describe(file.address()).size;  // whose first block merge then reads from the cache
   std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(fmt::format("{}: cannot read ({})", path, ec.message()));
+  const auto size = std::filesystem::file_size(file.name(), ec);
+  if (ec) throw Error(fmt::format("{}: cannot read ({})", file.shown(), ec.message()));
   return size;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/source.hpp"
+
 namespace mb::io::publish {
 
 struct FileDigest {
@@ -13,13 +15,12 @@ struct FileDigest {
   std::string digest;  // 32 hex digits
 };
 
-// Digests of `paths`, hashed by up to `threads` threads; a file that cannot
-// be read is an error naming `shown_as[i]` (its final name, for a temporary).
-std::vector<FileDigest> digest_files(const std::vector<std::string>& paths, const std::vector<std::string>& shown_as,
-                                     unsigned threads);
+// Digests of `files`, hashed by up to `threads` threads; a file that cannot
+// be read is an error naming it as shown (a temporary by its final name).
+std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned threads);
 
-// The size of a file, local or remote (a URL: one small request).
-std::uint64_t size_of(const std::string& path);
+// The size of a file, local or remote (one small request).
+std::uint64_t size_of(const Source& file);
 
 // Digest of a text (the split id is the digest of what defines a split).
 std::string digest_text(const std::string& text);

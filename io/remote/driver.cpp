@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/h5/file.hpp"
 #include "io/run/guard.hpp"
 #include "io/remote/http.hpp"
 
@@ -139,9 +140,9 @@ struct Opened {
   bool known = false;  // its blocks may stay cached after it is closed
 };
 
-// An Object for `name`, its first block in the cache.
-Opened open_object(const std::string& name) {
-  const RemoteAddress address = resolve_remote(name, environment);
+// An Object for `address`, its first block in the cache.
+Opened open_object(const RemoteAddress& address) {
+  const std::string& name = address.name;
   const Settings settings = settings_from(environment);
   if (const auto k = known().find(name))
     return {std::make_unique<Object>(address, settings, k->version), k->serial, true};
@@ -205,13 +206,22 @@ herr_t guarded(Fn&& fn) {
   return -1;
 }
 
-H5FD_t* open_file(const char* name, unsigned flags, hid_t, haddr_t maxaddr) {
+// The address file_access() gave the access properties `fapl`.
+const RemoteAddress& address_of(hid_t fapl) {
+  const void* info = h5::driver_info(fapl);
+  if (!info) throw Error("internal: remote file access properties without an address");
+  return **static_cast<const RemoteAddress* const*>(info);
+}
+
+H5FD_t* open_file(const char* name, unsigned flags, hid_t fapl, haddr_t maxaddr) {
   std::unique_ptr<RemoteFile> f(new RemoteFile);
   const herr_t rc = guarded([&] {
     if (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_CREAT))
       throw usage_error(fmt::format("{}: remote files are read-only", shown_name(name)));
+    const RemoteAddress& address = address_of(fapl);
+    if (address.name != name) throw Error("internal: a remote file opened by another name than its address's");
     f->name = name;
-    Opened opened = open_object(name);
+    Opened opened = open_object(address);
     f->object = std::move(opened.object);
     f->serial = opened.serial;
     f->known = opened.known;
@@ -268,7 +278,7 @@ const H5FD_class_t kDriver = {
     H5F_CLOSE_WEAK,                                  // fc_degree
     nullptr,                                         // terminate
     nullptr, nullptr, nullptr,                       // superblock: nothing of ours in it
-    0, nullptr, nullptr, nullptr,                    // fapl: the name says everything
+    sizeof(const RemoteAddress*), nullptr, nullptr, nullptr,  // fapl: a pointer to the address, copied as it is
     0, nullptr, nullptr,                             // dxpl
     open_file, close_file, compare, query,
     nullptr,                                         // get_type_map
@@ -288,8 +298,8 @@ hid_t driver_id() {
 
 }  // namespace
 
-Version describe(const std::string& name) {
-  const Opened opened = open_object(name);
+Version describe(const RemoteAddress& address) {
+  const Opened opened = open_object(address);
   if (!opened.known) cache().drop(opened.serial);
   return opened.object->version();
 }
@@ -297,8 +307,8 @@ Version describe(const std::string& name) {
 // Windows of this size: few requests for a whole file.
 constexpr std::uint64_t kWindow = 16u << 20;
 
-std::uint64_t read_all(const std::string& name, const std::function<void(const char*, std::size_t)>& consume) {
-  const Opened opened = open_object(name);
+std::uint64_t read_all(const RemoteAddress& address, const std::function<void(const char*, std::size_t)>& consume) {
+  const Opened opened = open_object(address);
   Object& object = *opened.object;
   // A file that fits the cache well is kept there: merge, which digests its
   // inputs before it reads them, then reads it without a request.
@@ -319,12 +329,12 @@ std::uint64_t read_all(const std::string& name, const std::function<void(const c
   return object.size();
 }
 
-h5::Id file_access(const std::string& name) {
-  resolve_remote(name, environment);  // a usage error before any request
-  settings_from(environment);
-  const h5::Location where{shown_name(name), ""};
+h5::Id file_access(const RemoteAddress& address) {
+  settings_from(environment);  // a usage error before any request
+  const h5::Location where{shown_name(address.name), ""};
   h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
-  h5::check(H5Pset_driver(fapl.get(), driver_id(), nullptr), where, "cannot select the remote file driver");
+  const RemoteAddress* info = &address;
+  h5::check(H5Pset_driver(fapl.get(), driver_id(), &info), where, "cannot select the remote file driver");
   return fapl;
 }
 

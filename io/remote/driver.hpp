@@ -15,22 +15,23 @@
 #include <functional>
 #include <string>
 
+#include "core/remote.hpp"
 #include "io/h5/handle.hpp"
 #include "io/remote/http.hpp"
 
 namespace mb::io::remote {
 
-// File access properties that open the remote `name` through the driver.
-// Throws mb::Error for a malformed name or half-given credentials.
-h5::Id file_access(const std::string& name);
+// File access properties that open `address.name` through the driver,
+// which requests `address` (it must outlive the open).
+h5::Id file_access(const RemoteAddress& address);
 
-// The version of the remote `name` that this process reads (fetching its
+// The version of the remote object that this process reads (fetching its
 // first block, which opening it then takes from the cache).
-Version describe(const std::string& name);
+Version describe(const RemoteAddress& address);
 
-// Reads the remote `name` whole, in order, a window at a time (for
+// Reads the remote object whole, in order, a window at a time (for
 // digests); returns its size. A small file stays in the block cache for
 // the reads that follow.
-std::uint64_t read_all(const std::string& name, const std::function<void(const char*, std::size_t)>& consume);
+std::uint64_t read_all(const RemoteAddress& address, const std::function<void(const char*, std::size_t)>& consume);
 
 }  // namespace mb::io::remote

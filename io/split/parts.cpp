@@ -126,18 +126,19 @@ std::string split_of(const PartRecord& p) {
                      p.input_etag, p.head.dump(), p.datasets);
 }
 
-void stat_input(const std::string& input, PartRecord& part) {
-  if (is_remote(input)) {  // its version, from the request that opening it would make; never its query
-    const remote::Version version = remote::describe(input);
-    part.input = shown_name(input);
+void stat_input(const Source& input, PartRecord& part) {
+  if (input.is_remote()) {  // its version, from the request that opening it would make; never its query
+    const remote::Version version = remote::describe(input.address());
+    part.input = input.shown();
     part.input_size = version.size;
     part.input_mtime_ns = version.modified * 1'000'000'000LL;
     part.input_etag = version.etag;
     return;
   }
   struct stat st {};
-  if (::stat(input.c_str(), &st) != 0) throw Error(fmt::format("{}: cannot stat the input: {}", input, std::strerror(errno)));
-  part.input = input;
+  if (::stat(input.name().c_str(), &st) != 0)
+    throw Error(fmt::format("{}: cannot stat the input: {}", input.shown(), std::strerror(errno)));
+  part.input = input.name();
   part.input_size = static_cast<std::uint64_t>(st.st_size);
   part.input_mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
 }

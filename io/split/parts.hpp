@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/shards.hpp"
+#include "core/source.hpp"
 #include "io/publish/outputs.hpp"
 #include "specs/manifest.hpp"
 
@@ -43,7 +44,7 @@ PartRecord read_part(const std::string& path);
 std::string split_of(const PartRecord& part);
 
 // Input size and mtime, as the part records them.
-void stat_input(const std::string& input, PartRecord& part);
+void stat_input(const Source& input, PartRecord& part);
 
 // The output directory for one shard: created if missing, locked for this
 // shard only (.microbatch.lock.shard-K-of-P), so shards run concurrently.

@@ -7,9 +7,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/remote.hpp"
 #include "io/publish/digest.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/split/clone.hpp"
 #include "io/split/parts.hpp"
@@ -47,7 +46,7 @@ specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepare
   const SplitPlan& plan = *prepared.plan;
   specs::Manifest m;
   m.tool_version = job.tool_version;
-  m.source = shown_name(job.input);  // a presigned URL's query is a credential
+  m.source = job.input.shown();  // a presigned URL's query is a credential
   m.spec = specs::resolved_spec_json(prepared.tree, *prepared.resolution);
   m.options = job.options;
   m.microbatches = plan.count;
@@ -147,10 +146,10 @@ std::vector<CopyTarget> copy_targets(const ModelNotes& notes, const OutputFiles&
 // cannot be written over.
 void write_files(const SplitJob& job, const tree::Prepared& prepared, const OutputFiles& files, std::uint64_t begin,
                  std::uint64_t end) {
-  h5::Id input = h5::open_read_only(job.input, h5::Cache::Keep);
+  h5::Id input = tree::open_input(job.input, h5::Cache::Keep);
   const ClonePlan clones = clone_plan(job, prepared, begin, end);
   ModelNotes notes(clones, *prepared.plan, job.policy.buffer_bytes);
-  SplitSource source{input.get(), job.input, prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes,
+  SplitSource source{input.get(), job.input.name(), prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes,
                      prepared.held.get()};
   std::vector<std::uint64_t> models;
   for (const auto& c : clones.classes) models.push_back(c.model);
@@ -182,7 +181,7 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   // shard) into the directory fails at once. A directory it creates is
   // removed again if the split fails.
   publish::OutputDirectory directory = job.shard ? prepare_shard_dir(job.output_dir, job.force, part)
-                                        : publish::prepare_output_dir(job.output_dir, job.force, job.input);
+                                        : publish::prepare_output_dir(job.output_dir, job.force, job.input.name());
   // Every output is registered (and so removed on failure) before any worker starts.
   publish::AtomicOutputs outputs;
   OutputFiles files;
@@ -209,7 +208,9 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
       job.stall_seconds, [&] { meter.show(); });
 
   // Digests of the finished temporaries, hashed while their pages are still cached.
-  const auto digests = publish::digest_files(temps, finals, std::thread::hardware_concurrency());
+  std::vector<Source> written;
+  for (std::size_t i = 0; i < temps.size(); ++i) written.push_back(Source::local(temps[i], finals[i]));
+  const auto digests = publish::digest_files(written, std::thread::hardware_concurrency());
   std::vector<specs::FileRecord> records;
   for (std::size_t i = 0; i < digests.size(); ++i)
     records.push_back({files.names[mine.begin + i], digests[i].size, digests[i].digest});

@@ -9,6 +9,7 @@
 
 #include "core/plan.hpp"
 #include "core/shards.hpp"
+#include "core/source.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/progress.hpp"
 #include "io/transfer/policy.hpp"
@@ -17,7 +18,7 @@
 namespace mb::io::split {
 
 struct SplitJob {
-  std::string input;       // path of the batch file
+  Source input;            // the batch file
   std::string output_dir;  // created if missing
   bool force = false;      // replace an earlier split in output_dir
   SplitOptions options;    // as planned; recorded in the manifest

@@ -3,24 +3,24 @@
 #include <spdlog/spdlog.h>
 
 #include "io/tree/derived.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/split/held.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
-#include "core/remote.hpp"
 
 namespace mb::io::tree {
 
 Prepared prepare(const PrepareRequest& request) {
   Prepared out;
-  const std::string& input = request.input;
-  h5::Id file = h5::open_read_only(input, h5::Cache::Keep);
+  out.input = request.input;
+  const std::string& input = request.input.name();
+  h5::Id file = open_input(request.input, h5::Cache::Keep);
   if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<split::Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)
                                                                 : tree::read_tree(file.get(), input, out.held.get());
   if (out.held)
-    spdlog::debug("{}: {} small datasets kept from the walk of the tree", shown_name(input), out.held->size());
+    spdlog::debug("{}: {} small datasets kept from the walk of the tree", request.input.shown(), out.held->size());
   if (request.previews)
     for_each_node(out.tree, [&](const NodeInfo& n) {
       for (const auto& a : n.attributes) {

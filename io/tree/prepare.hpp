@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/resolve.hpp"
+#include "core/source.hpp"
 #include "core/spec.hpp"
 #include "core/tree.hpp"
 #include "io/tree/spec_choice.hpp"
@@ -24,7 +25,7 @@ class Held;
 namespace mb::io::tree {
 
 struct PrepareRequest {
-  std::string input;
+  Source input;
   SpecRequest spec;  // where the spec comes from (the default spec only when planning)
   std::optional<SplitOptions> partition;  // plan when given
   bool previews = false;                  // read every attribute's value for display
@@ -35,6 +36,7 @@ struct PrepareRequest {
 };
 
 struct Prepared {
+  Source input;  // the file prepared
   NodeInfo tree;
   std::optional<Resolution> resolution;
   std::optional<SplitPlan> plan;

@@ -27,12 +27,19 @@ TEST_CASE("digest: XXH3-128 of whole files, window by window") {
   bytes[(37u << 20) + 5] ^= 1;
   const std::string b = write_file("b", bytes);
   const std::string empty = write_file("empty", "");
-  const auto d = mb::io::publish::digest_files({a, b, a, empty}, {"a", "b", "a", "empty"}, 3);
+  using mb::Source;
+  const auto d = mb::io::publish::digest_files(
+      {Source::local(a), Source::local(b), Source::local(a), Source::local(empty)}, 3);
   CHECK(d[0].size == 40u << 20);
   CHECK(d[0].digest == d[2].digest);
   CHECK(d[0].digest != d[1].digest);
   CHECK(d[3].size == 0);
   CHECK(d[3].digest == "99aa06d3014798d86001c324468d497f");
-  CHECK_THROWS_AS(mb::io::publish::digest_files({"/tmp/mb-digest-test-missing"}, {"missing.h5"}, 1), mb::Error);
+  try {
+    mb::io::publish::digest_files({Source::local("/tmp/mb-digest-test-missing", "missing.h5")}, 1);
+    FAIL("a missing file was digested");
+  } catch (const mb::Error& e) {
+    CHECK(std::string(e.what()).rfind("missing.h5: ", 0) == 0);  // named as shown, not by its path
+  }
   for (const auto& p : {a, b, empty}) std::remove(p.c_str());
 }

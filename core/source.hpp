@@ -1,0 +1,47 @@
+#pragma once
+// An input as the command line names it, resolved once: a local path, or
+// a remote object (core/remote.hpp) with the address its requests go to.
+// Everything downstream (opening, digests, messages, the manifest beside
+// it) takes a Source and decides nothing about the name again.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/launcher.hpp"  // Environment
+#include "core/remote.hpp"
+
+namespace mb {
+
+class Source {
+ public:
+  Source() = default;  // no input yet (a job being filled in)
+  // Throws mb::Error (a usage error) for a malformed URL or half-given
+  // credentials: before anything is read.
+  static Source resolve(std::string name, const Environment& env);
+  // A local file by a path this process made (a temporary, a team's
+  // scratch file), shown as `shown` (a temporary's final name) or its path.
+  static Source local(std::string path, std::string shown = {});
+
+  const std::string& name() const { return name_; }  // as given
+  const std::string& shown() const { return shown_; }  // for messages: no query, no credentials
+  bool is_remote() const { return address_.has_value(); }
+  const RemoteAddress& address() const { return *address_; }  // is_remote() only
+
+  // Its file name in its directory (a URL's without the query).
+  std::string file_name() const;
+  // The file `file` in the same directory (or under the same URL prefix);
+  // a query is not carried over, the address is resolved the same way.
+  Source beside(std::string_view file) const;
+
+  friend bool operator==(const Source& a, const Source& b) { return a.name_ == b.name_; }
+
+ private:
+  Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Environment env);
+
+  std::string name_;
+  std::string shown_;
+  std::optional<RemoteAddress> address_;
+  Environment env_;  // that resolved it: its neighbours are resolved alike
+};
+
+}  // namespace mb
