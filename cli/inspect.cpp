@@ -198,7 +198,64 @@ void add_dtype(nlohmann::ordered_json& j, const ValueType& type) {
   if (auto h5type = specs::h5type_json(type); !h5type.is_null()) j["h5type"] = h5type;
 }
 
-void print_json(const InspectCommand& cmd, const Inspection& in) {
+// A dataset's own fields: shape, type, storage, and what the spec and plan do to it.
+void add_dataset(nlohmann::ordered_json& j, const NodeInfo& n, const Inspection& in) {
+  using json = nlohmann::ordered_json;
+  j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
+  add_dtype(j, n.value_type);
+  j["layout"] = n.storage.layout;
+  if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
+  auto& filters = j["filters"] = json::array();
+  for (const auto& f : n.storage.filter_params)
+    filters.push_back({{"id", f.id}, {"name", f.name}, {"optional", f.optional}, {"cd_values", f.cd_values}});
+  auto max = json::array();
+  for (const auto& m : n.storage.max_shape) max.push_back(m ? json(*m) : json(nullptr));
+  j["max_shape"] = max;
+  if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path), specs::RuleForm::Object);
+  if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
+    j["rows"] = specs::row_maps_json(in.plan->pieces.at(n.path));
+    const auto positions = in.plan->positions.find(n.path);
+    if (positions != in.plan->positions.end()) j["positions"] = specs::row_maps_json(positions->second);
+  }
+}
+
+nlohmann::ordered_json node_json(const NodeInfo& n, const Inspection& in) {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["path"] = specs::escape_name(n.path);
+  j["kind"] = n.is_group() ? "group" : "dataset";
+  if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
+  if (!n.is_group()) add_dataset(j, n, in);
+  auto attrs = json::array();
+  for (const auto& a : n.attributes) {
+    json ja{{"name", specs::escape_name(a.name)}, {"shape", a.null_space ? json(nullptr) : json(a.shape)}};
+    add_dtype(ja, a.value_type);
+    ja["value"] = in.values.at({n.path, a.name});
+    if (in.resolution)
+      ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name), specs::RuleForm::Object);
+    attrs.push_back(ja);
+  }
+  j["attributes"] = attrs;
+  return j;
+}
+
+// The plan's fields: file count, warnings, sequences, context parallelism.
+void add_plan(nlohmann::ordered_json& out, const SplitPlan& plan) {
+  using json = nlohmann::ordered_json;
+  out["chunks"] = plan.count;
+  auto& warnings = out["warnings"] = json::array();
+  for (const auto& w : plan.warnings) warnings.push_back(specs::printable_text(w));
+  if (plan.sequences) out["sequences"] = specs::sequences_json(*plan.sequences);
+  out["cp_degree"] = plan.cp;
+  if (plan.cp > 1) {
+    auto& loads = out["context_parallel"] = json::array();
+    for (const CpLoad& l : plan.cp_loads)
+      loads.push_back({{"of", specs::escape_name(l.what)}, {"tokens", l.tokens}, {"work", l.work},
+                       {"contiguous_work", l.contiguous}, {"total_work", l.total_work}});
+  }
+}
+
+void print_json(const Inspection& in) {
   using json = nlohmann::ordered_json;
   // Names and paths are escaped (specs::escape_name) so that they read back
   // exactly; values and dtypes are shown with other bytes than UTF-8 as \xNN.
@@ -208,54 +265,8 @@ void print_json(const InspectCommand& cmd, const Inspection& in) {
   out["file"] = specs::escape_name(in.input.shown());
   out["preset"] = in.preset ? json{{"name", in.preset->name}, {"detected", in.preset->detected}} : json(nullptr);
   auto& nodes = out["tree"] = json::array();
-  for_each_node(in.tree, [&](const NodeInfo& n) {
-    json j;
-    j["path"] = specs::escape_name(n.path);
-    j["kind"] = n.is_group() ? "group" : "dataset";
-    if (!n.storage.unreadable.empty()) j["unreadable"] = n.storage.unreadable;
-    if (!n.is_group()) {
-      j["shape"] = n.null_space ? json(nullptr) : json(n.shape);
-      add_dtype(j, n.value_type);
-      j["layout"] = n.storage.layout;
-      if (!n.storage.chunks.empty()) j["chunks"] = n.storage.chunks;
-      auto& filters = j["filters"] = json::array();
-      for (const auto& f : n.storage.filter_params)
-        filters.push_back({{"id", f.id}, {"name", f.name}, {"optional", f.optional}, {"cd_values", f.cd_values}});
-      auto max = json::array();
-      for (const auto& m : n.storage.max_shape) max.push_back(m ? json(*m) : json(nullptr));
-      j["max_shape"] = max;
-      if (in.resolution) j["rule"] = specs::rule_json(in.resolution->dataset_rule(n.path), specs::RuleForm::Object);
-      if (in.plan && in.plan->pieces.count(n.path)) {  // every leaf whose rows are cut
-        j["rows"] = specs::row_maps_json(in.plan->pieces.at(n.path));
-        const auto positions = in.plan->positions.find(n.path);
-        if (positions != in.plan->positions.end()) j["positions"] = specs::row_maps_json(positions->second);
-      }
-    }
-    auto attrs = json::array();
-    for (const auto& a : n.attributes) {
-      json ja{{"name", specs::escape_name(a.name)}, {"shape", a.null_space ? json(nullptr) : json(a.shape)}};
-      add_dtype(ja, a.value_type);
-      ja["value"] = in.values.at({n.path, a.name});
-      if (in.resolution)
-        ja["rule"] = specs::rule_json(in.resolution->attribute_rule(n.path, a.name), specs::RuleForm::Object);
-      attrs.push_back(ja);
-    }
-    j["attributes"] = attrs;
-    nodes.push_back(j);
-  });
-  if (in.plan) {
-    out["chunks"] = in.plan->count;
-    auto& warnings = out["warnings"] = json::array();
-    for (const auto& w : in.plan->warnings) warnings.push_back(specs::printable_text(w));
-    if (in.plan->sequences) out["sequences"] = specs::sequences_json(*in.plan->sequences);
-    out["cp_degree"] = in.plan->cp;
-    if (in.plan->cp > 1) {
-      auto& loads = out["context_parallel"] = json::array();
-      for (const CpLoad& l : in.plan->cp_loads)
-        loads.push_back({{"of", specs::escape_name(l.what)}, {"tokens", l.tokens}, {"work", l.work},
-                         {"contiguous_work", l.contiguous}, {"total_work", l.total_work}});
-    }
-  }
+  for_each_node(in.tree, [&](const NodeInfo& n) { nodes.push_back(node_json(n, in)); });
+  if (in.plan) add_plan(out, *in.plan);
   std::printf("%s\n", out.dump(2).c_str());
 }
 
@@ -268,7 +279,7 @@ void run_inspect(const InspectCommand& cmd) {
   if (planning) request.partition = cmd.partition;
   const Inspection in = io::tree::prepare(request);
   if (cmd.json) {
-    print_json(cmd, in);
+    print_json(in);
   } else {
     print_text(cmd, in);
   }

@@ -51,6 +51,54 @@ bool copyable_as_bytes(hid_t type) {
   return !has_variable_length(type) && H5Tdetect_class(type, H5T_REFERENCE) == 0;
 }
 
+namespace {
+
+ValueType enum_type(hid_t type, std::size_t size, const Location& where) {
+  ValueType t = ValueType::scalar(ValueType::Kind::Enum, size);
+  Id base(H5Tget_super(type), where, "cannot read an enum's base type");
+  t.elements.push_back(value_type_of(base.get(), where));
+  const int n = check(H5Tget_nmembers(type), where, "cannot read an enum's members");
+  for (int i = 0; i < n; ++i) {
+    t.names.push_back(take_name(H5Tget_member_name(type, static_cast<unsigned>(i))));
+    // Member values are stored in the base type; HDF5 converts one to long long for us.
+    std::vector<unsigned char> raw(std::max(size, sizeof(long long)));
+    check(H5Tget_member_value(type, static_cast<unsigned>(i), raw.data()), where, "cannot read an enum value");
+    check(H5Tconvert(base.get(), H5T_NATIVE_LLONG, 1, raw.data(), nullptr, H5P_DEFAULT), where,
+          "cannot convert an enum value");
+    long long v = 0;
+    std::memcpy(&v, raw.data(), sizeof v);
+    t.enum_values.push_back(v);
+  }
+  return t;
+}
+
+ValueType compound_type(hid_t type, std::size_t size, const Location& where) {
+  ValueType t = ValueType::scalar(ValueType::Kind::Compound, size);
+  const int n = check(H5Tget_nmembers(type), where, "cannot read a compound's members");
+  for (int i = 0; i < n; ++i) {
+    const auto idx = static_cast<unsigned>(i);
+    Id member(H5Tget_member_type(type, idx), where, "cannot read a compound member type");
+    t.names.push_back(take_name(H5Tget_member_name(type, idx)));
+    t.offsets.push_back(H5Tget_member_offset(type, idx));  // cannot fail once its type was read
+    t.elements.push_back(value_type_of(member.get(), where));
+  }
+  return t;
+}
+
+ValueType array_type(hid_t type, std::size_t size, const Location& where) {
+  ValueType t = ValueType::scalar(ValueType::Kind::Array, size);
+  Id base(H5Tget_super(type), where, "cannot read an array's base type");
+  t.elements.push_back(value_type_of(base.get(), where));
+  t.count = t.elements[0].size ? size / t.elements[0].size : 0;
+  const int rank = check(H5Tget_array_ndims(type), where, "cannot read an array's rank");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  check(H5Tget_array_dims2(type, dims.data()), where, "cannot read an array's dimensions");
+  t.dims.assign(dims.begin(), dims.end());
+  return t;
+}
+
+}  // namespace
+
 ValueType value_type_of(hid_t type, const Location& where) {
   using K = ValueType::Kind;
   const std::size_t size = size_of(type, where);
@@ -58,49 +106,11 @@ ValueType value_type_of(hid_t type, const Location& where) {
     case H5T_INTEGER:
       return ValueType::scalar(H5Tget_sign(type) == H5T_SGN_NONE ? K::UInt : K::Int, size, big_endian(type));
     case H5T_FLOAT: return ValueType::scalar(K::Float, size, big_endian(type));
-    case H5T_ENUM: {
-      ValueType t = ValueType::scalar(K::Enum, size);
-      Id base(H5Tget_super(type), where, "cannot read an enum's base type");
-      t.elements.push_back(value_type_of(base.get(), where));
-      const int n = check(H5Tget_nmembers(type), where, "cannot read an enum's members");
-      for (int i = 0; i < n; ++i) {
-        t.names.push_back(take_name(H5Tget_member_name(type, static_cast<unsigned>(i))));
-        // Member values are stored in the base type; HDF5 converts one to long long for us.
-        std::vector<unsigned char> raw(std::max(size, sizeof(long long)));
-        check(H5Tget_member_value(type, static_cast<unsigned>(i), raw.data()), where, "cannot read an enum value");
-        check(H5Tconvert(base.get(), H5T_NATIVE_LLONG, 1, raw.data(), nullptr, H5P_DEFAULT), where,
-              "cannot convert an enum value");
-        long long v = 0;
-        std::memcpy(&v, raw.data(), sizeof v);
-        t.enum_values.push_back(v);
-      }
-      return t;
-    }
+    case H5T_ENUM: return enum_type(type, size, where);
     case H5T_STRING:
       return ValueType::scalar(H5Tis_variable_str(type) > 0 ? K::VlenString : K::FixedString, size);
-    case H5T_COMPOUND: {
-      ValueType t = ValueType::scalar(K::Compound, size);
-      const int n = check(H5Tget_nmembers(type), where, "cannot read a compound's members");
-      for (int i = 0; i < n; ++i) {
-        const auto idx = static_cast<unsigned>(i);
-        Id member(H5Tget_member_type(type, idx), where, "cannot read a compound member type");
-        t.names.push_back(take_name(H5Tget_member_name(type, idx)));
-        t.offsets.push_back(H5Tget_member_offset(type, idx));  // cannot fail once its type was read
-        t.elements.push_back(value_type_of(member.get(), where));
-      }
-      return t;
-    }
-    case H5T_ARRAY: {
-      ValueType t = ValueType::scalar(K::Array, size);
-      Id base(H5Tget_super(type), where, "cannot read an array's base type");
-      t.elements.push_back(value_type_of(base.get(), where));
-      t.count = t.elements[0].size ? size / t.elements[0].size : 0;
-      const int rank = check(H5Tget_array_ndims(type), where, "cannot read an array's rank");
-      std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-      check(H5Tget_array_dims2(type, dims.data()), where, "cannot read an array's dimensions");
-      t.dims.assign(dims.begin(), dims.end());
-      return t;
-    }
+    case H5T_COMPOUND: return compound_type(type, size, where);
+    case H5T_ARRAY: return array_type(type, size, where);
     case H5T_VLEN: {
       ValueType t = ValueType::scalar(K::Vlen, size);
       Id base(H5Tget_super(type), where, "cannot read a sequence's base type");
