@@ -165,10 +165,11 @@ def test_split_jobs_workers_feed_the_display(larger, tmp_path):
 
 
 def test_many_tiny_files_move_steadily(tmp_path):
-    # 1,500 outputs of a few hundred bytes each: the count moves dataset by dataset, not once per file batch.
+    # 1,500 outputs of a few KiB each: the count moves dataset by dataset, not once per file batch. 36 datasets
+    # make the run last over a second on an idle machine, for several redraws.
     path = tmp_path / "tiny.h5"
     with h5py.File(path, "w") as f:
-        for k in range(12):
+        for k in range(36):
             f[f"d{k}"] = np.arange(1500 * 4, dtype=np.int64).reshape(1500, 4)
         f["scale"] = np.float64(2.0)
     # Through libhdf5: 1,499 of the files are copies of the first otherwise (io/split/clone.hpp), done in a blink.
