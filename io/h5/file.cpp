@@ -53,6 +53,18 @@ Id open_read_only(const std::string& path, Cache cache) {
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
 }
 
+hid_t register_driver(const H5FD_class_t& driver, const char* shown) {
+  const hid_t id = H5FDregister(&driver);
+  if (id < 0) fail({"", ""}, std::string("cannot register ") + shown);
+  return id;
+}
+
+Id access_through(hid_t driver, const char* shown, const Location& where) {
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  if (H5Pset_driver(fapl.get(), driver, nullptr) < 0) fail(where, std::string("cannot select ") + shown);
+  return fapl;
+}
+
 namespace detail {
 
 void set_low_format_bound(hid_t location, bool v18, const Location& where) {

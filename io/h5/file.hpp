@@ -25,6 +25,13 @@ enum class Cache {
 // network.
 Id open_read_only(const std::string& path, Cache cache = Cache::Evict);
 
+// A file driver class of ours (io/remote), registered with the library:
+// its id, for access properties. `shown` names it in messages ("the
+// remote file driver").
+hid_t register_driver(const H5FD_class_t& driver, const char* shown);
+// New file access properties that open files through the registered `driver`.
+Id access_through(hid_t driver, const char* shown, const Location& where);
+
 // What an output file needs of its format.
 struct OutputFormat {
   // The root group has an attribute over 64 KiB: it gets a version 2 object

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
+#include "io/h5/file.hpp"
 #include "io/remote/http.hpp"
 
 namespace mb::io::remote {
@@ -280,9 +281,10 @@ const H5FD_class_t kDriver = {
     H5FD_FLMAP_DICHOTOMY,
 };
 
+constexpr const char* kShown = "the remote file driver";
+
 hid_t driver_id() {
-  static const hid_t id = H5FDregister(&kDriver);
-  if (id < 0) h5::fail({"", ""}, "cannot register the remote file driver");
+  static const hid_t id = h5::register_driver(kDriver, kShown);
   return id;
 }
 
@@ -323,9 +325,7 @@ h5::Id file_access(const std::string& name) {
   resolve_remote(name, environment);  // a usage error before any request
   settings_from(environment);
   const h5::Location where{shown_name(name), ""};
-  h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
-  h5::check(H5Pset_driver(fapl.get(), driver_id(), nullptr), where, "cannot select the remote file driver");
-  return fapl;
+  return h5::access_through(driver_id(), kShown, where);
 }
 
 }  // namespace mb::io::remote
