@@ -144,7 +144,7 @@ class SplitWriter {
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
       if (meter) meter->begin(ds.null_space ? 0 : element_count(dims) * ds.element_size);  // as split_bytes counts it
       if (!extent || extent->dims != dims)
-        extent = h5::make_extent(in.prototype, dims, where);
+        extent = h5::make_extent(in.prototype, dims, {transfer::kFileBytesMin}, where);
       h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
         return h5::create_dataset(in.prototype, *extent, dst_parents[i], ds.name, where);
       });
