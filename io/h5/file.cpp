@@ -105,6 +105,41 @@ void create_hard_link(hid_t parent, const std::string& name, const std::string& 
         "cannot create the hard link");
 }
 
+std::optional<int> descriptor_of(hid_t object, const Location& where) {
+  Id file(H5Iget_file_id(object), where, "cannot find the file of");
+  Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  void* handle = nullptr;
+  check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  return *static_cast<int*>(handle);
+}
+
+unsigned intent_of(hid_t file, const Location& where) {
+  unsigned intent = 0;
+  check(H5Fget_intent(file, &intent), where, "cannot read the file's access mode");
+  return intent;
+}
+
+Addressing addressing_of(hid_t file, const Location& where) {
+  Id fcpl(H5Fget_create_plist(file), where, "cannot read the file creation properties");
+  hsize_t userblock = 0;
+  Addressing out;
+  check(H5Pget_userblock(fcpl.get(), &userblock), where, "cannot read the user block size");
+  check(H5Pget_sizes(fcpl.get(), &out.address, &out.length), where, "cannot read the file's address sizes");
+  out.userblock = userblock;
+  return out;
+}
+
+void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where) {
+  check(H5Fincrement_filesize(file, bytes), where, "cannot reserve space in the file");
+}
+
+haddr_t end_of_allocation(hid_t file, const Location& where) {
+  haddr_t end = HADDR_UNDEF;
+  check(H5Fget_eoa(file, &end), where, "cannot read the file's end of allocation");
+  return end;
+}
+
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {
   constexpr std::uint64_t kAlwaysAffordable = 1u << 20;  // checking costs more than allocating this
   if (bytes <= kAlwaysAffordable) return;

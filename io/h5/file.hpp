@@ -1,6 +1,7 @@
 #pragma once
 // Opening inputs and creating outputs, with the access properties each needs.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "io/h5/handle.hpp"
@@ -59,6 +60,24 @@ Id create_group(hid_t parent, const std::string& name, bool large_attributes, co
 // Makes `name` in `parent` a further name (a hard link) of the object at
 // the absolute path `target` of the same file.
 void create_hard_link(hid_t parent, const std::string& name, const std::string& target, const Location& where);
+
+// What writing or reading a file's bytes past the library needs to know.
+// The file descriptor of `object`'s file, when it is a file of the default
+// (POSIX) driver: valid while the file is open.
+std::optional<int> descriptor_of(hid_t object, const Location& where);
+// The access the file was opened with (H5F_ACC_RDONLY or H5F_ACC_RDWR).
+unsigned intent_of(hid_t file, const Location& where);
+// How addresses in the file are stored: from the end of its user block
+// (0: they are file offsets), in `address` bytes, lengths in `length` bytes.
+struct Addressing {
+  std::uint64_t userblock = 0;
+  std::size_t address = 0, length = 0;
+};
+Addressing addressing_of(hid_t file, const Location& where);
+// Moves the file's end of allocation `bytes` further: the library never
+// allocates below it, so the bytes between are ours to write.
+void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where);
+haddr_t end_of_allocation(hid_t file, const Location& where);
 
 namespace detail {
 void set_low_format_bound(hid_t location, bool v18, const Location& where);

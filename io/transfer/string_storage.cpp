@@ -1,81 +1,78 @@
 #include "io/transfer/string_storage.hpp"
 
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/space.hpp"
-#include "io/transfer/file_bytes.hpp"
+#include "io/h5/types.hpp"
 
 namespace mb::io::transfer {
 namespace {
 
 // The file's side: opened with `intent` (a read-only input has nothing
 // unflushed; an output is ours), POSIX driver, no user block (heap
-// addresses are then file offsets), sizes this decoder knows.
+// addresses are then file offsets), sizes the decoder knows.
 std::optional<Records> file_side(hid_t file, unsigned intent, const h5::Location& where) {
-  unsigned opened = 0;
-  h5::check(H5Fget_intent(file, &opened), where, "cannot read the file's access mode");
-  if (opened != intent) return std::nullopt;
-  h5::Id fcpl(H5Fget_create_plist(file), where, "cannot read the file creation properties");
-  hsize_t userblock = 0;
-  std::size_t address = 0, length = 0;
-  h5::check(H5Pget_userblock(fcpl.get(), &userblock), where, "cannot read the user block size");
-  h5::check(H5Pget_sizes(fcpl.get(), &address, &length), where, "cannot read the file's address sizes");
+  if (h5::intent_of(file, where) != intent) return std::nullopt;
+  const h5::Addressing addressing = h5::addressing_of(file, where);
   Records r;
-  r.sizes = {static_cast<unsigned>(address), static_cast<unsigned>(length)};
-  if (userblock != 0 || !r.sizes.supported()) return std::nullopt;
-  const std::optional<int> fd = descriptor_of(file, where);
+  r.sizes = {static_cast<unsigned>(addressing.address), static_cast<unsigned>(addressing.length)};
+  if (addressing.userblock != 0 || !r.sizes.supported()) return std::nullopt;
+  const std::optional<int> fd = h5::descriptor_of(file, where);
   if (!fd) return std::nullopt;
   r.fd = *fd;
   return r;
 }
 
-// A contiguous, allocated dataset of variable-length strings (creation
-// properties `dcpl`), in a file opened with `intent`, whose storage is
-// exactly one element record per element.
-std::optional<Records> records_of(hid_t dataset, hid_t dcpl, hid_t file, hid_t type, unsigned intent,
-                                  const h5::Location& where) {
-  if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) <= 0) return std::nullopt;
-  if (h5::layout_of(dcpl, where) != H5D_CONTIGUOUS || h5::filter_count(dcpl, where) != 0 ||
-      h5::check(H5Pget_external_count(dcpl), where, "cannot read external files") != 0)
-    return std::nullopt;
-  const haddr_t address = H5Dget_offset(dataset);
-  if (address == HADDR_UNDEF) {
-    h5::forget_error();  // never written (an input: libhdf5 gives the fill value), or not allocated yet
-    return std::nullopt;
-  }
-  auto r = file_side(file, intent, where);
+// A dataset of variable-length strings, with its creation properties and
+// its file, which qualifies when that file is opened with `intent`.
+struct Candidate {
+  hid_t dataset;
+  hid_t dcpl;
+  hid_t file;
+  unsigned intent;
+};
+
+// Contiguous and allocated, with exactly one element record per element.
+std::optional<Records> records_of(const Candidate& c, const h5::Location& where) {
+  if (h5::filter_count(c.dcpl, where) != 0) return std::nullopt;
+  // None also for one never written (an input: libhdf5 gives the fill
+  // value), or not allocated yet.
+  const std::optional<h5::Placement> placed = h5::placement(c.dataset, c.dcpl, where);
+  if (!placed) return std::nullopt;
+  auto r = file_side(c.file, c.intent, where);
   if (!r) return std::nullopt;
-  r->offset = address;
-  const h5::SpaceInfo space = h5::dataset_space(dataset, where);
+  r->offset = placed->address;
+  const h5::SpaceInfo space = h5::dataset_space(c.dataset, where);
   r->dims = space.dims;
-  if (space.null_space || H5Dget_storage_size(dataset) != space.elements() * r->sizes.element()) return std::nullopt;
+  if (space.null_space || placed->bytes != space.elements() * r->sizes.element()) return std::nullopt;
   return r;
 }
 
 }  // namespace
 
 std::optional<Records> source_of(hid_t dataset, hid_t type, const h5::Location& where) {
-  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
-  h5::Id file(H5Iget_file_id(dataset), where, "cannot find the file of");
-  return records_of(dataset, dcpl.get(), file.get(), type, H5F_ACC_RDONLY, where);
+  if (!h5::is_variable_string(type, where)) return std::nullopt;
+  const h5::Id dcpl = h5::creation_of(dataset, where);
+  const h5::Id file = h5::file_of(dataset, where);
+  return records_of({dataset, dcpl.get(), file.get(), H5F_ACC_RDONLY}, where);
 }
 
 std::optional<Target> target_of(hid_t dataset, hid_t type, const h5::Location& where) {
-  h5::Id stored(H5Dget_type(dataset), where, "cannot read the datatype");
-  if (h5::check(H5Tequal(stored.get(), type), where, "cannot compare datatypes") <= 0) return std::nullopt;
-  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  if (!h5::same_type(h5::type_of(dataset, where).get(), type, where) || !h5::is_variable_string(type, where))
+    return std::nullopt;
+  const h5::Id dcpl = h5::creation_of(dataset, where);
   if (h5::user_fill_value(dcpl.get(), where)) return std::nullopt;
-  Target t{{}, h5::Id(H5Iget_file_id(dataset), where, "cannot find the file of")};
-  auto r = records_of(dataset, dcpl.get(), t.file.get(), type, H5F_ACC_RDWR, where);
+  Target t{{}, h5::file_of(dataset, where)};
+  auto r = records_of({dataset, dcpl.get(), t.file.get(), H5F_ACC_RDWR}, where);
   if (!r || r->sizes.address != 8 || r->sizes.length != 8) return std::nullopt;
   t.records = *r;
   return t;
 }
 
-std::uint64_t reserve(const Target& t, std::uint64_t bytes, const h5::Location& where) {
-  h5::check(H5Fincrement_filesize(t.file.get(), bytes), where, "cannot reserve space in the file");
-  haddr_t end = HADDR_UNDEF;
-  h5::check(H5Fget_eoa(t.file.get(), &end), where, "cannot read the file's end of allocation");
-  return end - bytes;
+std::uint64_t reserve(const Target& target, std::uint64_t bytes, const h5::Location& where) {
+  h5::increment_filesize(target.file.get(), bytes, where);
+  return h5::end_of_allocation(target.file.get(), where) - bytes;
 }
 
 std::optional<std::uint64_t> run_start(const Selection& s, const Shape& dims) {

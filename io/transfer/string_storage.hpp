@@ -28,7 +28,7 @@ std::optional<Records> source_of(hid_t dataset, hid_t type, const h5::Location& 
 
 // An output dataset whose strings are written past libhdf5: its records in
 // place, its collections at the end of its file, in space reserved with
-// H5Fincrement_filesize (libhdf5 never allocates below its end of
+// h5::increment_filesize (libhdf5 never allocates below its end of
 // allocation, so nothing else is ever put there, and the superblock records
 // the new end when the file is closed). Only a dataset of the very type of
 // the strings, in a file of 8-byte addresses and lengths (as outputs are
