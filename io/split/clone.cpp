@@ -109,7 +109,7 @@ void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarg
 void read_elements(const SplitSource& source, const PatchedDataset& d, std::vector<unsigned char>& out) {
   const h5::Location where{source.name, d.node->path};
   h5::Id ds = h5::open_object(source.file, d.node->path, where);
-  h5::Id type(H5Dget_type(ds.get()), where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(ds.get(), where);
   h5::Buffer whole(type.get());
   h5::read(ds.get(), Selection::all(d.node->shape), whole, where);
   const auto* from = static_cast<const unsigned char*>(whole.data());

@@ -16,6 +16,7 @@
 #include "io/run/guard.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/file_bytes.hpp"
 #include "io/transfer/string_storage.hpp"
@@ -278,7 +279,7 @@ void copy_blocks(const Copy& c, const Records& source, const std::vector<std::pa
 bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection& from, hid_t dst,
                        const h5::Location& dst_where, const Selection& to, const Policy& policy) {
   if (!policy.byte_paths) return false;
-  h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(src, src_where);
   const auto source = source_of(src, type.get(), src_where);
   const auto target = target_of(dst, type.get(), dst_where);
   if (!source && !target) return false;
