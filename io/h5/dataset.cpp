@@ -4,7 +4,6 @@
 
 #include "io/run/guard.hpp"
 #include "io/h5/types.hpp"
-#include "io/transfer/policy.hpp"
 
 namespace mb::io::h5 {
 namespace {
@@ -29,7 +28,8 @@ bool strings_placed_early(hid_t dcpl, hid_t type, const Location& where) {
 }
 
 // A copy of the source's creation properties adapted to the new extent.
-Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& where) {
+Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const ExtentOptions& options,
+                const Location& where) {
   const std::uint64_t bytes = element_count(dims) * size_of(prototype.type.get(), where);
   Id dcpl(H5Pcopy(prototype.dcpl.get()), where, "cannot copy the creation properties");
   const H5D_layout_t layout = layout_of(dcpl.get(), where);
@@ -46,8 +46,8 @@ Id adapted_dcpl(const Prototype& prototype, const Shape& dims, const Location& w
   // are written past libhdf5 (io/transfer/strings.hpp): both need their
   // place in the file now, whichever way they are then written.
   const hid_t type = prototype.type.get();
-  if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS &&
-      ((copyable_as_bytes(type) && bytes >= transfer::kFileBytesMin) || strings_placed_early(dcpl.get(), type, where)))
+  const bool early_bytes = copyable_as_bytes(type) && bytes >= options.allocate_early_from;
+  if (layout_of(dcpl.get(), where) == H5D_CONTIGUOUS && (early_bytes || strings_placed_early(dcpl.get(), type, where)))
     check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
   return dcpl;
 }
@@ -88,10 +88,11 @@ Prototype stacked_prototype(Prototype prototype, std::uint64_t count, const Loca
   return prototype;
 }
 
-Extent make_extent(const Prototype& prototype, const Shape& dims, const Location& where) {
+Extent make_extent(const Prototype& prototype, const Shape& dims, const ExtentOptions& options,
+                   const Location& where) {
   Extent extent;
   extent.dims = dims;
-  extent.dcpl = adapted_dcpl(prototype, dims, where);
+  extent.dcpl = adapted_dcpl(prototype, dims, options, where);
   extent.space = prototype.space.null_space
                      ? make_null_space(where)
                      : make_space(dims, kept_max_dims(prototype.space.max_dims, dims, layout_of(extent.dcpl.get(), where)),
@@ -106,9 +107,9 @@ Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent
             where, "cannot create the dataset");
 }
 
-Id create_dataset(const Prototype& prototype, const Shape& dims, hid_t parent, const std::string& name,
-                  const Location& where) {
-  return create_dataset(prototype, make_extent(prototype, dims, where), parent, name, where);
+Id create_dataset(const Prototype& prototype, const Shape& dims, const ExtentOptions& options, hid_t parent,
+                  const std::string& name, const Location& where) {
+  return create_dataset(prototype, make_extent(prototype, dims, options, where), parent, name, where);
 }
 
 H5D_layout_t layout_of(hid_t dcpl, const Location& where) {

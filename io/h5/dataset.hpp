@@ -2,6 +2,7 @@
 // Datasets: creating copies like a source (same datatype and creation
 // properties, another extent), their storage layout, and reading and
 // writing selections.
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,14 +32,23 @@ Prototype stacked_prototype(Prototype prototype, std::uint64_t count, const Loca
 // shared by every copy of that extent. Chunked copies keep the source's
 // max dims where they hold the extent (a fixed max below it becomes the
 // extent) and so its chunk shape; other layouts get max dims equal to the
-// extent. Large contiguous copies are allocated early so that file_bytes
-// can write them. No copy records object times.
+// extent. No copy records object times.
 struct Extent {
   Shape dims;
   Id dcpl;
   Id space;
 };
-Extent make_extent(const Prototype& prototype, const Shape& dims, const Location& where);
+// What the caller will write the copies with.
+struct ExtentOptions {
+  // Contiguous copies of at least this many bytes, of a datatype that
+  // copies as bytes (copyable_as_bytes), are allocated when created rather
+  // than when first written, so that their bytes can be written past the
+  // library (the caller's threshold for that: io/transfer/file_bytes.hpp).
+  // By default none is: each is allocated as its source's properties say.
+  std::uint64_t allocate_early_from = std::numeric_limits<std::uint64_t>::max();
+};
+Extent make_extent(const Prototype& prototype, const Shape& dims, const ExtentOptions& options,
+                   const Location& where);
 
 // Max dims for an extent `dims` from a source's: the source's where they hold
 // it (a fixed max at least the dim; unlimited stays unlimited), so that
@@ -50,8 +60,8 @@ std::vector<MaxDim> max_dims_holding(const std::vector<MaxDim>& source, const Sh
 Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent, const std::string& name,
                   const Location& where);
 // Both steps, for a single copy.
-Id create_dataset(const Prototype& prototype, const Shape& dims, hid_t parent, const std::string& name,
-                  const Location& where);
+Id create_dataset(const Prototype& prototype, const Shape& dims, const ExtentOptions& options, hid_t parent,
+                  const std::string& name, const Location& where);
 
 // Checked creation-property queries (their error values look like answers).
 H5D_layout_t layout_of(hid_t dcpl, const Location& where);

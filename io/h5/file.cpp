@@ -52,6 +52,18 @@ Id open_read_only(const std::string& path, Cache cache) {
   return open_by_driver(path, remote::file_access(input.address()), cache, {input.shown(), ""});
 }
 
+hid_t register_driver(const H5FD_class_t& driver, const char* shown) {
+  const hid_t id = H5FDregister(&driver);
+  if (id < 0) fail({"", ""}, std::string("cannot register ") + shown);
+  return id;
+}
+
+Id access_through(hid_t driver, const void* info, const char* shown, const Location& where) {
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
+  if (H5Pset_driver(fapl.get(), driver, info) < 0) fail(where, std::string("cannot select ") + shown);
+  return fapl;
+}
+
 const void* driver_info(hid_t fapl) { return H5Pget_driver_info(fapl); }
 
 namespace detail {
@@ -92,6 +104,41 @@ Id create_group(hid_t parent, const std::string& name, bool large_attributes, co
 void create_hard_link(hid_t parent, const std::string& name, const std::string& target, const Location& where) {
   check(H5Lcreate_hard(parent, target.c_str(), parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT), where,
         "cannot create the hard link");
+}
+
+std::optional<int> descriptor_of(hid_t object, const Location& where) {
+  Id file(H5Iget_file_id(object), where, "cannot find the file of");
+  Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
+  void* handle = nullptr;
+  check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
+  return *static_cast<int*>(handle);
+}
+
+unsigned intent_of(hid_t file, const Location& where) {
+  unsigned intent = 0;
+  check(H5Fget_intent(file, &intent), where, "cannot read the file's access mode");
+  return intent;
+}
+
+Addressing addressing_of(hid_t file, const Location& where) {
+  Id fcpl(H5Fget_create_plist(file), where, "cannot read the file creation properties");
+  hsize_t userblock = 0;
+  Addressing out;
+  check(H5Pget_userblock(fcpl.get(), &userblock), where, "cannot read the user block size");
+  check(H5Pget_sizes(fcpl.get(), &out.address, &out.length), where, "cannot read the file's address sizes");
+  out.userblock = userblock;
+  return out;
+}
+
+void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where) {
+  check(H5Fincrement_filesize(file, bytes), where, "cannot reserve space in the file");
+}
+
+haddr_t end_of_allocation(hid_t file, const Location& where) {
+  haddr_t end = HADDR_UNDEF;
+  check(H5Fget_eoa(file, &end), where, "cannot read the file's end of allocation");
+  return end;
 }
 
 void check_fits_in_file(hid_t object, std::uint64_t bytes, const Location& where) {

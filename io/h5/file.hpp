@@ -1,6 +1,7 @@
 #pragma once
 // Opening inputs and creating outputs, with the access properties each needs.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "io/h5/handle.hpp"
@@ -30,6 +31,15 @@ Id open_local(const std::string& path, Cache cache);
 Id open_by_driver(const std::string& name, Id fapl, Cache cache, const Location& where);
 
 Id open_read_only(const std::string& path, Cache cache = Cache::Evict);
+
+// A file driver class of ours (io/remote), registered with the library:
+// its id, for access properties. `shown` names it in messages ("the
+// remote file driver").
+hid_t register_driver(const H5FD_class_t& driver, const char* shown);
+// New file access properties that open files through the registered
+// `driver`, with `info` (copied, as the driver class's fapl_size says) for
+// it to read back when it opens a file (driver_info).
+Id access_through(hid_t driver, const void* info, const char* shown, const Location& where);
 
 // The driver information set on file access properties (H5Pset_driver):
 // what a file driver of ours reads when the library opens a file with them.
@@ -62,6 +72,24 @@ Id create_group(hid_t parent, const std::string& name, bool large_attributes, co
 // Makes `name` in `parent` a further name (a hard link) of the object at
 // the absolute path `target` of the same file.
 void create_hard_link(hid_t parent, const std::string& name, const std::string& target, const Location& where);
+
+// What writing or reading a file's bytes past the library needs to know.
+// The file descriptor of `object`'s file, when it is a file of the default
+// (POSIX) driver: valid while the file is open.
+std::optional<int> descriptor_of(hid_t object, const Location& where);
+// The access the file was opened with (H5F_ACC_RDONLY or H5F_ACC_RDWR).
+unsigned intent_of(hid_t file, const Location& where);
+// How addresses in the file are stored: from the end of its user block
+// (0: they are file offsets), in `address` bytes, lengths in `length` bytes.
+struct Addressing {
+  std::uint64_t userblock = 0;
+  std::size_t address = 0, length = 0;
+};
+Addressing addressing_of(hid_t file, const Location& where);
+// Moves the file's end of allocation `bytes` further: the library never
+// allocates below it, so the bytes between are ours to write.
+void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where);
+haddr_t end_of_allocation(hid_t file, const Location& where);
 
 namespace detail {
 void set_low_format_bound(hid_t location, bool v18, const Location& where);

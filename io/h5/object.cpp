@@ -46,8 +46,11 @@ bool contiguous_in_file(hid_t dcpl, const Location& where) {
 }
 
 std::optional<Placement> placement(hid_t dataset, const Location& where) {
-  const Id dcpl = creation_of(dataset, where);
-  if (!contiguous_in_file(dcpl.get(), where)) return std::nullopt;
+  return placement(dataset, creation_of(dataset, where).get(), where);
+}
+
+std::optional<Placement> placement(hid_t dataset, hid_t dcpl, const Location& where) {
+  if (!contiguous_in_file(dcpl, where)) return std::nullopt;
   const haddr_t address = H5Dget_offset(dataset);
   if (address == HADDR_UNDEF) {
     forget_error();  // not allocated: an expected answer, not a failure

@@ -38,6 +38,8 @@ struct Placement {
 // external files, or storage not allocated (never written: its elements
 // read as the fill value).
 std::optional<Placement> placement(hid_t dataset, const Location& where);
+// The same, given the dataset's creation properties (copying them again costs).
+std::optional<Placement> placement(hid_t dataset, hid_t dcpl, const Location& where);
 
 // Every element of a dataset or an attribute, as `mem_type` elements.
 void read_all(hid_t object, hid_t mem_type, void* out, const Location& where);

@@ -7,6 +7,7 @@
 #include "core/packed.hpp"
 #include "core/selection.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 #include "io/tree/prepare.hpp"
@@ -36,7 +37,7 @@ void place(const Context& ctx, const std::string& path, hid_t dst, hid_t type, h
   }
   Carried& c = ctx.carried;
   if (c.output_fd < 0) {
-    const std::optional<int> fd = transfer::descriptor_of(dst, at);
+    const std::optional<int> fd = h5::descriptor_of(dst, at);
     if (!fd) return;
     c.output_fd = *fd;
   }

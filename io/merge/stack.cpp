@@ -33,7 +33,7 @@ h5::Id create_stacked(const Context& ctx, const DatasetPair& in, hid_t parent) {
   const h5::Location at = ctx.out_where(ds.path);
   const h5::Prototype prototype =
       h5::stacked_prototype(h5::read_prototype(in.object, ctx.model_where(ds.path)), ctx.job.inputs.size(), at);
-  return h5::create_dataset(prototype, prototype.space.dims, parent, ds.name, at);
+  return h5::create_dataset(prototype, prototype.space.dims, {transfer::kFileBytesMin}, parent, ds.name, at);
 }
 
 void stack_dataset(const Context& ctx, const DatasetPair& in, hid_t dst) {

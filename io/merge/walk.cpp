@@ -31,8 +31,8 @@ h5::Id create_output(const Context& ctx, const DatasetPair& in, const MergedLeaf
     if (ctx.resolution.dataset_rule(ds.path).stacks()) return create_stacked(ctx, in, parent);
     h5::Prototype prototype = h5::read_prototype(in.object, ctx.model_where(ds.path));
     if (leaf) allocate_assembly(ctx, ds.path, *leaf, prototype);
-    return h5::create_dataset(prototype, leaf ? leaf->dims : in.model.space.dims, parent, ds.name,
-                              ctx.out_where(ds.path));
+    return h5::create_dataset(prototype, leaf ? leaf->dims : in.model.space.dims, {transfer::kFileBytesMin}, parent,
+                              ds.name, ctx.out_where(ds.path));
   });
 }
 

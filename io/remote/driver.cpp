@@ -290,9 +290,10 @@ const H5FD_class_t kDriver = {
     H5FD_FLMAP_DICHOTOMY,
 };
 
+constexpr const char* kShown = "the remote file driver";
+
 hid_t driver_id() {
-  static const hid_t id = H5FDregister(&kDriver);
-  if (id < 0) h5::fail({"", ""}, "cannot register the remote file driver");
+  static const hid_t id = h5::register_driver(kDriver, kShown);
   return id;
 }
 
@@ -331,11 +332,8 @@ std::uint64_t read_all(const RemoteAddress& address, const std::function<void(co
 
 h5::Id file_access(const RemoteAddress& address) {
   settings_from(environment);  // a usage error before any request
-  const h5::Location where{shown_name(address.name), ""};
-  h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
   const RemoteAddress* info = &address;
-  h5::check(H5Pset_driver(fapl.get(), driver_id(), &info), where, "cannot select the remote file driver");
-  return fapl;
+  return h5::access_through(driver_id(), &info, kShown, {shown_name(address.name), ""});
 }
 
 }  // namespace mb::io::remote

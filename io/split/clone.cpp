@@ -17,6 +17,7 @@
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/file_bytes.hpp"
 
@@ -27,17 +28,23 @@ std::uint64_t piece_bytes(const PatchedDataset& d, const SplitPlan& plan, std::u
   return element_count(piece_shape(d, plan, file)) * d.node->element_size;
 }
 
-// Why the model's copy of `d`, open as `ds`, cannot be written over, or ""
-// when it can.
-std::string unpatchable(const ModelNotes::Written& w, const PatchedDataset& d, std::uint64_t bytes) {
+// Where the model's copy of `d` starts in its file, or why its data
+// cannot be written over.
+struct Patchable {
+  std::uint64_t offset = 0;  // 0 for a copy that holds no element
+  std::string refused;       // "" when it can be
+};
+
+Patchable patchable(const ModelNotes::Written& w, const PatchedDataset& d, std::uint64_t bytes) {
   if (!d.node->storage.filters.empty() || element_count(d.node->shape) * d.node->element_size > transfer::kWholeInMemory)
-    return "its input is filtered or larger than is read whole";
-  if (h5::layout_of(w.dcpl, w.where) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(w.dcpl), w.where, "cannot read external files") != 0)
-    return "not contiguous in the file";
-  if (!h5::copyable_as_bytes(w.type)) return "its datatype does not hold its values in place";
-  if (bytes != 0 && H5Dget_storage_size(w.dst) != bytes) return "its stored size is not its elements'";
-  return "";
+    return {0, "its input is filtered or larger than is read whole"};
+  if (!h5::contiguous_in_file(w.dcpl, w.where)) return {0, "not contiguous in the file"};
+  if (!h5::copyable_as_bytes(w.type)) return {0, "its datatype does not hold its values in place"};
+  if (bytes == 0) return {};
+  // None: not allocated, so nothing of it is stored.
+  const std::optional<h5::Placement> placed = h5::placement(w.dst, w.dcpl, w.where);
+  if (!placed || placed->bytes != bytes) return {0, "its stored size is not its elements'"};
+  return {placed->address, ""};
 }
 
 // A descriptor closed on every path out; close() reports a failed close.
@@ -102,7 +109,7 @@ void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarg
 void read_elements(const SplitSource& source, const PatchedDataset& d, std::vector<unsigned char>& out) {
   const h5::Location where{source.name, d.node->path};
   h5::Id ds = h5::open_object(source.file, d.node->path, where);
-  h5::Id type(H5Dget_type(ds.get()), where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(ds.get(), where);
   h5::Buffer whole(type.get());
   h5::read(ds.get(), Selection::all(d.node->shape), whole, where);
   const auto* from = static_cast<const unsigned char*>(whole.data());
@@ -131,15 +138,12 @@ void ModelNotes::written(const Written& w) {
   Model& m = model->second;
   m.seen[j] = true;
   if (!m.refused.empty()) return;
-  const std::uint64_t bytes = piece_bytes(d, plan_, file);
-  if (const std::string why = unpatchable(w, d, bytes); !why.empty()) {
-    m.refused = ds.path + ": " + why;
+  const Patchable p = patchable(w, d, piece_bytes(d, plan_, file));
+  if (!p.refused.empty()) {
+    m.refused = ds.path + ": " + p.refused;
     return;
   }
-  if (bytes != 0) {
-    m.offsets[j] = H5Dget_offset(w.dst);
-    if (m.offsets[j] == HADDR_UNDEF) throw Error(w.where.describe() + ": written but not allocated");
-  }
+  m.offsets[j] = p.offset;
   const std::uint64_t size = whole ? whole->elements() * d.node->element_size : 0;
   if (whole && !kept_[j] && size <= budget_) {
     const auto* from = static_cast<const unsigned char*>(whole->data());

@@ -10,6 +10,7 @@
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
@@ -40,7 +41,7 @@ class SplitWriter {
     std::vector<hid_t> roots;
     for (const auto& f : outputs) roots.push_back(f.get());
     const h5::Location where{source_.name, "/"};
-    h5::Id root(H5Gopen2(source_.file, "/", H5P_DEFAULT), where, "cannot open the root group");
+    const h5::Id root = h5::open_object(source_.file, "/", where);
     const h5::Attributes attributes = h5::read_attributes(root.get(), where);
     for (std::size_t i = 0; i < roots.size(); ++i) h5::write_attributes(roots[i], attributes, out_where(i, "/"));
     write_children(source_.tree, root.get(), roots);
@@ -144,7 +145,7 @@ class SplitWriter {
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
       if (meter) meter->begin(ds.null_space ? 0 : element_count(dims) * ds.element_size);  // as split_bytes counts it
       if (!extent || extent->dims != dims)
-        extent = h5::make_extent(in.prototype, dims, where);
+        extent = h5::make_extent(in.prototype, dims, {transfer::kFileBytesMin}, where);
       h5::Id dst = h5::with_newer_object_header(dst_parents[i], ds.has_large_attribute(), where, [&] {
         return h5::create_dataset(in.prototype, *extent, dst_parents[i], ds.name, where);
       });
@@ -197,7 +198,7 @@ class SplitWriter {
   // and rise, so the rebased values are non-negative, no larger than the
   // input's, and fit the dataset's type when written back in it.
   static void write_rebased_offsets(const OffsetsPiece& piece, hid_t dst, const h5::Location& where) {
-    h5::Id type(H5Dget_type(piece.src), piece.src_where, "cannot read the datatype");
+    const h5::Id type = h5::type_of(piece.src, piece.src_where);
     const hid_t memory = tree::offsets_memory_type(type.get(), piece.src_where);
     h5::Buffer values(memory);
     h5::read(piece.src, Selection::rows({piece.rows.stop()}, 0, piece.rows), values, piece.src_where);

@@ -7,6 +7,7 @@
 #include "core/partition.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 
 namespace mb::io::transfer {
@@ -23,22 +24,14 @@ std::uint64_t chunk_rows(const RowCopy& c, std::uint64_t step) {
 // Moves the stored chunk at grid position `cell` (in chunks, relative to
 // the copy's first row); a chunk never written is skipped, since the
 // destination then keeps its fill value too. Returns whether one moved.
-bool move_chunk(const RowCopy& c, const Shape& chunk, const Shape& cell, std::vector<unsigned char>& bytes) {
+bool move_chunk(const RowCopy& c, const Shape& chunk, const Shape& cell, h5::RawChunk& stored) {
   std::vector<hsize_t> from(chunk.size()), to(chunk.size());
   for (std::size_t k = 0; k < chunk.size(); ++k) {
     from[k] = cell[k] * chunk[k] + (k == c.axis ? c.src_begin : 0);
     to[k] = cell[k] * chunk[k] + (k == c.axis ? c.dst_begin : 0);
   }
-  hsize_t size = 0;
-  if (H5Dget_chunk_storage_size(c.src, from.data(), &size) < 0 || size == 0) {
-    h5::forget_error();
-    return false;
-  }
-  bytes.resize(size);
-  std::uint32_t mask = 0;
-  h5::check(H5Dread_chunk(c.src, H5P_DEFAULT, from.data(), &mask, bytes.data()), c.src_where, "cannot read a chunk");
-  h5::check(H5Dwrite_chunk(c.dst, H5P_DEFAULT, mask, to.data(), size, bytes.data()), c.dst_where,
-            "cannot write a chunk");
+  if (!h5::read_chunk(c.src, from.data(), stored, c.src_where)) return false;
+  h5::write_chunk(c.dst, to.data(), stored, c.dst_where);
   return true;
 }
 
@@ -48,7 +41,7 @@ std::uint64_t copy_raw_chunks(const RowCopy& c, const Policy& policy) {
   if (!policy.byte_paths) return 0;
   const h5::ChunkLayout layout = h5::chunk_layout(c.src, c.src_where);
   if (layout.chunk.empty() || !(layout == h5::chunk_layout(c.dst, c.dst_where))) return 0;
-  h5::Id type(H5Dget_type(c.src), c.src_where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(c.src, c.src_where);
   if (!h5::copyable_as_bytes(type.get())) return 0;
   const std::uint64_t rows = chunk_rows(c, layout.chunk[c.axis]);
   if (rows == 0) return 0;
@@ -60,12 +53,12 @@ std::uint64_t copy_raw_chunks(const RowCopy& c, const Policy& policy) {
     grid[k] = (extent + layout.chunk[k] - 1) / layout.chunk[k];
   }
   std::uint64_t moved = 0;
-  std::vector<unsigned char> bytes;
+  h5::RawChunk stored;  // its bytes reused from chunk to chunk
   // Counted as the elements of a whole chunk (the meter caps an edge chunk's excess).
   const std::uint64_t chunk_bytes = element_count(layout.chunk) * h5::size_of(type.get(), c.src_where);
   for_each_block(grid, 1, [&](const Shape& cell, const Shape&) {
     run::throw_if_interrupted();
-    moved += move_chunk(c, layout.chunk, cell, bytes) ? 1 : 0;
+    moved += move_chunk(c, layout.chunk, cell, stored) ? 1 : 0;
     run::count_bytes(policy.meter, chunk_bytes);
   });
   if (moved > 0) spdlog::debug("{}: {} chunks copied as stored bytes", c.dst_where.describe(), moved);

@@ -12,7 +12,8 @@
 
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
-#include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 
 namespace mb::io::transfer {
@@ -21,35 +22,14 @@ namespace {
 // Runs shorter than this are not worth a system call each.
 constexpr std::uint64_t kShortestRun = 64u << 10;
 
-}  // namespace
-
-std::optional<int> descriptor_of(hid_t object, const h5::Location& where) {
-  h5::Id file(H5Iget_file_id(object), where, "cannot find the file of");
-  h5::Id fapl(H5Fget_access_plist(file.get()), where, "cannot read the file access properties");
-  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return std::nullopt;
-  void* handle = nullptr;
-  h5::check(H5Fget_vfd_handle(file.get(), fapl.get(), &handle), where, "cannot find the file descriptor");
-  return *static_cast<int*>(handle);
-}
-
-namespace {
-
 // Contiguous, allocated, byte-copyable, in a file of the POSIX driver.
 std::optional<StoredBytes> stored_bytes(hid_t dataset, const h5::Location& where) {
-  h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
-  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
-  if (h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0 ||
-      !h5::copyable_as_bytes(type.get()))
-    return std::nullopt;
-  const haddr_t address = H5Dget_offset(dataset);
-  if (address == HADDR_UNDEF) {
-    h5::forget_error();  // not allocated: never written, its elements are the fill value
-    return std::nullopt;
-  }
-  const std::optional<int> fd = descriptor_of(dataset, where);
+  if (!h5::copyable_as_bytes(h5::type_of(dataset, where).get())) return std::nullopt;
+  const std::optional<h5::Placement> placed = h5::placement(dataset, where);
+  if (!placed) return std::nullopt;  // another layout, or never written (its elements are the fill value)
+  const std::optional<int> fd = h5::descriptor_of(dataset, where);
   if (!fd) return std::nullopt;
-  return StoredBytes{*fd, address};
+  return StoredBytes{*fd, placed->address};
 }
 
 // The kernel cannot copy between these two files (different filesystems,
@@ -137,7 +117,7 @@ void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
 }
 
 bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
-  h5::Id dst_type(H5Dget_type(c.dst), c.dst_where, "cannot read the datatype");
+  const h5::Id dst_type = h5::type_of(c.dst, c.dst_where);
   const std::uint64_t element = h5::size_of(dst_type.get(), c.dst_where);
   if (!policy.byte_paths || c.src_space.null_space || c.dst_space.elements() * element < kFileBytesMin) return false;
   // For each index over the axes before `axis`, the rows are one run of bytes in either file.
@@ -145,8 +125,7 @@ bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
   for (std::size_t k = 0; k < c.axis; ++k) outer *= c.src_space.dims[k];
   for (std::size_t k = c.axis + 1; k < c.src_space.dims.size(); ++k) row_bytes *= c.src_space.dims[k];
   if (outer > 1 && c.count * row_bytes < kShortestRun) return false;
-  h5::Id src_type(H5Dget_type(c.src), c.src_where, "cannot read the datatype");
-  if (H5Tequal(src_type.get(), dst_type.get()) <= 0) return false;
+  if (!h5::same_type(h5::type_of(c.src, c.src_where).get(), dst_type.get(), c.src_where)) return false;
   const auto to = stored_bytes(c.dst, c.dst_where);
   const auto from = to ? stored_bytes(c.src, c.src_where) : std::nullopt;
   if (!from) return false;

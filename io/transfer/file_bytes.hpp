@@ -20,10 +20,6 @@ struct StoredBytes {
   std::uint64_t offset = 0;
 };
 
-// The file descriptor of `object`'s file, when it is a file of the default
-// (POSIX) driver: valid while the file is open.
-std::optional<int> descriptor_of(hid_t object, const h5::Location& where);
-
 // One range of bytes from one file to another.
 struct ByteRange {
   StoredBytes from;

@@ -6,6 +6,7 @@
 #include "io/run/guard.hpp"
 #include "io/run/progress.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 
@@ -38,15 +39,14 @@ struct Copy {
 };
 
 h5::Id space_of(const Side& side, const Shape& dims) {
-  return side.memory ? h5::make_space(dims, side.where)
-                     : h5::Id(H5Dget_space(side.dataset), side.where, "cannot read the dataspace");
+  return side.memory ? h5::make_space(dims, side.where) : h5::space_of(side.dataset, side.where);
 }
 
 void move(hid_t dataset, bool read, hid_t type, hid_t memory, hid_t file, void* data, const h5::Location& where) {
   if (read) {
-    h5::check(H5Dread(dataset, type, memory, file, H5P_DEFAULT, data), where, "cannot read data");
+    h5::read_selection(dataset, type, memory, file, data, where);
   } else {
-    h5::check(H5Dwrite(dataset, type, memory, file, H5P_DEFAULT, data), where, "cannot write data");
+    h5::write_selection(dataset, type, memory, file, data, where);
   }
 }
 
@@ -102,7 +102,7 @@ void copy_gathered(const Side& batch, const Side& piece, const Gather& gather, c
   if (piece.memory) throw Error("internal: a gathered copy into or from a piece in memory");
   h5::Id own;  // the source dataset's type, between datasets (as copy_slab takes it)
   const Side& source = gather.into_batch ? piece : batch;
-  if (!batch.memory) own = h5::Id(H5Dget_type(source.dataset), source.where, "cannot read the datatype");
+  if (!batch.memory) own = h5::type_of(source.dataset, source.where);
   const Copy c{batch, piece, gather, dims_of(batch), dims_of(piece), batch.memory ? batch.memory->type() : own.get()};
   const std::uint64_t along = c.piece_dims.at(gather.axis);
   const std::uint64_t row = along ? element_count(c.piece_dims) / along : 0;

@@ -5,6 +5,7 @@
 #include "core/partition.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/strings.hpp"
 
@@ -31,7 +32,7 @@ void copy_slab(const Side& from_side, const Selection& from, const Side& to_side
                const Policy& policy) {
   const hid_t src = from_side.dataset, dst = to_side.dataset;
   const h5::Location &src_where = from_side.where, &dst_where = to_side.where;
-  h5::Id type(H5Dget_type(src), src_where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(src, src_where);
   if (h5::dataset_space(src, src_where).null_space) return;  // no elements to copy
   if (copy_heap_strings(src, src_where, from, dst, dst_where, to, policy)) return;
   h5::Buffer buffer(type.get());
@@ -48,31 +49,29 @@ void read_slab(hid_t src, const h5::Location& where, const Selection& from, h5::
                const Shape& memory_shape, const Selection& to) {
   if (from.elements() == 0) return;
   run::note_activity(where.file, where.path);
-  h5::Id file_space(H5Dget_space(src), where, "cannot read the dataspace");
+  const h5::Id file_space = h5::space_of(src, where);
   h5::select(file_space.get(), from, where);
   h5::Id mem_space = h5::make_space(memory_shape, where);
   h5::select(mem_space.get(), to, where);
-  h5::check(H5Dread(src, memory.type(), mem_space.get(), file_space.get(), H5P_DEFAULT, memory.data()), where,
-            "cannot read data");
+  h5::read_selection(src, memory.type(), mem_space.get(), file_space.get(), memory.data(), where);
 }
 
 void write_slab(const h5::Buffer& memory, const Shape& memory_shape, const Selection& from, hid_t dst,
                 const h5::Location& where, const Selection& to) {
   if (from.elements() == 0) return;
-  h5::Id file_space(H5Dget_space(dst), where, "cannot read the dataspace");
+  const h5::Id file_space = h5::space_of(dst, where);
   if (whole_rows(memory_shape, from, to, h5::space_info(file_space.get(), where).dims)) {
     const std::uint64_t row = from.count.empty() ? 0 : element_count(memory_shape) / memory_shape[0];
     const std::uint64_t skipped = from.count.empty() ? 0 : from.start[0] * row;
     const auto* first = static_cast<const unsigned char*>(memory.data()) +
                         skipped * h5::size_of(memory.type(), where);
-    h5::check(H5Dwrite(dst, memory.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, first), where, "cannot write data");
+    h5::write_all(dst, memory.type(), first, where);
     return;
   }
   h5::Id mem_space = h5::make_space(memory_shape, where);
   h5::select(mem_space.get(), from, where);
   h5::select(file_space.get(), to, where);
-  h5::check(H5Dwrite(dst, memory.type(), mem_space.get(), file_space.get(), H5P_DEFAULT, memory.data()), where,
-            "cannot write data");
+  h5::write_selection(dst, memory.type(), mem_space.get(), file_space.get(), memory.data(), where);
 }
 
 }  // namespace mb::io::transfer
