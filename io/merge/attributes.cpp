@@ -29,7 +29,7 @@ void check_equal(const Context& ctx, const std::string& what, const KeptValue& a
 void check_other_elements(const Context& ctx, const std::string& what, const KeptValue& a,
                           const h5::AttributeValue& b, std::uint64_t derived) {
   const ValueType t = h5::value_type_of(a.type, ctx.model_where(what));
-  const std::size_t size = H5Tget_size(a.type);
+  const std::size_t size = h5::size_of(a.type, ctx.model_where(what));
   const std::uint64_t n = a.shape.elements();
   for (std::uint64_t i = 0; i < n; ++i) {
     if (i == derived || !first_difference(t, static_cast<const char*>(a.data.data()) + i * size, static_cast<const char*>(b.data.data()) + i * size, 1)) continue;
@@ -50,9 +50,9 @@ const KeptValue& model_value(const Context& ctx, const NodeInfo& node, std::size
   return *reread;
 }
 
-std::uint64_t kept_bytes(const std::vector<KeptValue>& values) {
+std::uint64_t kept_bytes(const std::vector<KeptValue>& values, const h5::Location& where) {
   std::uint64_t n = 0;
-  for (const auto& v : values) n += v.shape.elements() * std::max<std::size_t>(H5Tget_size(v.type), 1) + 128;
+  for (const auto& v : values) n += v.shape.elements() * h5::size_of(v.type, where) + 128;
   return n;
 }
 
@@ -75,10 +75,10 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
     values.push_back(ctx.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
-      reduce_or_stack(ctx, {node.path + "@" + attr.name, attr.name, rule, object}, values.back(), dst);
+      reduce_or_stack(ctx, {node.path + "@" + attr.name, node.path, attr.name, rule, object}, values.back(), dst);
   }
   ModelInfo& model = ctx.carried.models[node.path];
-  if (!ctx.carried.take(kept_bytes(values))) return;
+  if (!ctx.carried.take(kept_bytes(values, at))) return;
   model.attributes = std::move(values);
   model.attributes_kept = true;
 }
@@ -99,7 +99,7 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     const KeptValue& model = model_value(ctx, node, k++, name, reread);
     check_alike(ctx, what, model, value);
     if (rule.mode == LeafRule::Mode::Reduce) {
-      reduce_or_stack(ctx, {what, name, rule, object}, model, dst);
+      reduce_or_stack(ctx, {what, node.path, name, rule, object}, model, dst);
       continue;
     }
     // A derived value differs from file to file: each is what its own file's offsets give.

@@ -7,6 +7,7 @@
 #include "core/packed.hpp"
 #include "core/selection.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 #include "io/tree/prepare.hpp"
@@ -24,23 +25,18 @@ namespace {
 // output, if its elements are their file bytes (variable-length strings
 // are allocated early too, but their elements are pointers in memory).
 void place(const Context& ctx, const std::string& path, hid_t dst, hid_t type, hid_t dcpl, const h5::Location& at) {
-  H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
-  h5::check(H5Pget_alloc_time(dcpl, &when), at, "cannot read the allocation time");
-  if (!ctx.job.policy.byte_paths || when != H5D_ALLOC_TIME_EARLY || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
-      !h5::copyable_as_bytes(type))
+  const bool early = h5::allocated_early(dcpl, at);
+  if (!ctx.job.policy.byte_paths || !early || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS || !h5::copyable_as_bytes(type))
     return;
-  const haddr_t offset = H5Dget_offset(dst);
-  if (offset == HADDR_UNDEF) {
-    h5::forget_error();
-    return;
-  }
+  const std::optional<h5::Placement> placement = h5::placement(dst, at);
+  if (!placement) return;
   Carried& c = ctx.carried;
   if (c.output_fd < 0) {
     const std::optional<int> fd = transfer::descriptor_of(dst, at);
     if (!fd) return;
     c.output_fd = *fd;
   }
-  c.placed[path] = offset;
+  c.placed[path] = placement->address;
 }
 
 // A small unfiltered result is assembled in memory across the inputs, one
@@ -55,7 +51,7 @@ h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf
   }
   const h5::Location at = ctx.out_where(path);
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
-  h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
+  const h5::Id dcpl = h5::creation_of(dst, at);
   if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
   h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
   whole.prepare(element_count(leaf.dims));
@@ -97,11 +93,10 @@ void allocate_assembly(const Context& ctx, const std::string& path, const Merged
   if (ctx.job.team || prototype.space.null_space) return;
   const hid_t dcpl = prototype.dcpl.get();
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(prototype.type.get(), at);
-  if (bytes == 0 || bytes > transfer::kWholeInMemory || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl), at, "cannot read external files") != 0 ||
+  if (bytes == 0 || bytes > transfer::kWholeInMemory || !h5::contiguous_in_file(dcpl, at) ||
       !h5::copyable_as_bytes(prototype.type.get()))
     return;
-  h5::check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), at, "cannot set the allocation time");
+  h5::allocate_early(dcpl, at);
 }
 
 bool placed(const Context& ctx, const std::string& path) { return ctx.carried.placed.count(path) != 0; }
@@ -119,8 +114,7 @@ void write_assembled(const Context& ctx, const std::string& path, const MergedLe
     ctx.carried.placed.erase(at);
     ++ctx.carried.placed_written;
   } else if (bytes > 0) {
-    h5::check(H5Dwrite(dst, whole.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole.data()), out_where,
-              "cannot write data");
+    h5::write_all(dst, whole.type(), whole.data(), out_where);
   }
   ctx.carried.give_back(bytes);
   ctx.carried.assembled.erase(it);
@@ -133,8 +127,8 @@ __extension__ typedef unsigned __int128 Wide;  // holds any sum of two 64-bit of
 // The largest value an integer type of at most 64 bits holds.
 std::uint64_t largest_value(hid_t type, const h5::Location& where) {
   tree::offsets_memory_type(type, where);  // refuses wider types
-  const std::size_t precision = H5Tget_precision(type);
-  const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+  const std::size_t precision = h5::precision_of(type, where);
+  const bool is_signed = !h5::is_unsigned(type, where);
   const std::size_t bits = precision - (is_signed ? 1 : 0);
   return bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << bits) - 1;
 }

@@ -19,6 +19,7 @@
 #include "core/remote.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 #include "io/transfer/file_bytes.hpp"
@@ -159,6 +160,20 @@ std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, std::uint64_t siz
   return model;
 }
 
+// Where the model holds the data of `in`, when it is one run of bytes read
+// whole, which mean the same in any file.
+std::optional<ByteSpan> model_span(const DatasetPair& in, const h5::Location& where) {
+  if (!h5::copyable_as_bytes(in.model.type)) return std::nullopt;
+  const std::uint64_t bytes = in.space.elements() * h5::size_of(in.model.type, where);
+  if (bytes == 0) {  // no data, so no address: stored as the others are is enough
+    if (!h5::contiguous_in_file(h5::creation_of(in.object, where).get(), where)) return std::nullopt;
+    return ByteSpan{0, 0};
+  }
+  const std::optional<h5::Placement> placement = h5::placement(in.object, where);
+  if (!placement || placement->bytes != bytes) return std::nullopt;
+  return ByteSpan{placement->address, bytes};
+}
+
 }  // namespace
 
 // Whether any input could be merged as a copy: only rows are cut (no
@@ -181,17 +196,12 @@ void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer
   if (!c.copies_possible || !c.copies) return;
   const h5::Location where = ctx.where(in.node.path);
   if (in.space.null_space) return;
-  h5::Id dcpl(H5Dget_create_plist(in.object), where, "cannot read the creation properties");
-  const std::uint64_t bytes = in.space.elements() * h5::size_of(in.model.type, where);
-  const haddr_t at = bytes == 0 ? 0 : H5Dget_offset(in.object);
-  if (!whole || at == HADDR_UNDEF || h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0 ||
-      !h5::copyable_as_bytes(in.model.type) || (bytes != 0 && H5Dget_storage_size(in.object) != bytes)) {
-    h5::forget_error();
+  const std::optional<ByteSpan> span = whole ? model_span(in, where) : std::nullopt;
+  if (!span) {
     c.copies = false;
     return;
   }
-  c.model_data[in.node.path] = {at, bytes};
+  c.model_data[in.node.path] = *span;
 }
 
 bool merge_copy(const Context& ctx, hid_t output) {

@@ -6,7 +6,9 @@
 #include "io/h5/buffer.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/attributes.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
@@ -46,7 +48,7 @@ ValueIo value_io(const LeafRule& rule, NumKind kind, hid_t type) {
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type) {
   const auto kind = h5::numeric_kind(type);
   if (kind) return *kind;
-  if (H5Tget_class(type) == H5T_FLOAT)
+  if (h5::class_of(type, ctx.model_where(what)) == H5T_FLOAT)
     throw Error(fmt::format("{}: {}: cannot reduce dtype {} (reducers take IEEE-like floats whose every value "
                             "float64 holds exactly)",
                             ctx.job.inputs[0].path, what, h5::dtype_name(type)));
@@ -102,7 +104,7 @@ void reduce_deferred(const Context& ctx, hid_t output) {
     run::throw_if_interrupted();
     const h5::Location out_at = ctx.out_where(path);
     h5::Id dst = h5::open_object(output, path, out_at);
-    h5::Id type(H5Dget_type(dst.get()), out_at, "cannot read the datatype");
+    const h5::Id type = h5::type_of(dst.get(), out_at);
     const Shape shape = h5::dataset_space(dst.get(), out_at).dims;
     const ValueIo io = value_io(ctx.resolution.dataset_rule(path), reducible_kind(ctx, path, type.get()), type.get());
     h5::Buffer values(io.mem_type);
@@ -133,17 +135,17 @@ void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, con
   Accumulator& acc = ctx.carried.reducing.at(attribute.what);
   std::vector<unsigned char> values(std::max<std::uint64_t>(n, 1) * io.element_size());
   const h5::Location at = ctx.where(attribute.what);
-  h5::Id attr(H5Aopen(attribute.object, attribute.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
-  if (n > 0) h5::check(H5Aread(attr.get(), io.mem_type, values.data()), at, "cannot read the attribute");
+  const h5::Id attr = h5::open_attribute(attribute.object, attribute.name, ctx.where(attribute.path));
+  if (n > 0) h5::read_all(attr.get(), io.mem_type, values.data(), at);
   io.add(ctx, acc, values.data(), ctx.input);
   if (!ctx.last()) return;
   acc.finish(values.data(), attribute.what);
   ctx.carried.reducing.erase(attribute.what);
   const h5::Location out_at = ctx.out_where(attribute.what);
   const h5::Id space = model.shape.null_space ? h5::make_null_space(out_at) : h5::make_space(model.shape.dims, out_at);
-  h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type, space.get(), H5P_DEFAULT, H5P_DEFAULT), out_at,
-             "cannot create the attribute");
-  if (n > 0) h5::check(H5Awrite(out.get(), io.mem_type, values.data()), out_at, "cannot write the attribute");
+  const h5::Id out =
+      h5::create_attribute(dst, attribute.name, model.type, space.get(), ctx.out_where(attribute.path));
+  if (n > 0) h5::write_all(out.get(), io.mem_type, values.data(), out_at);
 }
 
 }  // namespace mb::io::merge

@@ -270,6 +270,7 @@ void reduce_deferred(const Context& ctx, hid_t output);
 // One attribute of the input being merged, to be reduced.
 struct ReducedAttribute {
   const std::string& what;  // "path@name"
+  const std::string& path;  // of the object holding it
   const std::string& name;
   const LeafRule& rule;
   hid_t object;  // holding it; not owned

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/merge/steps.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
@@ -38,9 +39,7 @@ void require_path(const Context& ctx, hid_t file, const std::string& path) {
     const std::size_t to = std::min(path.find('/', from), path.size());
     const std::string parent = prefix.empty() ? "/" : prefix;
     prefix += "/" + path.substr(from, to - from);
-    const htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
-    if (exists < 0) h5::forget_error();
-    if (exists <= 0)
+    if (!h5::link_exists(file, prefix))
       throw Error(fmt::format("{}: member {}/{} is missing (present in {})", ctx.file(), parent == "/" ? "" : parent,
                               path.substr(from, to - from), ctx.job.inputs[0].path));
     from = to + 1;

@@ -7,15 +7,12 @@
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 #include "io/transfer/copy.hpp"
 
 namespace mb::io::merge {
 namespace {
-
-h5::Id open_root(hid_t file, const h5::Location& where) {
-  return h5::Id(H5Gopen2(file, "/", H5P_DEFAULT), where, "cannot open the root group");
-}
 
 bool has_reduced_attribute(const Context& ctx, const NodeInfo& node) {
   for (const auto& attr : node.attributes)
@@ -146,7 +143,7 @@ bool Carried::take(std::uint64_t bytes) {
 hid_t Carried::intern(hid_t type, const h5::Location& where) {
   const h5::Interned::Found found = types.find(type);
   if (found.id != H5I_INVALID_HID) return found.id;
-  return types.add(h5::Id(H5Tcopy(type), where, "cannot copy a datatype"));
+  return types.add(h5::copy_type(type, where));
 }
 
 KeptValue Carried::keep(h5::AttributeValue value, const h5::Location& where) {
@@ -160,7 +157,7 @@ h5::Id open_model(const Context& ctx, const std::string& path) {
 }
 
 void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t output) {
-  const h5::Id input_root = open_root(file, ctx.where("/"));
+  const h5::Id input_root = h5::open_object(file, "/", ctx.where("/"));
   // The input's offsets are read and checked first: packed lengths are
   // checked against them on the walk, as split checks its input.
   const InputOffsets offsets = read_input_offsets(ctx, file);
@@ -168,7 +165,7 @@ void merge_input(const Context& ctx, const NodeInfo& root, hid_t file, hid_t out
   read_input_weights(ctx, file);
   Context with_offsets = ctx;
   with_offsets.offsets = &offsets;
-  const h5::Id out_root = open_root(output, ctx.out_where("/"));
+  const h5::Id out_root = h5::open_object(output, "/", ctx.out_where("/"));
   merge_attributes(with_offsets, root, input_root.get(), out_root.get());
   LinkCheck links;
   merge_members(with_offsets, links, root, input_root.get(), out_root.get());

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/steps.hpp"
 
@@ -40,17 +41,14 @@ class WeightReader {
       refuse(attribute.empty() ? "no such dataset in this input" : fmt::format("no object {} in this input", path));
     const h5::Id object = h5::open_object(file, path, ctx_.where(path));
     if (attribute.empty()) {
-      if (H5Iget_type(object.get()) != H5I_DATASET)
+      if (h5::kind_of(object.get(), ctx_.where(path)) != H5I_DATASET)
         refuse(fmt::format("is a group, not a dataset: a weight is a rank-0 dataset, or an attribute \"{}@name\"",
                            path));
-      return value(object.get(), false);
+      return value(object.get());
     }
-    const htri_t exists = H5Aexists(object.get(), attribute.c_str());
-    if (exists < 0) h5::forget_error();
-    if (exists <= 0) refuse("no such attribute in this input");
-    const h5::Id attr(H5Aopen(object.get(), attribute.c_str(), H5P_DEFAULT), ctx_.where(what_),
-                      "cannot open the attribute");
-    return value(attr.get(), true);
+    if (!h5::has_attribute(object.get(), attribute, ctx_.where(path))) refuse("no such attribute in this input");
+    const h5::Id attr = h5::open_attribute(object.get(), attribute, ctx_.where(path));
+    return value(attr.get());
   }
 
  private:
@@ -65,20 +63,17 @@ class WeightReader {
       const std::size_t to = std::min(path.find('/', from), path.size());
       if (to == from) return false;
       const std::string prefix = path.substr(0, to);
-      htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
-      if (exists > 0) exists = H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT);
-      if (exists < 0) h5::forget_error();
-      if (exists <= 0) return false;
+      if (!h5::object_exists(file, prefix)) return false;
       from = to + 1;
     }
     return true;
   }
 
   // The value of a dataset or an attribute (`object`), checked.
-  Weight value(hid_t object, bool attribute) const {
+  Weight value(hid_t object) const {
     const h5::Location at = ctx_.where(what_);
-    const h5::Id type(attribute ? H5Aget_type(object) : H5Dget_type(object), at, "cannot read the datatype");
-    const h5::Id space(attribute ? H5Aget_space(object) : H5Dget_space(object), at, "cannot read the dataspace");
+    const h5::Id type = h5::type_of(object, at);
+    const h5::Id space = h5::space_of(object, at);
     const h5::SpaceInfo shape = h5::space_info(space.get(), at);
     if (shape.null_space) refuse("has a null dataspace: a weight is one number per input");
     if (!shape.dims.empty())
@@ -92,12 +87,9 @@ class WeightReader {
     } else {
       check_dtype(ctx_, what_, record_.type, type.get());
     }
-    const auto read = [&](hid_t mem_type, void* out) {
-      h5::check(attribute ? H5Aread(object, mem_type, out) : H5Dread(object, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
-                at, "cannot read the weight");
-    };
+    const auto read = [&](hid_t mem_type, void* out) { h5::read_all(object, mem_type, out, at); };
     if (*kind == NumKind::Float) return float_weight(type.get(), read);
-    if (H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+    if (h5::is_unsigned(type.get(), at)) {
       std::uint64_t w = 0;
       read(H5T_NATIVE_UINT64, &w);  // a widening HDF5 does exactly
       return Weight::of_integer(w);
