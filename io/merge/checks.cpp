@@ -13,7 +13,7 @@
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/checks.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::merge {
@@ -97,17 +97,17 @@ void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t
   ctx.differ(what, fmt::format("shape {} vs {}", shape_text(a), shape_text(b)));
 }
 
-DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, hid_t object) {
+DatasetPair describe_pair(const Context& ctx, Carried& carried, const NodeInfo& node, hid_t object) {
   const auto at = ctx.where(node.path);
   h5::Id type = h5::type_of(object, at);
   h5::SpaceInfo space = h5::dataset_space(object, at);
   if (ctx.first()) {  // the model; the tree reader checked its virtual sources
-    ModelInfo& model = ctx.carried.models[node.path];
-    model.type = ctx.carried.intern(type.get(), at);
+    ModelInfo& model = carried.models[node.path];
+    model.type = carried.intern(type.get(), at);
     model.space = space;
     return {node, model, object, std::move(type), std::move(space)};
   }
-  const ModelInfo& model = ctx.carried.models.at(node.path);
+  const ModelInfo& model = carried.models.at(node.path);
   h5::check_virtual_sources(object, at);
   check_dtype(ctx, node.path, model.type, type.get());
   if (model.space.null_space != space.null_space || model.space.dims.size() != space.dims.size())

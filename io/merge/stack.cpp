@@ -12,7 +12,7 @@
 #include "io/h5/dataset.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/stack.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -51,8 +51,9 @@ void stack_dataset(const Context& ctx, const DatasetPair& in, hid_t dst) {
   });
 }
 
-void stack_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
-  std::vector<h5::Buffer>& values = ctx.carried.stacks[attribute.what];
+void stack_attribute(const Context& ctx, StackState& state, const ReducedAttribute& attribute, const KeptValue& model,
+                     hid_t dst) {
+  std::vector<h5::Buffer>& values = state.attributes[attribute.what];
   // The input's type equals the model's (merge_attributes checks): read in it.
   const std::uint64_t n = model.shape.elements();
   const h5::Location at = ctx.where(attribute.what);
@@ -75,7 +76,7 @@ void stack_attribute(const Context& ctx, const ReducedAttribute& attribute, cons
   const h5::Id out =
       h5::create_attribute(dst, attribute.name, model.type, space.get(), ctx.out_where(attribute.path));
   if (n > 0) h5::write_all(out.get(), model.type, all.data(), out_at);
-  ctx.carried.stacks.erase(attribute.what);
+  state.attributes.erase(attribute.what);
 }
 
 bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object) {

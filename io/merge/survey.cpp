@@ -9,7 +9,8 @@
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/checks.hpp"
+#include "io/merge/survey.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 

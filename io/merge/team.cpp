@@ -19,7 +19,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/team.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -44,10 +44,11 @@ Segment band_rows(std::uint64_t length, std::uint64_t band, const MergeTeam& tea
 
 }  // namespace
 
-std::optional<Segment> team_rows(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst) {
+std::optional<Segment> team_rows(const Context& ctx, TeamState& state, const std::string& path, const MergedLeaf& leaf,
+                                 hid_t dst) {
   if (!ctx.first()) {
-    const auto it = ctx.carried.shared.find(path);
-    if (it == ctx.carried.shared.end()) return std::nullopt;
+    const auto it = state.shared.find(path);
+    if (it == state.shared.end()) return std::nullopt;
     return it->second.rows;
   }
   const LeafRule& rule = ctx.resolution.dataset_rule(path);
@@ -62,7 +63,7 @@ std::optional<Segment> team_rows(const Context& ctx, const std::string& path, co
   if (!chunk || leaf.dims[leaf.axis] <= (*chunk)[leaf.axis]) return std::nullopt;
   const MergeTeam& team = *ctx.job.team;
   const Segment rows = band_rows(leaf.dims[leaf.axis], (*chunk)[leaf.axis], team, team.rank);
-  ctx.carried.shared[path] = SharedLeaf{leaf.axis, leaf.dims, *chunk, rows};
+  state.shared[path] = SharedLeaf{leaf.axis, leaf.dims, *chunk, rows};
   spdlog::debug("{}: rank {} of {} writes rows [{}, {})", at.describe(), team.rank, team.size, rows.begin,
                 rows.begin + rows.count);
   return rows;
@@ -131,12 +132,12 @@ void move_chunks(const Context& ctx, hid_t scratch, const std::string& name, con
 
 }  // namespace
 
-void gather_team_chunks(const Context& ctx, hid_t out) {
+void gather_team_chunks(const Context& ctx, const TeamState& state, hid_t out) {
   const MergeTeam& team = *ctx.job.team;
   for (std::uint64_t q = 1; q < team.size; ++q) {
     const std::string name = scratch_path(ctx.job.output, q, team.size);
     h5::Id scratch = h5::open_read_only(name);
-    for (const auto& [path, mine] : ctx.carried.shared) {
+    for (const auto& [path, mine] : state.shared) {
       SharedLeaf theirs = mine;
       theirs.rows = band_rows(mine.dims[mine.axis], mine.chunk[mine.axis], team, q);
       move_chunks(ctx, scratch.get(), name, path, theirs, out);

@@ -5,7 +5,7 @@
 #include "core/selection.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/virtual.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/virtual.hpp"
 
 namespace mb::io::merge {
 

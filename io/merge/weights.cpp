@@ -8,7 +8,8 @@
 #include "core/error.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/checks.hpp"
+#include "io/merge/weights.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -20,19 +21,19 @@ std::string text_of(const WeightSource& source) {
 }
 
 // Every weight the rules name, with the first leaf it weighs.
-void collect_sources(const Context& ctx) {
+void collect_sources(const Context& ctx, WeightState& state) {
   for (const auto& [path, rule] : ctx.resolution.datasets)
-    if (rule.weighted()) ctx.carried.weights.try_emplace(source_of(rule), WeightRecord{path, H5I_INVALID_HID, {}});
+    if (rule.weighted()) state.records.try_emplace(source_of(rule), WeightRecord{path, H5I_INVALID_HID, {}});
   for (const auto& [key, rule] : ctx.resolution.attributes)
     if (rule.weighted())
-      ctx.carried.weights.try_emplace(source_of(rule), WeightRecord{key.first + "@" + key.second, H5I_INVALID_HID, {}});
+      state.records.try_emplace(source_of(rule), WeightRecord{key.first + "@" + key.second, H5I_INVALID_HID, {}});
 }
 
 // One weight of the input being merged.
 class WeightReader {
  public:
-  WeightReader(const Context& ctx, const WeightSource& source, WeightRecord& record)
-      : ctx_(ctx), source_(source), record_(record), what_(text_of(source)) {}
+  WeightReader(const Context& ctx, Carried& carried, const WeightSource& source, WeightRecord& record)
+      : ctx_(ctx), carried_(carried), source_(source), record_(record), what_(text_of(source)) {}
 
   Weight read(hid_t file) const {
     const std::string& path = source_.first;
@@ -83,7 +84,7 @@ class WeightReader {
       refuse(fmt::format("dtype {} is not a number a weight can be: an integer, or a float that float64 holds",
                          h5::dtype_name(type.get())));
     if (ctx_.first()) {
-      record_.type = ctx_.carried.intern(type.get(), at);
+      record_.type = carried_.intern(type.get(), at);
     } else {
       check_dtype(ctx_, what_, record_.type, type.get());
     }
@@ -114,6 +115,7 @@ class WeightReader {
   }
 
   const Context& ctx_;
+  Carried& carried_;
   const WeightSource& source_;
   WeightRecord& record_;
   std::string what_;
@@ -139,16 +141,16 @@ void check_total(const Context& ctx, const WeightSource& source, const WeightRec
 
 }  // namespace
 
-void read_input_weights(const Context& ctx, hid_t file) {
-  if (ctx.first()) collect_sources(ctx);
-  for (auto& [source, record] : ctx.carried.weights) {
-    record.values.push_back(WeightReader(ctx, source, record).read(file));
+void read_input_weights(const Context& ctx, Carried& carried, WeightState& state, hid_t file) {
+  if (ctx.first()) collect_sources(ctx, state);
+  for (auto& [source, record] : state.records) {
+    record.values.push_back(WeightReader(ctx, carried, source, record).read(file));
     if (ctx.last()) check_total(ctx, source, record);
   }
 }
 
-const Weight& input_weight(const Context& ctx, const LeafRule& rule, std::size_t input) {
-  return ctx.carried.weights.at(source_of(rule)).values.at(input);
+const Weight& input_weight(const WeightState& state, const LeafRule& rule, std::size_t input) {
+  return state.records.at(source_of(rule)).values.at(input);
 }
 
 }  // namespace mb::io::merge
