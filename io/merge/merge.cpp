@@ -86,6 +86,35 @@ void warn_about_sources(const MergeJob& job) {
                job.output, job.inputs.size(), limit.rlim_cur);
 }
 
+// Every input in turn, each one piece of the meter (`sizes[i]` bytes of
+// input i): opened once, merged, and closed before the next is opened.
+struct Pass {
+  const NodeInfo& tree;
+  run::ByteMeter& meter;
+  const std::vector<std::uint64_t>& sizes;
+};
+void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
+  for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
+    ctx.input = i;
+    pass.meter.begin(pass.sizes[i]);
+    if (!merge_copy(ctx, state, out)) {
+      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(ctx.file());
+      merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
+    }
+    pass.meter.end();
+  }
+}
+
+// What is written once every input is merged: the reductions too large to
+// carry, dimension scales, and the merged batch's derived values (from the
+// merged offsets as written).
+void finish_output(const Context& ctx, const MergeState& state, const NodeInfo& tree, hid_t out) {
+  spdlog::debug("merge: {} results assembled in memory written as file bytes", state.concat.placed_written);
+  reduce_deferred(ctx, state.reduce, out);
+  h5::attach_scales(out, ctx.job.output, tree);
+  tree::write_derived_values(out, ctx.job.output, tree::derived_targets(tree, ctx.resolution));
+}
+
 }  // namespace
 
 MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
@@ -106,7 +135,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   MergePlan plan;
   MergeState state;
   state.carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
-  Context ctx{job, resolution, plan, state.weights, model.get()};
+  const Context ctx{job, resolution, plan, state.weights, model.get()};
   plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
@@ -123,21 +152,8 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
   h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});
   state.copies.possible = copies_possible(ctx);
-  // Each input is opened once, merged, and closed before the next is opened.
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    ctx.input = i;
-    meter.begin(sizes[i]);
-    if (!merge_copy(ctx, state, out.get())) {
-      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
-      merge_input(ctx, state, tree, i == 0 ? model.get() : file.get(), out.get());
-    }
-    meter.end();
-  }
-  spdlog::debug("merge: {} results assembled in memory written as file bytes", state.concat.placed_written);
-  reduce_deferred(ctx, state.reduce, out.get());
-  h5::attach_scales(out.get(), job.output, tree);
-  // The merged batch's derived values, from the merged offsets as written.
-  tree::write_derived_values(out.get(), job.output, tree::derived_targets(tree, resolution));
+  merge_inputs(ctx, state, {tree, meter, sizes}, out.get());
+  finish_output(ctx, state, tree, out.get());
   if (!lead) out.close({temp, ""});
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
