@@ -34,7 +34,9 @@ void check_other_elements(const Context& ctx, const std::string& what, const Kep
   const std::size_t size = h5::size_of(a.type, ctx.model_where(what));
   const std::uint64_t n = a.shape.elements();
   for (std::uint64_t i = 0; i < n; ++i) {
-    if (i == derived || !first_difference(t, static_cast<const char*>(a.data.data()) + i * size, static_cast<const char*>(b.data.data()) + i * size, 1)) continue;
+    const char* x = static_cast<const char*>(a.data.data()) + i * size;
+    const char* y = static_cast<const char*>(b.data.data()) + i * size;
+    if (i == derived || !first_difference(t, x, y, 1)) continue;
     ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, i}));
   }
 }

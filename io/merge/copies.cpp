@@ -156,10 +156,12 @@ std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, const CopyState& 
   std::vector<ByteSpan> spans;
   for (const auto& [path, span] : noted.model_data) {
     h5::Buffer& whole = concat.assembled.at(path);
-    model->data.push_back({span, &path, &ctx.plan.leaves.at(path), &whole, h5::size_of(whole.type(), ctx.out_where(path))});
+    const std::size_t element = h5::size_of(whole.type(), ctx.out_where(path));
+    model->data.push_back({span, &path, &ctx.plan.leaves.at(path), &whole, element});
     spans.push_back(span);
   }
-  std::sort(model->data.begin(), model->data.end(), [](const auto& a, const auto& b) { return a.span.begin < b.span.begin; });
+  std::sort(model->data.begin(), model->data.end(),
+            [](const auto& a, const auto& b) { return a.span.begin < b.span.begin; });
   model->rest = outside(std::move(spans), size);
   return model;
 }

@@ -56,7 +56,8 @@ void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, I
     h5::Id dataset = h5::open_object(file.get(), node->path, ctx.where(node->path));
     check_kind(ctx, *node, dataset.get());
     const h5::SpaceInfo space = h5::dataset_space(dataset.get(), ctx.where(node->path));
-    if (space.null_space || space.dims.size() != node->shape.size()) shapes_differ(ctx, node->path, node->shape, space.dims);
+    if (space.null_space || space.dims.size() != node->shape.size())
+      shapes_differ(ctx, node->path, node->shape, space.dims);
     lengths[node->path].push_back(space.dims[axis]);
   }
 }
@@ -72,7 +73,8 @@ InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
       continue;
     }
     unknown.push_back(node);
-    lengths[node->path].push_back(node->shape.at(static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis)));
+    const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
+    lengths[node->path].push_back(node->shape.at(axis));
   }
   if (unknown.empty()) return lengths;
   // One pass over the inputs' shapes, each input opened and closed in turn.
