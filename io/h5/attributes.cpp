@@ -65,6 +65,11 @@ void write_attribute(hid_t object, const std::string& name, const AttributeValue
     check(H5Awrite(attr.get(), value.type.get(), value.data.data()), at, "cannot write the attribute");
 }
 
+Id create_attribute(hid_t object, const std::string& name, hid_t type, hid_t space, const Location& where) {
+  return Id(H5Acreate2(object, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), where.attribute(name),
+            "cannot create the attribute");
+}
+
 Attributes read_attributes(hid_t object, const Location& where) {
   return read_attributes(object, where, attribute_names(object, where));
 }

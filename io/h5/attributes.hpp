@@ -31,6 +31,8 @@ bool too_large_for_a_header_message(hid_t attr, hid_t type, const std::string& n
 
 AttributeValue read_attribute(hid_t object, const std::string& name, const Location& where);
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const Location& where);
+// A new attribute of `type` and dataspace `space`, its values not yet written.
+Id create_attribute(hid_t object, const std::string& name, hid_t type, hid_t space, const Location& where);
 
 // Every attribute of an object, read once to be written to many copies.
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;

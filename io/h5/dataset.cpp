@@ -60,6 +60,22 @@ bool user_fill_value(hid_t dcpl, const Location& where) {
   return fill == H5D_FILL_VALUE_USER_DEFINED;
 }
 
+bool allocated_early(hid_t dcpl, const Location& where) {
+  H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
+  check(H5Pget_alloc_time(dcpl, &when), where, "cannot read the allocation time");
+  return when == H5D_ALLOC_TIME_EARLY;
+}
+
+void allocate_early(hid_t dcpl, const Location& where) {
+  check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), where, "cannot set the allocation time");
+}
+
+Id creation_without_times(const Location& where) {
+  Id dcpl(H5Pcreate(H5P_DATASET_CREATE), where, "cannot create creation properties");
+  check(H5Pset_obj_track_times(dcpl.get(), 0), where, "cannot turn off object times");
+  return dcpl;
+}
+
 std::vector<MaxDim> max_dims_holding(const std::vector<MaxDim>& source, const Shape& dims) {
   std::vector<MaxDim> out(dims.size());
   for (std::size_t d = 0; d < dims.size(); ++d)

@@ -15,6 +15,13 @@ namespace mb::io::h5 {
 
 // Whether creation properties hold a fill value the user set.
 bool user_fill_value(hid_t dcpl, const Location& where);
+// Storage allocated when the dataset is created (H5D_ALLOC_TIME_EARLY),
+// so that its place in the file is known before anything is written.
+bool allocated_early(hid_t dcpl, const Location& where);
+void allocate_early(hid_t dcpl, const Location& where);
+// Default creation properties, but recording no object times (as no
+// output does: the same contents give the same bytes).
+Id creation_without_times(const Location& where);
 
 // What copies of a dataset are made from: read once, used for every copy.
 struct Prototype {

@@ -24,6 +24,18 @@ Id file_of(hid_t object, const Location& where) {
   return Id(H5Iget_file_id(object), where, "cannot find the file of");
 }
 
+H5I_type_t kind_of(hid_t object, const Location& where) {
+  const H5I_type_t kind = H5Iget_type(object);
+  if (kind == H5I_BADID) fail(where, "cannot tell what the object is");
+  return kind;
+}
+
+HardLinks hard_links(hid_t object, const Location& where) {
+  H5O_info_t info;
+  check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
+  return {info.addr, info.rc};
+}
+
 Id open_attribute(hid_t object, const std::string& name, const Location& where) {
   return Id(H5Aopen(object, name.c_str(), H5P_DEFAULT), where.attribute(name), "cannot open the attribute");
 }
@@ -32,8 +44,17 @@ bool has_attribute(hid_t object, const std::string& name, const Location& where)
   return check(H5Aexists(object, name.c_str()), where.attribute(name), "cannot look for the attribute") > 0;
 }
 
-bool has_link(hid_t group, const std::string& name, const Location& where) {
-  return check(H5Lexists(group, name.c_str(), H5P_DEFAULT), where.child(name), "cannot look for the link") > 0;
+bool link_exists(hid_t base, const std::string& path) {
+  const htri_t exists = H5Lexists(base, path.c_str(), H5P_DEFAULT);
+  if (exists < 0) forget_error();
+  return exists > 0;
+}
+
+bool object_exists(hid_t base, const std::string& path) {
+  if (!link_exists(base, path)) return false;
+  const htri_t exists = H5Oexists_by_name(base, path.c_str(), H5P_DEFAULT);
+  if (exists < 0) forget_error();
+  return exists > 0;
 }
 
 int external_count(hid_t dcpl, const Location& where) {

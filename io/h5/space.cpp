@@ -38,6 +38,8 @@ Id make_space(const Shape& dims, const Location& where) { return make_space(dims
 
 Id make_null_space(const Location& where) { return Id(H5Screate(H5S_NULL), where, "cannot create a null dataspace"); }
 
+Id copy_space(hid_t space, const Location& where) { return Id(H5Scopy(space), where, "cannot copy a dataspace"); }
+
 namespace {
 
 void add_hyperslab(hid_t space, H5S_seloper_t op, const Selection& selection, const Location& where) {

@@ -22,6 +22,8 @@ SpaceInfo dataset_space(hid_t dataset, const Location& where);
 Id make_space(const Shape& dims, const std::vector<MaxDim>& max_dims, const Location& where);
 Id make_space(const Shape& dims, const Location& where);
 Id make_null_space(const Location& where);
+// A copy of a dataspace: its extent and its selection.
+Id copy_space(hid_t space, const Location& where);
 
 // Selects `selection` in a simple dataspace (a scalar has its one element
 // selected already).

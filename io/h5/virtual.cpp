@@ -356,6 +356,17 @@ std::string virtual_source_name(const std::string& literal) {
   return out;
 }
 
+void add_mapping(hid_t dcpl, hid_t virtual_space, const VirtualSource& source, const Location& where) {
+  check(H5Pset_virtual(dcpl, virtual_space, source.file.c_str(), source.dataset.c_str(), source.space), where,
+        "cannot map a virtual dataset");
+}
+
+Id create_virtual_dataset(hid_t parent, const std::string& name, hid_t type, const Extent& extent,
+                          const Location& where) {
+  return Id(H5Dcreate2(parent, name.c_str(), type, extent.space.get(), H5P_DEFAULT, extent.dcpl.get(), H5P_DEFAULT),
+            where, "cannot create the virtual dataset");
+}
+
 void check_virtual_sources(hid_t dataset, const Location& where) { check_sources({dataset, where, 0}); }
 
 }  // namespace mb::io::h5

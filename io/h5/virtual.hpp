@@ -7,6 +7,7 @@
 // that follow it in the file).
 #include <string>
 
+#include "io/h5/dataset.hpp"
 #include "io/h5/handle.hpp"
 
 namespace mb::io::h5 {
@@ -15,6 +16,19 @@ namespace mb::io::h5 {
 // reads these names printf-style ("%b" is a block number, "%%" a percent
 // sign), so every '%' is doubled.
 std::string virtual_source_name(const std::string& literal);
+
+// One mapping of a virtual dataset: the selection of the virtual dataspace
+// `virtual_space` reads the selection `space` of the dataset `dataset`
+// (names as H5Pset_virtual takes them: see virtual_source_name) of `file`.
+struct VirtualSource {
+  std::string file;
+  std::string dataset;
+  hid_t space;  // not owned
+};
+void add_mapping(hid_t dcpl, hid_t virtual_space, const VirtualSource& source, const Location& where);
+// A virtual dataset of `type` whose mappings `extent.dcpl` holds.
+Id create_virtual_dataset(hid_t parent, const std::string& name, hid_t type, const Extent& extent,
+                          const Location& where);
 
 // Does nothing unless `dataset` is virtual. Else refuses (one mb::Error
 // naming the dataset and the source) anything its read would fill in

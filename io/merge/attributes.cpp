@@ -6,7 +6,9 @@
 #include "io/h5/attributes.hpp"
 #include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/attributes.hpp"
+#include "io/merge/checks.hpp"
+#include "io/merge/state.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -29,10 +31,12 @@ void check_equal(const Context& ctx, const std::string& what, const KeptValue& a
 void check_other_elements(const Context& ctx, const std::string& what, const KeptValue& a,
                           const h5::AttributeValue& b, std::uint64_t derived) {
   const ValueType t = h5::value_type_of(a.type, ctx.model_where(what));
-  const std::size_t size = H5Tget_size(a.type);
+  const std::size_t size = h5::size_of(a.type, ctx.model_where(what));
   const std::uint64_t n = a.shape.elements();
   for (std::uint64_t i = 0; i < n; ++i) {
-    if (i == derived || !first_difference(t, static_cast<const char*>(a.data.data()) + i * size, static_cast<const char*>(b.data.data()) + i * size, 1)) continue;
+    const char* x = static_cast<const char*>(a.data.data()) + i * size;
+    const char* y = static_cast<const char*>(b.data.data()) + i * size;
+    if (i == derived || !first_difference(t, x, y, 1)) continue;
     ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, i}));
   }
 }
@@ -40,30 +44,36 @@ void check_other_elements(const Context& ctx, const std::string& what, const Kep
 // The model's value of attribute `index` of `node`: kept at input 0, or
 // read again from the model's object when it did not fit the budget.
 // (`index` counts the attributes merged: dimension-scale ones are not.)
-const KeptValue& model_value(const Context& ctx, const NodeInfo& node, std::size_t index, const std::string& name,
+struct ModelValue {
+  const NodeInfo& node;
+  std::size_t index;
+  const std::string& name;
+};
+const KeptValue& model_value(const Context& ctx, Carried& carried, const ModelValue& value,
                              std::optional<KeptValue>& reread) {
-  const ModelInfo& model = ctx.carried.models.at(node.path);
-  if (model.attributes_kept) return model.attributes.at(index);
-  const h5::Id object = open_model(ctx, node.path);
-  const h5::Location at = ctx.model_where(node.path);
-  reread.emplace(ctx.carried.keep(h5::read_attribute(object.get(), name, at), at));
+  const ModelInfo& model = carried.models.at(value.node.path);
+  if (model.attributes_kept) return model.attributes.at(value.index);
+  const h5::Id object = open_model(ctx, value.node.path);
+  const h5::Location at = ctx.model_where(value.node.path);
+  reread.emplace(carried.keep(h5::read_attribute(object.get(), value.name, at), at));
   return *reread;
 }
 
-std::uint64_t kept_bytes(const std::vector<KeptValue>& values) {
+std::uint64_t kept_bytes(const std::vector<KeptValue>& values, const h5::Location& where) {
   std::uint64_t n = 0;
-  for (const auto& v : values) n += v.shape.elements() * std::max<std::size_t>(H5Tget_size(v.type), 1) + 128;
+  for (const auto& v : values) n += v.shape.elements() * h5::size_of(v.type, where) + 128;
   return n;
 }
 
-void reduce_or_stack(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
-  if (attribute.rule.stacks()) return stack_attribute(ctx, attribute, model, dst);
-  reduce_attribute(ctx, attribute, model, dst);
+void reduce_or_stack(const Context& ctx, MergeState& state, const ReducedAttribute& attribute, const KeptValue& model,
+                     hid_t dst) {
+  if (attribute.rule.stacks()) return stack_attribute(ctx, state.stacks, attribute, model, dst);
+  reduce_attribute(ctx, state.reduce, attribute, model, dst);
 }
 
 // Input 0: the values are the model's; they are written (reduced ones at
 // the last input), and kept for the later inputs while the budget allows.
-void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
+void first_attributes(const Context& ctx, MergeState& state, const NodeInfo& node, hid_t object, hid_t dst) {
   std::vector<KeptValue> values;
   const h5::Location at = ctx.where(node.path);
   for (const auto& attr : node.attributes) {
@@ -73,20 +83,21 @@ void first_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     if (rule.mode == LeafRule::Mode::Derive)  // the merged batch's value replaces it after the walk
       tree::check_derived_value(object, attr.name, rule, *ctx.offsets, at.attribute(attr.name));
     if (rule.mode != LeafRule::Mode::Reduce) h5::write_attribute(dst, attr.name, value, ctx.out_where(node.path));
-    values.push_back(ctx.carried.keep(std::move(value), at));
+    values.push_back(state.carried.keep(std::move(value), at));
     if (rule.mode == LeafRule::Mode::Reduce)
-      reduce_or_stack(ctx, {node.path + "@" + attr.name, attr.name, rule, object}, values.back(), dst);
+      reduce_or_stack(ctx, state, {node.path + "@" + attr.name, node.path, attr.name, rule, object}, values.back(),
+                      dst);
   }
-  ModelInfo& model = ctx.carried.models[node.path];
-  if (!ctx.carried.take(kept_bytes(values))) return;
+  ModelInfo& model = state.carried.models[node.path];
+  if (!state.carried.take(kept_bytes(values, at))) return;
   model.attributes = std::move(values);
   model.attributes_kept = true;
 }
 
 }  // namespace
 
-void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hid_t dst) {
-  if (ctx.first()) return first_attributes(ctx, node, object, dst);
+void merge_attributes(const Context& ctx, MergeState& state, const NodeInfo& node, hid_t object, hid_t dst) {
+  if (ctx.first()) return first_attributes(ctx, state, node, object, dst);
   check_attribute_names(ctx, node, object);
   std::size_t k = 0;  // index of the attribute among the merged ones
   for (const auto& attr : node.attributes) {
@@ -96,10 +107,10 @@ void merge_attributes(const Context& ctx, const NodeInfo& node, hid_t object, hi
     const std::string what = node.path + "@" + name;
     const h5::AttributeValue value = h5::read_attribute(object, name, ctx.where(node.path));
     std::optional<KeptValue> reread;
-    const KeptValue& model = model_value(ctx, node, k++, name, reread);
+    const KeptValue& model = model_value(ctx, state.carried, {node, k++, name}, reread);
     check_alike(ctx, what, model, value);
     if (rule.mode == LeafRule::Mode::Reduce) {
-      reduce_or_stack(ctx, {what, name, rule, object}, model, dst);
+      reduce_or_stack(ctx, state, {what, node.path, name, rule, object}, model, dst);
       continue;
     }
     // A derived value differs from file to file: each is what its own file's offsets give.

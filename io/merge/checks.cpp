@@ -10,9 +10,10 @@
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/checks.hpp"
 #include "io/tree/reader.hpp"
 
 namespace mb::io::merge {
@@ -56,7 +57,7 @@ void check_members(const Context& ctx, const NodeInfo& group, hid_t object) {
 
 void check_kind(const Context& ctx, const NodeInfo& node, hid_t object) {
   const H5I_type_t expected = node.is_group() ? H5I_GROUP : H5I_DATASET;
-  const H5I_type_t type = H5Iget_type(object);
+  const H5I_type_t type = h5::kind_of(object, ctx.where(node.path));
   if (type != expected)
     throw Error(fmt::format("{}: {} is a {}, but a {} in {}", ctx.file(), node.path, kind_name(type),
                             kind_name(expected), ctx.job.inputs[0].path));
@@ -65,9 +66,8 @@ void check_kind(const Context& ctx, const NodeInfo& node, hid_t object) {
 void LinkCheck::check(const Context& ctx, const NodeInfo& node, hid_t object) {
   if (ctx.first()) return;  // the model's links were read from it
   const std::string& first = ctx.job.inputs[0].path;
-  H5O_info_t info;
-  h5::check(H5Oget_info2(object, &info, H5O_INFO_BASIC), ctx.where(node.path), "cannot read the object's header");
-  const auto met = info.rc > 1 ? first_names_.find(info.addr) : first_names_.end();
+  const h5::HardLinks links = h5::hard_links(object, ctx.where(node.path));
+  const auto met = links.count > 1 ? first_names_.find(links.address) : first_names_.end();
   const bool one_of_many = met != first_names_.end();
   if (node.is_further_name() && !one_of_many)
     throw Error(fmt::format("{}: {} is a separate object, but in {} it is another name of {} (a hard link); merge "
@@ -79,7 +79,7 @@ void LinkCheck::check(const Context& ctx, const NodeInfo& node, hid_t object) {
                             ctx.file(), node.path, met->second, first,
                             node.is_further_name() ? fmt::format("it is another name of {}", node.first_name)
                                                    : std::string("they are separate objects")));
-  if (info.rc > 1 && !one_of_many) first_names_.emplace(info.addr, node.path);
+  if (links.count > 1 && !one_of_many) first_names_.emplace(links.address, node.path);
 }
 
 void check_attribute_names(const Context& ctx, const NodeInfo& node, hid_t object) {
@@ -89,7 +89,7 @@ void check_attribute_names(const Context& ctx, const NodeInfo& node, hid_t objec
 }
 
 void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t type) {
-  if (H5Tequal(model, type) <= 0)
+  if (!h5::same_type(model, type, ctx.where(what)))
     ctx.differ(what, fmt::format("dtype {} vs {}", h5::dtype_name(model), h5::dtype_name(type)));
 }
 
@@ -97,17 +97,17 @@ void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t
   ctx.differ(what, fmt::format("shape {} vs {}", shape_text(a), shape_text(b)));
 }
 
-DatasetPair describe_pair(const Context& ctx, const NodeInfo& node, hid_t object) {
+DatasetPair describe_pair(const Context& ctx, Carried& carried, const NodeInfo& node, hid_t object) {
   const auto at = ctx.where(node.path);
-  h5::Id type(H5Dget_type(object), at, "cannot read the datatype");
+  h5::Id type = h5::type_of(object, at);
   h5::SpaceInfo space = h5::dataset_space(object, at);
   if (ctx.first()) {  // the model; the tree reader checked its virtual sources
-    ModelInfo& model = ctx.carried.models[node.path];
-    model.type = ctx.carried.intern(type.get(), at);
+    ModelInfo& model = carried.models[node.path];
+    model.type = carried.intern(type.get(), at);
     model.space = space;
     return {node, model, object, std::move(type), std::move(space)};
   }
-  const ModelInfo& model = ctx.carried.models.at(node.path);
+  const ModelInfo& model = carried.models.at(node.path);
   h5::check_virtual_sources(object, at);
   check_dtype(ctx, node.path, model.type, type.get());
   if (model.space.null_space != space.null_space || model.space.dims.size() != space.dims.size())

@@ -8,8 +8,12 @@
 #include "core/selection.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/concat.hpp"
+#include "io/merge/copies.hpp"
+#include "io/merge/state.hpp"
+#include "io/merge/team.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/transfer/copy.hpp"
 #include "io/transfer/file_bytes.hpp"
@@ -24,56 +28,52 @@ namespace {
 // Notes where an assembled result allocated at creation lies in the
 // output, if its elements are their file bytes (variable-length strings
 // are allocated early too, but their elements are pointers in memory).
-void place(const Context& ctx, const std::string& path, hid_t dst, hid_t type, hid_t dcpl, const h5::Location& at) {
-  H5D_alloc_time_t when = H5D_ALLOC_TIME_ERROR;
-  h5::check(H5Pget_alloc_time(dcpl, &when), at, "cannot read the allocation time");
-  if (!ctx.job.policy.byte_paths || when != H5D_ALLOC_TIME_EARLY || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
-      !h5::copyable_as_bytes(type))
-    return;
-  const haddr_t offset = H5Dget_offset(dst);
-  if (offset == HADDR_UNDEF) {
-    h5::forget_error();
-    return;
-  }
-  Carried& c = ctx.carried;
-  if (c.output_fd < 0) {
+void place(const Context& ctx, ConcatState& state, const DatasetPair& in, hid_t dst, hid_t dcpl) {
+  const std::string& path = in.node.path;
+  const h5::Location at = ctx.out_where(path);
+  if (!ctx.job.policy.byte_paths || !h5::allocated_early(dcpl, at) || !h5::copyable_as_bytes(in.model.type)) return;
+  const std::optional<h5::Placement> placement = h5::placement(dst, at);  // contiguous, allocated
+  if (!placement) return;
+  if (state.output_fd < 0) {
     const std::optional<int> fd = h5::descriptor_of(dst, at);
     if (!fd) return;
-    c.output_fd = *fd;
+    state.output_fd = *fd;
   }
-  c.placed[path] = offset;
+  state.placed[path] = placement->address;
 }
 
 // A small unfiltered result is assembled in memory across the inputs, one
 // read per input and one write at the last, rather than copied piece by
 // piece: tens of thousands of tiny datasets then cost few library calls
 // each. Decided at input 0, while the carried budget allows.
-h5::Buffer* assembly(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+h5::Buffer* assembly(const Context& ctx, MergeState& state, const DatasetPair& in, const MergedLeaf& leaf,
+                     hid_t dst) {
   const std::string& path = in.node.path;
+  std::map<std::string, h5::Buffer>& assembled = state.concat.assembled;
   if (!ctx.first()) {
-    const auto it = ctx.carried.assembled.find(path);
-    return it == ctx.carried.assembled.end() ? nullptr : &it->second;
+    const auto it = assembled.find(path);
+    return it == assembled.end() ? nullptr : &it->second;
   }
   const h5::Location at = ctx.out_where(path);
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(in.model.type, at);
-  h5::Id dcpl(H5Dget_create_plist(dst), at, "cannot read the creation properties");
-  if (!transfer::held_whole(dcpl.get(), bytes, at) || !ctx.carried.take(bytes)) return nullptr;
-  h5::Buffer& whole = ctx.carried.assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
+  const h5::Id dcpl = h5::creation_of(dst, at);
+  if (!transfer::held_whole(dcpl.get(), bytes, at) || !state.carried.take(bytes)) return nullptr;
+  h5::Buffer& whole = assembled.emplace(path, h5::Buffer(in.model.type)).first->second;
   whole.prepare(element_count(leaf.dims));
-  place(ctx, path, dst, in.model.type, dcpl.get(), at);
+  place(ctx, state.concat, in, dst, dcpl.get());
   return &whole;
 }
 
 }  // namespace
 
-void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+void concatenate(const Context& ctx, MergeState& state, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
   // A team merge: this rank's share of a shared dataset; rank 0 writes the others whole.
-  const std::optional<Segment> share = ctx.job.team ? team_rows(ctx, path, leaf, dst) : std::nullopt;
+  const std::optional<Segment> share = ctx.job.team ? team_rows(ctx, state.team, path, leaf, dst) : std::nullopt;
   if (ctx.job.team && !share && ctx.job.team->rank != 0) return;
   const h5::Location out_where = ctx.out_where(path);
-  h5::Buffer* whole = assembly(ctx, in, leaf, dst);
-  if (ctx.first()) note_model_data(ctx, in, whole);
+  h5::Buffer* whole = assembly(ctx, state, in, leaf, dst);
+  if (ctx.first()) note_model_data(ctx, state.copies, in, whole);
   const transfer::Side to = whole ? transfer::Side::in_memory(*whole, leaf.dims, out_where)
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
@@ -83,14 +83,14 @@ void concatenate(const Context& ctx, const DatasetPair& in, const MergedLeaf& le
   const bool per_document = ctx.resolution.dataset_rule(path).mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1;
   if (per_document && transfer::gathers(map)) {
     transfer::copy_gathered(to, from, {map, leaf.axis, true}, ctx.job.policy);
-    if (whole) write_assembled(ctx, path, leaf, dst);
+    if (whole) write_assembled(ctx, state, path, leaf, dst);
     return;
   }
   auto places = place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims);
   if (leaf.sequence_axis) places = place_positions(places, leaf.positions[ctx.input], *leaf.sequence_axis);
   if (share) places = clip_places(places, leaf.axis, *share);
   for (const auto& place : places) transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
-  if (whole) write_assembled(ctx, path, leaf, dst);
+  if (whole) write_assembled(ctx, state, path, leaf, dst);
 }
 
 void allocate_assembly(const Context& ctx, const std::string& path, const MergedLeaf& leaf, h5::Prototype& prototype) {
@@ -98,33 +98,33 @@ void allocate_assembly(const Context& ctx, const std::string& path, const Merged
   if (ctx.job.team || prototype.space.null_space) return;
   const hid_t dcpl = prototype.dcpl.get();
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(prototype.type.get(), at);
-  if (bytes == 0 || bytes > transfer::kWholeInMemory || h5::layout_of(dcpl, at) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl), at, "cannot read external files") != 0 ||
+  if (bytes == 0 || bytes > transfer::kWholeInMemory || !h5::contiguous_in_file(dcpl, at) ||
       !h5::copyable_as_bytes(prototype.type.get()))
     return;
-  h5::check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), at, "cannot set the allocation time");
+  h5::allocate_early(dcpl, at);
 }
 
-bool placed(const Context& ctx, const std::string& path) { return ctx.carried.placed.count(path) != 0; }
+bool placed(const ConcatState& state, const std::string& path) { return state.placed.count(path) != 0; }
 
-void write_assembled(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst) {
-  const auto it = ctx.carried.assembled.find(path);
-  if (!ctx.last() || it == ctx.carried.assembled.end()) return;
+void write_assembled(const Context& ctx, MergeState& state, const std::string& path, const MergedLeaf& leaf,
+                     hid_t dst) {
+  ConcatState& concat = state.concat;
+  const auto it = concat.assembled.find(path);
+  if (!ctx.last() || it == concat.assembled.end()) return;
   const h5::Buffer& whole = it->second;
   const h5::Location out_where = ctx.out_where(path);
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(whole.type(), out_where);
   // A read into the dataset's own type converts nothing: the buffer holds
   // the very bytes H5Dwrite would store.
-  if (const auto at = ctx.carried.placed.find(path); at != ctx.carried.placed.end()) {
-    transfer::write_bytes(ctx.carried.output_fd, whole.data(), bytes, at->second, out_where);
-    ctx.carried.placed.erase(at);
-    ++ctx.carried.placed_written;
+  if (const auto at = concat.placed.find(path); at != concat.placed.end()) {
+    transfer::write_bytes(concat.output_fd, whole.data(), bytes, at->second, out_where);
+    concat.placed.erase(at);
+    ++concat.placed_written;
   } else if (bytes > 0) {
-    h5::check(H5Dwrite(dst, whole.type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, whole.data()), out_where,
-              "cannot write data");
+    h5::write_all(dst, whole.type(), whole.data(), out_where);
   }
-  ctx.carried.give_back(bytes);
-  ctx.carried.assembled.erase(it);
+  state.carried.give_back(bytes);
+  concat.assembled.erase(it);
 }
 
 namespace {
@@ -134,8 +134,8 @@ __extension__ typedef unsigned __int128 Wide;  // holds any sum of two 64-bit of
 // The largest value an integer type of at most 64 bits holds.
 std::uint64_t largest_value(hid_t type, const h5::Location& where) {
   tree::offsets_memory_type(type, where);  // refuses wider types
-  const std::size_t precision = H5Tget_precision(type);
-  const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+  const std::size_t precision = h5::precision_of(type, where);
+  const bool is_signed = !h5::is_unsigned(type, where);
   const std::size_t bits = precision - (is_signed ? 1 : 0);
   return bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << bits) - 1;
 }
@@ -190,9 +190,10 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
   });
 }
 
-void concatenate_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+void concatenate_offsets(const Context& ctx, ConcatState& state, const DatasetPair& in, const MergedLeaf& leaf,
+                         hid_t dst) {
   const std::string& path = in.node.path;
-  std::uint64_t& tokens = ctx.carried.tokens[path];
+  std::uint64_t& tokens = state.tokens[path];
   // Context parallelism: each CP rank's offsets describe its share, L/C
   // tokens of every document.
   Offsets whole = ctx.offsets->at(path);

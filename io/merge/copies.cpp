@@ -19,8 +19,11 @@
 #include "core/remote.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/concat.hpp"
+#include "io/merge/copies.hpp"
+#include "io/merge/state.hpp"
 #include "io/transfer/file_bytes.hpp"
 
 namespace mb::io::merge {
@@ -111,8 +114,9 @@ bool same_bytes(const Reader& model, const Reader& input, const std::vector<Byte
 }
 
 // Why input `ctx.input` is not merged as a copy of the model, or "".
-std::string not_a_copy(const Context& ctx, const ModelLayout& model, const Reader& model_file, const Reader& input) {
-  if (!ctx.carried.copies) return "the model's split data is not all read whole from contiguous storage";
+std::string not_a_copy(const Context& ctx, const CopyState& copies, const Reader& model_file, const Reader& input) {
+  const ModelLayout& model = *copies.layout;
+  if (!copies.copies) return "the model's split data is not all read whole from contiguous storage";
   for (const auto& [path, leaf] : ctx.plan.leaves)
     if (leaf.held[ctx.input] != leaf.held[0]) return path + " holds other rows than the model's";
   if (input.size() != model.size) return "not the model's size";
@@ -145,18 +149,35 @@ void read_all_rows(const Context& ctx, const ModelLayout& model, const Reader& i
 }
 
 // The model's layout, from what input 0 noted.
-std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, std::uint64_t size) {
+std::shared_ptr<const ModelLayout> lay_out(const Context& ctx, const CopyState& noted, ConcatState& concat,
+                                           std::uint64_t size) {
   auto model = std::make_shared<ModelLayout>();
   model->size = size;
   std::vector<ByteSpan> spans;
-  for (const auto& [path, span] : ctx.carried.model_data) {
-    h5::Buffer& whole = ctx.carried.assembled.at(path);
-    model->data.push_back({span, &path, &ctx.plan.leaves.at(path), &whole, h5::size_of(whole.type(), ctx.out_where(path))});
+  for (const auto& [path, span] : noted.model_data) {
+    h5::Buffer& whole = concat.assembled.at(path);
+    const std::size_t element = h5::size_of(whole.type(), ctx.out_where(path));
+    model->data.push_back({span, &path, &ctx.plan.leaves.at(path), &whole, element});
     spans.push_back(span);
   }
-  std::sort(model->data.begin(), model->data.end(), [](const auto& a, const auto& b) { return a.span.begin < b.span.begin; });
+  std::sort(model->data.begin(), model->data.end(),
+            [](const auto& a, const auto& b) { return a.span.begin < b.span.begin; });
   model->rest = outside(std::move(spans), size);
   return model;
+}
+
+// Where the model holds the data of `in`, when it is one run of bytes read
+// whole, which mean the same in any file.
+std::optional<ByteSpan> model_span(const DatasetPair& in, const h5::Location& where) {
+  if (!h5::copyable_as_bytes(in.model.type)) return std::nullopt;
+  const std::uint64_t bytes = in.space.elements() * h5::size_of(in.model.type, where);
+  if (bytes == 0) {  // no data, so no address: stored as the others are is enough
+    if (!h5::contiguous_in_file(h5::creation_of(in.object, where).get(), where)) return std::nullopt;
+    return ByteSpan{0, 0};
+  }
+  const std::optional<h5::Placement> placement = h5::placement(in.object, where);
+  if (!placement || placement->bytes != bytes) return std::nullopt;
+  return ByteSpan{placement->address, bytes};
 }
 
 }  // namespace
@@ -176,41 +197,35 @@ bool copies_possible(const Context& ctx) {
   return true;
 }
 
-void note_model_data(const Context& ctx, const DatasetPair& in, const h5::Buffer* whole) {
-  Carried& c = ctx.carried;
-  if (!c.copies_possible || !c.copies) return;
+void note_model_data(const Context& ctx, CopyState& state, const DatasetPair& in, const h5::Buffer* whole) {
+  if (!state.possible || !state.copies) return;
   const h5::Location where = ctx.where(in.node.path);
   if (in.space.null_space) return;
-  h5::Id dcpl(H5Dget_create_plist(in.object), where, "cannot read the creation properties");
-  const std::uint64_t bytes = in.space.elements() * h5::size_of(in.model.type, where);
-  const haddr_t at = bytes == 0 ? 0 : H5Dget_offset(in.object);
-  if (!whole || at == HADDR_UNDEF || h5::layout_of(dcpl.get(), where) != H5D_CONTIGUOUS ||
-      h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") != 0 ||
-      !h5::copyable_as_bytes(in.model.type) || (bytes != 0 && H5Dget_storage_size(in.object) != bytes)) {
-    h5::forget_error();
-    c.copies = false;
+  const std::optional<ByteSpan> span = whole ? model_span(in, where) : std::nullopt;
+  if (!span) {
+    state.copies = false;
     return;
   }
-  c.model_data[in.node.path] = {at, bytes};
+  state.model_data[in.node.path] = *span;
 }
 
-bool merge_copy(const Context& ctx, hid_t output) {
-  if (ctx.first() || !ctx.carried.copies_possible) return false;
+bool merge_copy(const Context& ctx, MergeState& state, hid_t output) {
+  CopyState& copies = state.copies;
+  if (ctx.first() || !copies.possible) return false;
   const Reader model(ctx.job.inputs[0].path), input(ctx.file());
-  if (!ctx.carried.layout) ctx.carried.layout = lay_out(ctx, model.size());
-  const ModelLayout& layout = *ctx.carried.layout;
-  if (const std::string why = not_a_copy(ctx, layout, model, input); !why.empty()) {
+  if (!copies.layout) copies.layout = lay_out(ctx, copies, state.concat, model.size());
+  if (const std::string why = not_a_copy(ctx, copies, model, input); !why.empty()) {
     spdlog::debug("{}: merged through libhdf5: {}", ctx.job.inputs[ctx.input].label, why);
     return false;
   }
-  read_all_rows(ctx, layout, input);
+  read_all_rows(ctx, *copies.layout, input);
   if (ctx.last()) {
     // The assembled results, as the walk writes them at the last input.
     std::vector<std::string> paths;
-    for (const auto& [path, whole] : ctx.carried.assembled) paths.push_back(path);
+    for (const auto& [path, whole] : state.concat.assembled) paths.push_back(path);
     for (const auto& path : paths) {
-      const h5::Id dst = placed(ctx, path) ? h5::Id() : h5::open_object(output, path, ctx.out_where(path));
-      write_assembled(ctx, path, ctx.plan.leaves.at(path), dst.get());
+      const h5::Id dst = placed(state.concat, path) ? h5::Id() : h5::open_object(output, path, ctx.out_where(path));
+      write_assembled(ctx, state, path, ctx.plan.leaves.at(path), dst.get());
     }
   }
   spdlog::debug("{}: merged as a copy of the model", ctx.job.inputs[ctx.input].label);

@@ -15,7 +15,12 @@
 #include "io/publish/digest.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/scales.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/copies.hpp"
+#include "io/merge/state.hpp"
+#include "io/merge/stack.hpp"
+#include "io/merge/survey.hpp"
+#include "io/merge/team.hpp"
+#include "io/merge/walk.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/tree/reader.hpp"
@@ -82,6 +87,35 @@ void warn_about_sources(const MergeJob& job) {
                job.output, job.inputs.size(), limit.rlim_cur);
 }
 
+// Every input in turn, each one piece of the meter (`sizes[i]` bytes of
+// input i): opened once, merged, and closed before the next is opened.
+struct Pass {
+  const NodeInfo& tree;
+  run::ByteMeter& meter;
+  const std::vector<std::uint64_t>& sizes;
+};
+void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
+  for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
+    ctx.input = i;
+    pass.meter.begin(pass.sizes[i]);
+    if (!merge_copy(ctx, state, out)) {
+      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(ctx.file());
+      merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
+    }
+    pass.meter.end();
+  }
+}
+
+// What is written once every input is merged: the reductions too large to
+// carry, dimension scales, and the merged batch's derived values (from the
+// merged offsets as written).
+void finish_output(const Context& ctx, const MergeState& state, const NodeInfo& tree, hid_t out) {
+  spdlog::debug("merge: {} results assembled in memory written as file bytes", state.concat.placed_written);
+  reduce_deferred(ctx, state.reduce, out);
+  h5::attach_scales(out, ctx.job.output, tree);
+  tree::write_derived_values(out, ctx.job.output, tree::derived_targets(tree, ctx.resolution));
+}
+
 }  // namespace
 
 MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
@@ -100,11 +134,10 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
       tree::about_file(paths.front(), [&] { return resolve(tree, choice.spec, choice.name); });
   check_options(job, resolution);
   MergePlan plan;
-  merge::Carried carried;
-  carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
-  merge::Context ctx{job, resolution, plan, carried, model.get()};
-  plan = plan_merge(tree, resolution, merge::input_lengths(ctx, tree), job.dp, job.layout,
-                    merge::context_parallel_inputs(ctx));
+  MergeState state;
+  state.carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
+  const Context ctx{job, resolution, plan, state.weights, model.get()};
+  plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
@@ -115,33 +148,20 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
       lead ? publish::prepare_output_file(job.output, paths, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
-  if (!lead) scratch.emplace(merge::scratch_path(job.output, job.team->rank, job.team->size));
+  if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
   const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
-  h5::Id out = h5::create_file(temp, job.output, {merge::needs_newer_header(ctx, tree, model_root.get())});
-  carried.copies_possible = merge::copies_possible(ctx);
-  // Each input is opened once, merged, and closed before the next is opened.
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    ctx.input = i;
-    meter.begin(sizes[i]);
-    if (!merge::merge_copy(ctx, out.get())) {
-      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(paths[i]);
-      merge::merge_input(ctx, tree, i == 0 ? model.get() : file.get(), out.get());
-    }
-    meter.end();
-  }
-  spdlog::debug("merge: {} results assembled in memory written as file bytes", carried.placed_written);
-  merge::reduce_deferred(ctx, out.get());
-  h5::attach_scales(out.get(), job.output, tree);
-  // The merged batch's derived values, from the merged offsets as written.
-  tree::write_derived_values(out.get(), job.output, tree::derived_targets(tree, resolution));
+  h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});
+  state.copies.possible = copies_possible(ctx);
+  merge_inputs(ctx, state, {tree, meter, sizes}, out.get());
+  finish_output(ctx, state, tree, out.get());
   if (!lead) out.close({temp, ""});
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
     return {};
   }
-  if (job.team) merge::gather_team_chunks(ctx, out.get());
+  if (job.team) gather_team_chunks(ctx, state.team, out.get());
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
   outputs.publish();

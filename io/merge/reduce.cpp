@@ -6,9 +6,12 @@
 #include "io/h5/buffer.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/attributes.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/reduce.hpp"
+#include "io/merge/weights.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -29,7 +32,7 @@ struct ValueIo {
   }
   // Folds in input `input`'s values, with its weight for a weighted mean.
   void add(const Context& ctx, Accumulator& acc, const void* values, std::size_t input) const {
-    if (rule.weighted()) return acc.add(values, input_weight(ctx, rule, input));
+    if (rule.weighted()) return acc.add(values, input_weight(ctx.weights, rule, input));
     acc.add(values);
   }
 };
@@ -46,7 +49,7 @@ ValueIo value_io(const LeafRule& rule, NumKind kind, hid_t type) {
 NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type) {
   const auto kind = h5::numeric_kind(type);
   if (kind) return *kind;
-  if (H5Tget_class(type) == H5T_FLOAT)
+  if (h5::class_of(type, ctx.model_where(what)) == H5T_FLOAT)
     throw Error(fmt::format("{}: {}: cannot reduce dtype {} (reducers take IEEE-like floats whose every value "
                             "float64 holds exactly)",
                             ctx.job.inputs[0].path, what, h5::dtype_name(type)));
@@ -71,38 +74,39 @@ void write_result(const Context& ctx, const std::string& path, const ValueIo& io
 
 }  // namespace
 
-void reduce_dataset(const Context& ctx, const DatasetPair& in, const LeafRule& rule, hid_t dst) {
+void reduce_dataset(const Context& ctx, Carried& carried, ReduceState& state, const DatasetPair& in, hid_t dst) {
   if (in.model.space.null_space) return;
   const std::string& path = in.node.path;
+  const LeafRule& rule = ctx.resolution.dataset_rule(path);
   const NumKind kind = reducible_kind(ctx, path, in.model.type);
   // Every input's type equals the model's (describe_pair), so reading them
   // all with it converts nothing.
   const ValueIo io = value_io(rule, kind, in.model.type);
   const Selection all = Selection::all(in.model.space.dims);
   if (ctx.first()) {
-    if (!ctx.carried.take(carried_bytes(io, all.elements()))) {
-      ctx.carried.deferred.push_back(path);
+    if (!carried.take(carried_bytes(io, all.elements()))) {
+      state.deferred.push_back(path);
       return;
     }
-    ctx.carried.reducing.emplace(path, io.accumulator(all.elements()));
+    state.reducing.emplace(path, io.accumulator(all.elements()));
   }
-  const auto it = ctx.carried.reducing.find(path);
-  if (it == ctx.carried.reducing.end()) return;  // deferred
+  const auto it = state.reducing.find(path);
+  if (it == state.reducing.end()) return;  // deferred
   h5::Buffer values(io.mem_type);
   h5::read(in.object, all, values, ctx.where(path));
   io.add(ctx, it->second, values.data(), ctx.input);
   if (!ctx.last()) return;
   write_result(ctx, path, io, it->second, all, 0, dst);
-  ctx.carried.reducing.erase(it);
-  ctx.carried.give_back(carried_bytes(io, all.elements()));
+  state.reducing.erase(it);
+  carried.give_back(carried_bytes(io, all.elements()));
 }
 
-void reduce_deferred(const Context& ctx, hid_t output) {
-  for (const auto& path : ctx.carried.deferred) {
+void reduce_deferred(const Context& ctx, const ReduceState& state, hid_t output) {
+  for (const auto& path : state.deferred) {
     run::throw_if_interrupted();
     const h5::Location out_at = ctx.out_where(path);
     h5::Id dst = h5::open_object(output, path, out_at);
-    h5::Id type(H5Dget_type(dst.get()), out_at, "cannot read the datatype");
+    const h5::Id type = h5::type_of(dst.get(), out_at);
     const Shape shape = h5::dataset_space(dst.get(), out_at).dims;
     const ValueIo io = value_io(ctx.resolution.dataset_rule(path), reducible_kind(ctx, path, type.get()), type.get());
     h5::Buffer values(io.mem_type);
@@ -124,26 +128,27 @@ void reduce_deferred(const Context& ctx, hid_t output) {
   }
 }
 
-void reduce_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
+void reduce_attribute(const Context& ctx, ReduceState& state, const ReducedAttribute& attribute,
+                      const KeptValue& model, hid_t dst) {
   const NumKind kind = reducible_kind(ctx, attribute.what, model.type);
   // The input's attribute type equals the model's (merge_attributes checks).
   const ValueIo io = value_io(attribute.rule, kind, model.type);
   const std::uint64_t n = model.shape.elements();
-  if (ctx.first()) ctx.carried.reducing.emplace(attribute.what, io.accumulator(n));  // attributes are small
-  Accumulator& acc = ctx.carried.reducing.at(attribute.what);
+  if (ctx.first()) state.reducing.emplace(attribute.what, io.accumulator(n));  // attributes are small
+  Accumulator& acc = state.reducing.at(attribute.what);
   std::vector<unsigned char> values(std::max<std::uint64_t>(n, 1) * io.element_size());
   const h5::Location at = ctx.where(attribute.what);
-  h5::Id attr(H5Aopen(attribute.object, attribute.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
-  if (n > 0) h5::check(H5Aread(attr.get(), io.mem_type, values.data()), at, "cannot read the attribute");
+  const h5::Id attr = h5::open_attribute(attribute.object, attribute.name, ctx.where(attribute.path));
+  if (n > 0) h5::read_all(attr.get(), io.mem_type, values.data(), at);
   io.add(ctx, acc, values.data(), ctx.input);
   if (!ctx.last()) return;
   acc.finish(values.data(), attribute.what);
-  ctx.carried.reducing.erase(attribute.what);
+  state.reducing.erase(attribute.what);
   const h5::Location out_at = ctx.out_where(attribute.what);
   const h5::Id space = model.shape.null_space ? h5::make_null_space(out_at) : h5::make_space(model.shape.dims, out_at);
-  h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type, space.get(), H5P_DEFAULT, H5P_DEFAULT), out_at,
-             "cannot create the attribute");
-  if (n > 0) h5::check(H5Awrite(out.get(), io.mem_type, values.data()), out_at, "cannot write the attribute");
+  const h5::Id out =
+      h5::create_attribute(dst, attribute.name, model.type, space.get(), ctx.out_where(attribute.path));
+  if (n > 0) h5::write_all(out.get(), io.mem_type, values.data(), out_at);
 }
 
 }  // namespace mb::io::merge

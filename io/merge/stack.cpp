@@ -10,8 +10,9 @@
 #include "io/run/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/stack.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -50,15 +51,16 @@ void stack_dataset(const Context& ctx, const DatasetPair& in, hid_t dst) {
   });
 }
 
-void stack_attribute(const Context& ctx, const ReducedAttribute& attribute, const KeptValue& model, hid_t dst) {
-  std::vector<h5::Buffer>& values = ctx.carried.stacks[attribute.what];
+void stack_attribute(const Context& ctx, StackState& state, const ReducedAttribute& attribute, const KeptValue& model,
+                     hid_t dst) {
+  std::vector<h5::Buffer>& values = state.attributes[attribute.what];
   // The input's type equals the model's (merge_attributes checks): read in it.
   const std::uint64_t n = model.shape.elements();
   const h5::Location at = ctx.where(attribute.what);
   h5::Buffer value(model.type);
   value.prepare(n);
-  const h5::Id attr(H5Aopen(attribute.object, attribute.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
-  if (n > 0) h5::check(H5Aread(attr.get(), model.type, value.data()), at, "cannot read the attribute");
+  const h5::Id attr = h5::open_attribute(attribute.object, attribute.name, ctx.where(attribute.path));
+  if (n > 0) h5::read_all(attr.get(), model.type, value.data(), at);
   values.push_back(std::move(value));
   if (!ctx.last()) return;
   const h5::Location out_at = ctx.out_where(attribute.what);
@@ -71,10 +73,10 @@ void stack_attribute(const Context& ctx, const ReducedAttribute& attribute, cons
   Shape dims = model.shape.dims;
   dims.insert(dims.begin(), values.size());
   const h5::Id space = model.shape.null_space ? h5::make_null_space(out_at) : h5::make_space(dims, out_at);
-  const h5::Id out(H5Acreate2(dst, attribute.name.c_str(), model.type, space.get(), H5P_DEFAULT, H5P_DEFAULT), out_at,
-                   "cannot create the attribute");
-  if (n > 0) h5::check(H5Awrite(out.get(), model.type, all.data()), out_at, "cannot write the attribute");
-  ctx.carried.stacks.erase(attribute.what);
+  const h5::Id out =
+      h5::create_attribute(dst, attribute.name, model.type, space.get(), ctx.out_where(attribute.path));
+  if (n > 0) h5::write_all(out.get(), model.type, all.data(), out_at);
+  state.attributes.erase(attribute.what);
 }
 
 bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object) {
@@ -82,8 +84,8 @@ bool needs_newer_header(const Context& ctx, const NodeInfo& node, hid_t object) 
   for (const auto& a : node.attributes) {
     if (a.null_space || !ctx.resolution.attribute_rule(node.path, a.name).stacks()) continue;
     const h5::Location at = ctx.model_where(node.path).attribute(a.name);
-    const h5::Id attr(H5Aopen(object, a.name.c_str(), H5P_DEFAULT), at, "cannot open the attribute");
-    const h5::Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
+    const h5::Id attr = h5::open_attribute(object, a.name, ctx.model_where(node.path));
+    const h5::Id type = h5::type_of(attr.get(), at);
     if (h5::too_large_for_a_header_message(attr.get(), type.get(), a.name, a.shape.size() + 1, ctx.job.inputs.size()))
       return true;
   }

@@ -8,7 +8,9 @@
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
-#include "io/merge/steps.hpp"
+#include "io/h5/object.hpp"
+#include "io/merge/checks.hpp"
+#include "io/merge/survey.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
@@ -38,9 +40,7 @@ void require_path(const Context& ctx, hid_t file, const std::string& path) {
     const std::size_t to = std::min(path.find('/', from), path.size());
     const std::string parent = prefix.empty() ? "/" : prefix;
     prefix += "/" + path.substr(from, to - from);
-    const htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
-    if (exists < 0) h5::forget_error();
-    if (exists <= 0)
+    if (!h5::link_exists(file, prefix))
       throw Error(fmt::format("{}: member {}/{} is missing (present in {})", ctx.file(), parent == "/" ? "" : parent,
                               path.substr(from, to - from), ctx.job.inputs[0].path));
     from = to + 1;
@@ -56,7 +56,8 @@ void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, I
     h5::Id dataset = h5::open_object(file.get(), node->path, ctx.where(node->path));
     check_kind(ctx, *node, dataset.get());
     const h5::SpaceInfo space = h5::dataset_space(dataset.get(), ctx.where(node->path));
-    if (space.null_space || space.dims.size() != node->shape.size()) shapes_differ(ctx, node->path, node->shape, space.dims);
+    if (space.null_space || space.dims.size() != node->shape.size())
+      shapes_differ(ctx, node->path, node->shape, space.dims);
     lengths[node->path].push_back(space.dims[axis]);
   }
 }
@@ -72,7 +73,8 @@ InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
       continue;
     }
     unknown.push_back(node);
-    lengths[node->path].push_back(node->shape.at(static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis)));
+    const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
+    lengths[node->path].push_back(node->shape.at(axis));
   }
   if (unknown.empty()) return lengths;
   // One pass over the inputs' shapes, each input opened and closed in turn.

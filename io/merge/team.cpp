@@ -15,8 +15,11 @@
 #include "core/error.hpp"
 #include "core/shards.hpp"
 #include "io/h5/buffer.hpp"
+#include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
-#include "io/merge/steps.hpp"
+#include "io/h5/object.hpp"
+#include "io/h5/types.hpp"
+#include "io/merge/team.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -25,12 +28,10 @@ namespace {
 constexpr std::uint64_t kSharedBytes = 1 << 20;
 
 // The dataset's chunk dims when it is chunked and filtered, else none.
-std::optional<Shape> compressed_chunk(hid_t dst, std::size_t rank, const h5::Location& where) {
-  h5::Id dcpl(H5Dget_create_plist(dst), where, "cannot read the creation properties");
-  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_nfilters(dcpl.get()) <= 0) return std::nullopt;
-  std::vector<hsize_t> chunk(rank);
-  h5::check(H5Pget_chunk(dcpl.get(), static_cast<int>(rank), chunk.data()), where, "cannot read the chunk shape");
-  return Shape(chunk.begin(), chunk.end());
+std::optional<Shape> compressed_chunk(hid_t dst, const h5::Location& where) {
+  const h5::Id dcpl = h5::creation_of(dst, where);
+  if (h5::layout_of(dcpl.get(), where) != H5D_CHUNKED || h5::filter_count(dcpl.get(), where) <= 0) return std::nullopt;
+  return h5::chunk_layout(dst, where).chunk;
 }
 
 // Rank `rank`'s rows of a dataset `length` rows long in bands of `band`:
@@ -43,10 +44,11 @@ Segment band_rows(std::uint64_t length, std::uint64_t band, const MergeTeam& tea
 
 }  // namespace
 
-std::optional<Segment> team_rows(const Context& ctx, const std::string& path, const MergedLeaf& leaf, hid_t dst) {
+std::optional<Segment> team_rows(const Context& ctx, TeamState& state, const std::string& path, const MergedLeaf& leaf,
+                                 hid_t dst) {
   if (!ctx.first()) {
-    const auto it = ctx.carried.shared.find(path);
-    if (it == ctx.carried.shared.end()) return std::nullopt;
+    const auto it = state.shared.find(path);
+    if (it == state.shared.end()) return std::nullopt;
     return it->second.rows;
   }
   const LeafRule& rule = ctx.resolution.dataset_rule(path);
@@ -54,14 +56,15 @@ std::optional<Segment> team_rows(const Context& ctx, const std::string& path, co
   // pieces too small to share out.
   if (leaf.sequence_axis || (rule.mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1)) return std::nullopt;
   const h5::Location at = ctx.out_where(path);
-  h5::Id type(H5Dget_type(dst), at, "cannot read the datatype");
-  if (H5Tdetect_class(type.get(), H5T_VLEN) > 0 || H5Tget_class(type.get()) == H5T_REFERENCE) return std::nullopt;
-  if (element_count(leaf.dims) * H5Tget_size(type.get()) < kSharedBytes) return std::nullopt;
-  const auto chunk = compressed_chunk(dst, leaf.dims.size(), at);
+  const h5::Id type = h5::type_of(dst, at);
+  if (h5::contains_class(type.get(), H5T_VLEN, at) || h5::class_of(type.get(), at) == H5T_REFERENCE)
+    return std::nullopt;
+  if (element_count(leaf.dims) * h5::size_of(type.get(), at) < kSharedBytes) return std::nullopt;
+  const auto chunk = compressed_chunk(dst, at);
   if (!chunk || leaf.dims[leaf.axis] <= (*chunk)[leaf.axis]) return std::nullopt;
   const MergeTeam& team = *ctx.job.team;
   const Segment rows = band_rows(leaf.dims[leaf.axis], (*chunk)[leaf.axis], team, team.rank);
-  ctx.carried.shared[path] = SharedLeaf{leaf.axis, leaf.dims, *chunk, rows};
+  state.shared[path] = SharedLeaf{leaf.axis, leaf.dims, *chunk, rows};
   spdlog::debug("{}: rank {} of {} writes rows [{}, {})", at.describe(), team.rank, team.size, rows.begin,
                 rows.begin + rows.count);
   return rows;
@@ -120,28 +123,22 @@ void move_chunks(const Context& ctx, hid_t scratch, const std::string& name, con
   const h5::Location from{name, path}, to = ctx.out_where(path);
   h5::Id src = h5::open_object(scratch, path, from);
   h5::Id dst = h5::open_object(out, path, to);
-  std::vector<unsigned char> bytes;
+  h5::RawChunk chunk;
   for_each_chunk(leaf, [&](const std::vector<hsize_t>& offset) {
-    hsize_t size = 0;
-    h5::check(H5Dget_chunk_storage_size(src.get(), offset.data(), &size), from, "cannot find a chunk");
-    if (size == 0) throw Error(fmt::format("{}: a chunk of the rank's share is missing", from.describe()));
-    bytes.resize(size);
-    std::uint32_t filters = 0;
-    h5::check(H5Dread_chunk(src.get(), H5P_DEFAULT, offset.data(), &filters, bytes.data()), from,
-              "cannot read a stored chunk");
-    h5::check(H5Dwrite_chunk(dst.get(), H5P_DEFAULT, filters, offset.data(), size, bytes.data()), to,
-              "cannot write a stored chunk");
+    if (!h5::read_chunk(src.get(), offset.data(), chunk, from))
+      throw Error(fmt::format("{}: a chunk of the rank's share is missing", from.describe()));
+    h5::write_chunk(dst.get(), offset.data(), chunk, to);
   });
 }
 
 }  // namespace
 
-void gather_team_chunks(const Context& ctx, hid_t out) {
+void gather_team_chunks(const Context& ctx, const TeamState& state, hid_t out) {
   const MergeTeam& team = *ctx.job.team;
   for (std::uint64_t q = 1; q < team.size; ++q) {
     const std::string name = scratch_path(ctx.job.output, q, team.size);
     h5::Id scratch = h5::open_read_only(name);
-    for (const auto& [path, mine] : ctx.carried.shared) {
+    for (const auto& [path, mine] : state.shared) {
       SharedLeaf theirs = mine;
       theirs.rows = band_rows(mine.dims[mine.axis], mine.chunk[mine.axis], team, q);
       move_chunks(ctx, scratch.get(), name, path, theirs, out);

@@ -6,8 +6,10 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/merge/steps.hpp"
+#include "io/merge/checks.hpp"
+#include "io/merge/weights.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -19,19 +21,19 @@ std::string text_of(const WeightSource& source) {
 }
 
 // Every weight the rules name, with the first leaf it weighs.
-void collect_sources(const Context& ctx) {
+void collect_sources(const Context& ctx, WeightState& state) {
   for (const auto& [path, rule] : ctx.resolution.datasets)
-    if (rule.weighted()) ctx.carried.weights.try_emplace(source_of(rule), WeightRecord{path, H5I_INVALID_HID, {}});
+    if (rule.weighted()) state.records.try_emplace(source_of(rule), WeightRecord{path, H5I_INVALID_HID, {}});
   for (const auto& [key, rule] : ctx.resolution.attributes)
     if (rule.weighted())
-      ctx.carried.weights.try_emplace(source_of(rule), WeightRecord{key.first + "@" + key.second, H5I_INVALID_HID, {}});
+      state.records.try_emplace(source_of(rule), WeightRecord{key.first + "@" + key.second, H5I_INVALID_HID, {}});
 }
 
 // One weight of the input being merged.
 class WeightReader {
  public:
-  WeightReader(const Context& ctx, const WeightSource& source, WeightRecord& record)
-      : ctx_(ctx), source_(source), record_(record), what_(text_of(source)) {}
+  WeightReader(const Context& ctx, Carried& carried, const WeightSource& source, WeightRecord& record)
+      : ctx_(ctx), carried_(carried), source_(source), record_(record), what_(text_of(source)) {}
 
   Weight read(hid_t file) const {
     const std::string& path = source_.first;
@@ -40,17 +42,14 @@ class WeightReader {
       refuse(attribute.empty() ? "no such dataset in this input" : fmt::format("no object {} in this input", path));
     const h5::Id object = h5::open_object(file, path, ctx_.where(path));
     if (attribute.empty()) {
-      if (H5Iget_type(object.get()) != H5I_DATASET)
+      if (h5::kind_of(object.get(), ctx_.where(path)) != H5I_DATASET)
         refuse(fmt::format("is a group, not a dataset: a weight is a rank-0 dataset, or an attribute \"{}@name\"",
                            path));
-      return value(object.get(), false);
+      return value(object.get());
     }
-    const htri_t exists = H5Aexists(object.get(), attribute.c_str());
-    if (exists < 0) h5::forget_error();
-    if (exists <= 0) refuse("no such attribute in this input");
-    const h5::Id attr(H5Aopen(object.get(), attribute.c_str(), H5P_DEFAULT), ctx_.where(what_),
-                      "cannot open the attribute");
-    return value(attr.get(), true);
+    if (!h5::has_attribute(object.get(), attribute, ctx_.where(path))) refuse("no such attribute in this input");
+    const h5::Id attr = h5::open_attribute(object.get(), attribute, ctx_.where(path));
+    return value(attr.get());
   }
 
  private:
@@ -65,20 +64,17 @@ class WeightReader {
       const std::size_t to = std::min(path.find('/', from), path.size());
       if (to == from) return false;
       const std::string prefix = path.substr(0, to);
-      htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
-      if (exists > 0) exists = H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT);
-      if (exists < 0) h5::forget_error();
-      if (exists <= 0) return false;
+      if (!h5::object_exists(file, prefix)) return false;
       from = to + 1;
     }
     return true;
   }
 
   // The value of a dataset or an attribute (`object`), checked.
-  Weight value(hid_t object, bool attribute) const {
+  Weight value(hid_t object) const {
     const h5::Location at = ctx_.where(what_);
-    const h5::Id type(attribute ? H5Aget_type(object) : H5Dget_type(object), at, "cannot read the datatype");
-    const h5::Id space(attribute ? H5Aget_space(object) : H5Dget_space(object), at, "cannot read the dataspace");
+    const h5::Id type = h5::type_of(object, at);
+    const h5::Id space = h5::space_of(object, at);
     const h5::SpaceInfo shape = h5::space_info(space.get(), at);
     if (shape.null_space) refuse("has a null dataspace: a weight is one number per input");
     if (!shape.dims.empty())
@@ -88,16 +84,13 @@ class WeightReader {
       refuse(fmt::format("dtype {} is not a number a weight can be: an integer, or a float that float64 holds",
                          h5::dtype_name(type.get())));
     if (ctx_.first()) {
-      record_.type = ctx_.carried.intern(type.get(), at);
+      record_.type = carried_.intern(type.get(), at);
     } else {
       check_dtype(ctx_, what_, record_.type, type.get());
     }
-    const auto read = [&](hid_t mem_type, void* out) {
-      h5::check(attribute ? H5Aread(object, mem_type, out) : H5Dread(object, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
-                at, "cannot read the weight");
-    };
+    const auto read = [&](hid_t mem_type, void* out) { h5::read_all(object, mem_type, out, at); };
     if (*kind == NumKind::Float) return float_weight(type.get(), read);
-    if (H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+    if (h5::is_unsigned(type.get(), at)) {
       std::uint64_t w = 0;
       read(H5T_NATIVE_UINT64, &w);  // a widening HDF5 does exactly
       return Weight::of_integer(w);
@@ -122,6 +115,7 @@ class WeightReader {
   }
 
   const Context& ctx_;
+  Carried& carried_;
   const WeightSource& source_;
   WeightRecord& record_;
   std::string what_;
@@ -147,16 +141,16 @@ void check_total(const Context& ctx, const WeightSource& source, const WeightRec
 
 }  // namespace
 
-void read_input_weights(const Context& ctx, hid_t file) {
-  if (ctx.first()) collect_sources(ctx);
-  for (auto& [source, record] : ctx.carried.weights) {
-    record.values.push_back(WeightReader(ctx, source, record).read(file));
+void read_input_weights(const Context& ctx, Carried& carried, WeightState& state, hid_t file) {
+  if (ctx.first()) collect_sources(ctx, state);
+  for (auto& [source, record] : state.records) {
+    record.values.push_back(WeightReader(ctx, carried, source, record).read(file));
     if (ctx.last()) check_total(ctx, source, record);
   }
 }
 
-const Weight& input_weight(const Context& ctx, const LeafRule& rule, std::size_t input) {
-  return ctx.carried.weights.at(source_of(rule)).values.at(input);
+const Weight& input_weight(const WeightState& state, const LeafRule& rule, std::size_t input) {
+  return state.records.at(source_of(rule)).values.at(input);
 }
 
 }  // namespace mb::io::merge

@@ -1,0 +1,16 @@
+#pragma once
+// Before any data is written: every input's length along every cut axis,
+// and context parallelism's offsets.
+#include "core/merge_plan.hpp"
+#include "io/merge/steps.hpp"
+
+namespace mb::io::merge {
+
+// From the manifest where it records them, else from one pass over the
+// inputs' shapes (each input opened once, closed before the next).
+InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree);
+// Context parallelism: the degree and, with packed data, every input's
+// offsets (each input opened once more for them).
+ContextParallelInputs context_parallel_inputs(const Context& ctx);
+
+}  // namespace mb::io::merge
