@@ -9,7 +9,6 @@
 #include "cli/common.hpp"
 #include "cli/summary.hpp"
 #include "core/error.hpp"
-#include "core/remote.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
 #include "io/tree/prepare.hpp"
@@ -37,10 +36,10 @@ struct MergeCommand {
   bool json = false;
 };
 
-std::vector<io::merge::MergeInput> labelled(const std::vector<std::string>& paths) {
+std::vector<io::merge::MergeInput> labelled(const std::vector<Source>& files) {
   std::vector<io::merge::MergeInput> out;
-  for (std::size_t i = 0; i < paths.size(); ++i)
-    out.push_back({paths[i], fmt::format("microbatch {} ({})", i, paths[i])});
+  for (std::size_t i = 0; i < files.size(); ++i)
+    out.push_back({files[i], fmt::format("microbatch {} ({})", i, files[i].shown())});
   return out;
 }
 
@@ -74,7 +73,7 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
       job.cp_degree = sources.manifest->options.cp_degree;
     }
   }
-  job.inputs = labelled(sources.paths);
+  job.inputs = labelled(sources.files);
   job.output = cmd.output;
   job.force = cmd.force;
   job.virtual_datasets = cmd.virtual_datasets;
@@ -100,12 +99,14 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json && lead) capture.emplace();
+  std::vector<Source> inputs;
+  for (const auto& name : cmd.inputs) inputs.push_back(input_source(name));
   if (cmd.virtual_datasets)
-    for (const auto& in : cmd.inputs)
-      if (is_remote(in))
+    for (const auto& in : inputs)
+      if (in.is_remote())
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
-                                      shown_name(in)));
-  const io::merge::MergeSources sources = io::merge::find_sources(cmd.inputs);
+                                      in.shown()));
+  const io::merge::MergeSources sources = io::merge::find_sources(inputs);
   io::merge::MergeJob job = merge_job(cmd, sources);
   job.team = std::move(team);
   const io::tree::SpecRequest spec = merge_spec(cmd, sources);
@@ -114,18 +115,18 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   const io::merge::MergeResult result = io::merge::execute(job, spec);
   progress.erase();
   if (!lead) return;
-  io::tree::log_preset(shown_name(sources.paths.front()), result.preset);
+  io::tree::log_preset(sources.files.front().shown(), result.preset);
   if (capture) {
     summary.files = {cmd.output};
     summary.data_bytes = result.data_bytes;
     summary.datasets = result.datasets;
-    summary.microbatches = sources.paths.size();
+    summary.microbatches = sources.files.size();
     summary.warnings = capture->warnings();
-    auto inputs = nlohmann::ordered_json::array();
-    for (const auto& p : sources.paths) inputs.push_back(specs::printable_text(shown_name(p)));
-    print_summary(summary_json(summary, {{"inputs", inputs}, {"output", specs::printable_text(cmd.output)}}));
+    auto shown = nlohmann::ordered_json::array();
+    for (const auto& f : sources.files) shown.push_back(specs::printable_text(f.shown()));
+    print_summary(summary_json(summary, {{"inputs", shown}, {"output", specs::printable_text(cmd.output)}}));
   }
-  spdlog::info("merged {} files into {}{}", sources.paths.size(), cmd.output,
+  spdlog::info("merged {} files into {}{}", sources.files.size(), cmd.output,
                job.team ? fmt::format(" as {} ranks", job.team->size) : "");
 }
 

@@ -19,7 +19,8 @@ class Source {
   // credentials: before anything is read.
   static Source resolve(std::string name, const Environment& env);
   // A local file by a path this process made (a temporary, a team's
-  // scratch file), shown as `shown` (a temporary's final name) or its path.
+  // scratch file, a file of a local split directory), shown as `shown` (a
+  // temporary's final name) or as its path.
   static Source local(std::string path, std::string shown = {});
 
   const std::string& name() const { return name_; }  // as given

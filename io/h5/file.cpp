@@ -2,12 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "core/source.hpp"
-#include "io/remote/driver.hpp"
 
 namespace mb::io::h5 {
 
@@ -44,12 +41,6 @@ Id open_local(const std::string& path, Cache cache) {
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
   evict_on_close(fapl.get(), cache, where);
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where, "cannot open the file read-only");
-}
-
-Id open_read_only(const std::string& path, Cache cache) {
-  const Source input = Source::resolve(path, std::getenv);
-  if (!input.is_remote()) return open_local(path, cache);
-  return open_by_driver(path, remote::file_access(input.address()), cache, {input.shown(), ""});
 }
 
 hid_t register_driver(const H5FD_class_t& driver, const char* shown) {

@@ -30,8 +30,6 @@ Id open_local(const std::string& path, Cache cache);
 // the driver or the library said.
 Id open_by_driver(const std::string& name, Id fapl, Cache cache, const Location& where);
 
-Id open_read_only(const std::string& path, Cache cache = Cache::Evict);
-
 // A file driver class of ours (io/remote), registered with the library:
 // its id, for access properties. `shown` names it in messages ("the
 // remote file driver").

@@ -9,7 +9,7 @@
 #include "core/values.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
@@ -29,7 +29,7 @@ std::string path_prefix(const NodeInfo& node) { return node.path == "/" ? "" : n
 void check_names(const Context& ctx, const std::set<std::string>& ours, const std::string& what,
                  const std::string& path, hid_t object, Names list) {
   if (ctx.first()) return;  // the model's tree was read from it
-  const std::string& first = ctx.job.inputs[0].path;
+  const std::string& first = ctx.job.inputs[0].source.shown();
   const std::vector<std::string> names = list(object, ctx.where(path));
   const std::set<std::string> theirs(names.begin(), names.end());
   for (const auto& n : ours)
@@ -60,12 +60,12 @@ void check_kind(const Context& ctx, const NodeInfo& node, hid_t object) {
   const H5I_type_t type = h5::kind_of(object, ctx.where(node.path));
   if (type != expected)
     throw Error(fmt::format("{}: {} is a {}, but a {} in {}", ctx.file(), node.path, kind_name(type),
-                            kind_name(expected), ctx.job.inputs[0].path));
+                            kind_name(expected), ctx.job.inputs[0].source.shown()));
 }
 
 void LinkCheck::check(const Context& ctx, const NodeInfo& node, hid_t object) {
   if (ctx.first()) return;  // the model's links were read from it
-  const std::string& first = ctx.job.inputs[0].path;
+  const std::string& first = ctx.job.inputs[0].source.shown();
   const h5::HardLinks links = h5::hard_links(object, ctx.where(node.path));
   const auto met = links.count > 1 ? first_names_.find(links.address) : first_names_.end();
   const bool one_of_many = met != first_names_.end();
@@ -163,7 +163,7 @@ void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::s
                   const Shape& shape) {
   const hid_t type = in.model.type;
   const std::string& path = in.node.path;
-  const h5::Location other_where{ctx.job.inputs[other_input].path, path};
+  const h5::Location other_where{ctx.job.inputs[other_input].source.shown(), path};
   const ValueType t = h5::value_type_of(type, other_where);
   h5::Buffer a(type), b(type);
   const std::size_t element = std::max<std::size_t>(h5::size_of(type, other_where), 1);
@@ -191,8 +191,9 @@ void compare_replicated(const Context& ctx, const DatasetPair& in) {
 void compare_with_twin(const Context& ctx, const DatasetPair& in) {
   if (in.space.null_space) return;
   const std::size_t twin = ctx.plan.twin(ctx.input);
-  const std::string& twin_path = ctx.job.inputs[twin].path;
-  const h5::Id file = twin == 0 ? h5::Id() : h5::open_read_only(twin_path);
+  const Source& twin_source = ctx.job.inputs[twin].source;
+  const std::string& twin_path = twin_source.shown();
+  const h5::Id file = twin == 0 ? h5::Id() : tree::open_input(twin_source);
   const h5::Id other =
       h5::open_object(twin == 0 ? ctx.model_file : file.get(), in.node.path, {twin_path, in.node.path});
   const h5::SpaceInfo space = h5::dataset_space(other.get(), {twin_path, in.node.path});

@@ -16,7 +16,6 @@
 #include <cstring>
 
 #include "core/clones.hpp"
-#include "core/remote.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/object.hpp"
@@ -189,7 +188,7 @@ bool copies_possible(const Context& ctx) {
   const MergeJob& job = ctx.job;
   if (!job.policy.clones || job.team || job.virtual_datasets || ctx.plan.grid.cp > 1) return false;
   for (const auto& input : job.inputs)
-    if (is_remote(input.path)) return false;
+    if (input.source.is_remote()) return false;
   for (const auto& [path, rule] : ctx.resolution.datasets)
     if (rule.mode != LeafRule::Mode::Split && rule.mode != LeafRule::Mode::Replicate) return false;
   for (const auto& [key, rule] : ctx.resolution.attributes)
@@ -212,7 +211,7 @@ void note_model_data(const Context& ctx, CopyState& state, const DatasetPair& in
 bool merge_copy(const Context& ctx, MergeState& state, hid_t output) {
   CopyState& copies = state.copies;
   if (ctx.first() || !copies.possible) return false;
-  const Reader model(ctx.job.inputs[0].path), input(ctx.file());
+  const Reader model(ctx.job.inputs[0].source.name()), input(ctx.source().name());
   if (!copies.layout) copies.layout = lay_out(ctx, copies, state.concat, model.size());
   if (const std::string why = not_a_copy(ctx, copies, model, input); !why.empty()) {
     spdlog::debug("{}: merged through libhdf5: {}", ctx.job.inputs[ctx.input].label, why);

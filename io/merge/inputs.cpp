@@ -23,37 +23,29 @@ struct Listing {
 // Manifests are small; this bounds what a wrong URL can make us fetch.
 constexpr std::uint64_t kManifestLimit = 1u << 30;
 
-specs::Manifest read_remote_manifest(const std::string& name) {
-  const std::string text =
-      remote::fetch_text(resolve_remote(name, std::getenv), remote::settings_from(std::getenv), kManifestLimit);
-  return specs::parse_manifest(text, name);
+specs::Manifest read_remote_manifest(const Source& manifest) {
+  const std::string text = remote::fetch_text(manifest.address(), remote::settings_from(std::getenv), kManifestLimit);
+  return specs::parse_manifest(text, manifest.name());
 }
 
 // The manifest a remote file would be listed in, if one is there. A
 // presigned URL (one with a query) signs that one object: its neighbours
 // cannot be asked for, so it is merged as a plain file.
-std::optional<specs::Manifest> remote_manifest_beside(const std::string& file) {
-  if (file.find('?') != std::string::npos) return std::nullopt;
+std::optional<specs::Manifest> remote_manifest_beside(const Source& file) {
+  if (file.name().find('?') != std::string::npos) return std::nullopt;
   try {
-    return read_remote_manifest(sibling(file, specs::kManifestName));
+    return read_remote_manifest(file.beside(specs::kManifestName));
   } catch (const remote::Missing&) {
     return std::nullopt;
   }
 }
 
-// A file's name in its directory, for a local path or a URL.
-std::string file_name(const std::string& file) {
-  if (!is_remote(file)) return fs::path(file).filename().string();
-  const std::string base = file.substr(0, file.find('?'));
-  return base.substr(base.rfind('/') + 1);
-}
-
 class ManifestCache {
  public:
-  std::optional<Listing> listing(const std::string& file) {
-    const bool remote = is_remote(file);
-    const fs::path dir = fs::path(file).parent_path().empty() ? fs::path(".") : fs::path(file).parent_path();
-    const std::string path = remote ? sibling(file, specs::kManifestName) : (dir / specs::kManifestName).string();
+  std::optional<Listing> listing(const Source& file) {
+    const bool remote = file.is_remote();
+    const fs::path dir = fs::path(file.name()).parent_path().empty() ? fs::path(".") : fs::path(file.name()).parent_path();
+    const std::string path = remote ? file.beside(specs::kManifestName).name() : (dir / specs::kManifestName).string();
     auto it = manifests_.find(path);
     if (it == manifests_.end()) {
       std::error_code ec;
@@ -66,7 +58,7 @@ class ManifestCache {
     }
     if (!it->second) return std::nullopt;
     const auto& files = it->second->files;
-    const std::string name = file_name(file);
+    const std::string name = file.file_name();
     for (std::size_t i = 0; i < files.size(); ++i)
       if (files[i].name == name) return Listing{path, i};
     return std::nullopt;
@@ -78,24 +70,24 @@ class ManifestCache {
 };
 
 // Files beside a manifest: all of them its files, all of its files, in its order.
-void check_listed(const std::vector<std::string>& files, const std::vector<std::optional<Listing>>& listings,
+void check_listed(const std::vector<Source>& files, const std::vector<std::optional<Listing>>& listings,
                   const specs::Manifest& manifest, const std::string& manifest_path) {
   std::size_t first = 0;
   while (!listings[first]) ++first;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!listings[i])
-      throw Error(fmt::format("{}: not listed in {}, while {} is: these are files of different splits", files[i],
-                              manifest_path, files[first]));
+      throw Error(fmt::format("{}: not listed in {}, while {} is: these are files of different splits",
+                              files[i].shown(), manifest_path, files[first].shown()));
     if (listings[i]->manifest_path != manifest_path)
       throw Error(fmt::format("{}: belongs to {}, while {} belongs to {}: these are files of different splits",
-                              files[i], listings[i]->manifest_path, files[first], manifest_path));
+                              files[i].shown(), listings[i]->manifest_path, files[first].shown(), manifest_path));
   }
   const std::string what_to_do = fmt::format(
       "give the directory (merge {}) or all {} files in its order", fs::path(manifest_path).parent_path().string(),
       manifest.files.size());
   for (std::size_t i = 0; i < files.size(); ++i)
     if (listings[i]->index != i)
-      throw Error(fmt::format("{}: is microbatch file {} of {}, given as input {}; {}", files[i], listings[i]->index,
+      throw Error(fmt::format("{}: is microbatch file {} of {}, given as input {}; {}", files[i].shown(), listings[i]->index,
                               manifest_path, i, what_to_do));
   if (files.size() != manifest.files.size())
     throw Error(fmt::format("{}: lists {} files, {} given; {}", manifest_path, manifest.files.size(), files.size(),
@@ -104,33 +96,41 @@ void check_listed(const std::vector<std::string>& files, const std::vector<std::
 
 }  // namespace
 
-// A split directory by URL: its manifest's, or the directory's ending in "/".
-bool remote_directory(const std::string& in) {
-  return is_remote(in) && remote_manifest_name(in, specs::kManifestName).has_value();
+// A split directory named by URL (its manifest's, or the directory's
+// ending in "/"): its manifest.
+std::optional<Source> remote_manifest(const Source& in) {
+  if (!in.is_remote()) return std::nullopt;
+  const std::optional<std::string> name = remote_manifest_name(in.name(), specs::kManifestName);
+  if (!name) return std::nullopt;
+  return *name == in.name() ? in : in.beside(specs::kManifestName);
 }
 
-MergeSources find_sources(const std::vector<std::string>& arguments) {
+MergeSources find_sources(const std::vector<Source>& arguments) {
   std::error_code ec;
-  const auto is_directory = [&](const std::string& in) { return remote_directory(in) || fs::is_directory(in, ec); };
+  const auto is_directory = [&](const Source& in) {
+    return remote_manifest(in).has_value() || (!in.is_remote() && fs::is_directory(in.name(), ec));
+  };
   const bool from_directory = arguments.size() == 1 && is_directory(arguments[0]);
   for (const auto& in : arguments)
     if (!from_directory && is_directory(in))
       throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " +
-                        shown_name(in));
+                        in.shown());
   MergeSources out;
-  if (from_directory && is_remote(arguments[0])) {
-    out.manifest_path = *remote_manifest_name(arguments[0], specs::kManifestName);
-    out.manifest = read_remote_manifest(out.manifest_path);
-    for (const auto& f : out.manifest->files) out.paths.push_back(sibling(out.manifest_path, f.name));
+  if (from_directory && arguments[0].is_remote()) {
+    const Source manifest = *remote_manifest(arguments[0]);
+    out.manifest_path = manifest.name();
+    out.manifest = read_remote_manifest(manifest);
+    for (const auto& f : out.manifest->files) out.files.push_back(manifest.beside(f.name));
     return out;
   }
   if (from_directory) {
-    out.manifest = specs::read_manifest(arguments[0]);
-    out.manifest_path = (fs::path(arguments[0]) / specs::kManifestName).string();
-    for (const auto& f : out.manifest->files) out.paths.push_back((fs::path(arguments[0]) / f.name).string());
+    const fs::path dir(arguments[0].name());
+    out.manifest = specs::read_manifest(dir.string());
+    out.manifest_path = (dir / specs::kManifestName).string();
+    for (const auto& f : out.manifest->files) out.files.push_back(Source::local((dir / f.name).string()));
     return out;
   }
-  out.paths = arguments;
+  out.files = arguments;
   ManifestCache cache;
   std::vector<std::optional<Listing>> listings;
   for (const auto& file : arguments) listings.push_back(cache.listing(file));

@@ -7,18 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "core/source.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::merge {
 
 struct MergeSources {
-  std::vector<std::string> paths;           // the microbatch files, in order
+  std::vector<Source> files;                // the microbatch files, in order
   std::optional<specs::Manifest> manifest;  // the split they come from, when known
   std::string manifest_path;
 };
 
 // Throws mb::Error (exit 2 for a directory mixed with files; exit 1 for
 // files that do not match their manifest), one line saying what to do.
-MergeSources find_sources(const std::vector<std::string>& arguments);
+MergeSources find_sources(const std::vector<Source>& arguments);
 
 }  // namespace mb::io::merge

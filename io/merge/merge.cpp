@@ -13,7 +13,7 @@
 #include "core/resolve.hpp"
 #include "io/tree/derived.hpp"
 #include "io/publish/digest.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/h5/scales.hpp"
 #include "io/merge/copies.hpp"
 #include "io/merge/state.hpp"
@@ -34,7 +34,7 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
   for (const auto& [path, rule] : resolution.datasets)
     if (rule.mode == LeafRule::Mode::Drop)
       throw Error(fmt::format("{}: {}: \"drop\" applies to split only: merge writes every dataset of its inputs",
-                              job.inputs.front().path, path));
+                              job.inputs.front().source.shown(), path));
   if (job.dp.degree == 1) return;
   for (const auto& [path, rule] : resolution.datasets)
     if (rule.mode == LeafRule::Mode::Offsets)
@@ -49,27 +49,27 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
 void verify_inputs(const MergeJob& job) {
   if (!job.manifest) return;
   const std::uint64_t rank = job.team ? job.team->rank : 0, size = job.team ? job.team->size : 1;
-  std::vector<Source> paths;
+  std::vector<Source> files;
   std::vector<std::size_t> index;
   for (std::size_t i = rank; i < job.inputs.size(); i += size) {
-    paths.push_back(Source::resolve(job.inputs[i].path, std::getenv));
+    files.push_back(job.inputs[i].source);
     index.push_back(i);
   }
   std::vector<publish::FileDigest> found;
   if (job.verify)
-    found = publish::digest_files(paths, std::thread::hardware_concurrency());
+    found = publish::digest_files(files, std::thread::hardware_concurrency());
   else
-    for (const auto& path : paths) found.push_back({publish::size_of(path), {}});
-  for (std::size_t k = 0; k < paths.size(); ++k) {
+    for (const auto& file : files) found.push_back({publish::size_of(file), {}});
+  for (std::size_t k = 0; k < files.size(); ++k) {
     const specs::FileRecord& expected = job.manifest->files.at(index[k]);
     if (found[k].size != expected.size)
       throw Error(fmt::format("{}: {} bytes, but the manifest of its split says {}: the file was changed or replaced "
                               "after the split",
-                              paths[k].shown(), found[k].size, expected.size));
+                              files[k].shown(), found[k].size, expected.size));
     if (job.verify && found[k].digest != expected.digest)
       throw Error(fmt::format("{}: its content digest differs from the manifest's: the file was changed or replaced "
                               "after the split",
-                              paths[k].shown()));
+                              files[k].shown()));
   }
 }
 
@@ -99,7 +99,7 @@ void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
     ctx.input = i;
     pass.meter.begin(pass.sizes[i]);
     if (!merge_copy(ctx, state, out)) {
-      const h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(ctx.file());
+      const h5::Id file = i == 0 ? h5::Id() : tree::open_input(ctx.source());
       merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
     }
     pass.meter.end();
@@ -123,15 +123,16 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   verify_inputs(job);
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
-  std::vector<std::string> paths;
-  for (const auto& input : job.inputs) paths.push_back(input.path);
+  std::vector<Source> inputs;
+  for (const auto& input : job.inputs) inputs.push_back(input.source);
+  const std::string& first = inputs.front().shown();
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.
-  h5::Id model = h5::open_read_only(paths.front());
-  const NodeInfo tree = tree::read_tree(model.get(), paths.front());
-  const tree::SpecChoice choice = *tree::choose_spec(spec, tree, paths.front());  // the default spec at the least
+  h5::Id model = tree::open_input(inputs.front());
+  const NodeInfo tree = tree::read_tree(model.get(), first);
+  const tree::SpecChoice choice = *tree::choose_spec(spec, tree, first);  // the default spec at the least
   const Resolution resolution =
-      tree::about_file(paths.front(), [&] { return resolve(tree, choice.spec, choice.name); });
+      tree::about_file(first, [&] { return resolve(tree, choice.spec, choice.name); });
   check_options(job, resolution);
   MergePlan plan;
   MergeState state;
@@ -139,18 +140,18 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const Context ctx{job, resolution, plan, state.weights, model.get()};
   plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
-  const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, paths.size());
+  const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, inputs.size());
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
   const bool lead = !job.team || job.team->rank == 0;
   const std::optional<publish::ReplacedFile> replaces =
-      lead ? publish::prepare_output_file(job.output, paths, job.force) : std::nullopt;
+      lead ? publish::prepare_output_file(job.output, inputs, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
   const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
-  const h5::Id model_root = h5::open_object(model.get(), "/", {paths.front(), "/"});
+  const h5::Id model_root = h5::open_object(model.get(), "/", {first, "/"});
   h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});
   state.copies.possible = copies_possible(ctx);
   merge_inputs(ctx, state, {tree, meter, sizes}, out.get());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/source.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
 #include "io/tree/spec_choice.hpp"
@@ -17,7 +18,7 @@
 namespace mb::io::merge {
 
 struct MergeInput {
-  std::string path;
+  Source source;
   std::string label;  // "microbatch 3 (dir/microbatch-00003.h5)", for messages
 };
 

@@ -7,7 +7,7 @@
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/attributes.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/reduce.hpp"
@@ -52,10 +52,10 @@ NumKind reducible_kind(const Context& ctx, const std::string& what, hid_t type) 
   if (h5::class_of(type, ctx.model_where(what)) == H5T_FLOAT)
     throw Error(fmt::format("{}: {}: cannot reduce dtype {} (reducers take IEEE-like floats whose every value "
                             "float64 holds exactly)",
-                            ctx.job.inputs[0].path, what, h5::dtype_name(type)));
+                            ctx.job.inputs[0].source.shown(), what, h5::dtype_name(type)));
   throw Error(fmt::format("{}: {}: cannot reduce dtype {} (sum, mean, min and max take integers and "
                           "floats; \"stack\" takes any dtype)",
-                          ctx.job.inputs[0].path, what, h5::dtype_name(type)));
+                          ctx.job.inputs[0].source.shown(), what, h5::dtype_name(type)));
 }
 
 namespace {
@@ -117,8 +117,9 @@ void reduce_deferred(const Context& ctx, const ReduceState& state, hid_t output)
       Accumulator acc = io.accumulator(part.elements());
       for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {  // each opened for this block only
         run::throw_if_interrupted();
-        const h5::Location at{ctx.job.inputs[i].path, path};
-        h5::Id file = h5::open_read_only(at.file);
+        const Source& input = ctx.job.inputs[i].source;
+        const h5::Location at{input.shown(), path};
+        h5::Id file = tree::open_input(input);
         h5::Id dataset = h5::open_object(file.get(), path, at);
         h5::read(dataset.get(), part, values, at);
         io.add(ctx, acc, values.data(), i);

@@ -89,9 +89,10 @@ struct Context {
 
   bool first() const { return input == 0; }
   bool last() const { return input + 1 == job.inputs.size(); }
-  const std::string& file() const { return job.inputs[input].path; }
+  const Source& source() const { return job.inputs[input].source; }
+  const std::string& file() const { return source().shown(); }  // in messages
   h5::Location where(const std::string& path) const { return {file(), path}; }
-  h5::Location model_where(const std::string& path) const { return {job.inputs[0].path, path}; }
+  h5::Location model_where(const std::string& path) const { return {job.inputs[0].source.shown(), path}; }
   h5::Location out_where(const std::string& path) const { return {job.output, path}; }
   // "PATH differs between microbatch 0 (...) and microbatch i (...): DETAIL".
   [[noreturn]] void differ(const std::string& what, const std::string& detail) const;

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
-#include "io/h5/file.hpp"
+#include "io/tree/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/merge/checks.hpp"
 #include "io/merge/survey.hpp"
@@ -42,14 +42,14 @@ void require_path(const Context& ctx, hid_t file, const std::string& path) {
     prefix += "/" + path.substr(from, to - from);
     if (!h5::link_exists(file, prefix))
       throw Error(fmt::format("{}: member {}/{} is missing (present in {})", ctx.file(), parent == "/" ? "" : parent,
-                              path.substr(from, to - from), ctx.job.inputs[0].path));
+                              path.substr(from, to - from), ctx.job.inputs[0].source.shown()));
     from = to + 1;
   }
 }
 
 // Input `ctx.input`'s length along the cut axis of every dataset in `cut`.
 void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, InputLengths& lengths) {
-  h5::Id file = h5::open_read_only(ctx.file());
+  h5::Id file = tree::open_input(ctx.source());
   for (const NodeInfo* node : cut) {
     const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
     require_path(ctx, file.get(), node->path);
@@ -97,7 +97,7 @@ ContextParallelInputs context_parallel_inputs(const Context& ctx) {
     run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
-    h5::Id file = i == 0 ? h5::Id() : h5::open_read_only(at.file());
+    h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.source());
     for (const auto& path : paths) {
       require_path(at, i == 0 ? ctx.model_file : file.get(), path);
       h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));

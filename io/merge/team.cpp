@@ -137,7 +137,7 @@ void gather_team_chunks(const Context& ctx, const TeamState& state, hid_t out) {
   const MergeTeam& team = *ctx.job.team;
   for (std::uint64_t q = 1; q < team.size; ++q) {
     const std::string name = scratch_path(ctx.job.output, q, team.size);
-    h5::Id scratch = h5::open_read_only(name);
+    h5::Id scratch = h5::open_local(name, h5::Cache::Evict);
     for (const auto& [path, mine] : state.shared) {
       SharedLeaf theirs = mine;
       theirs.rows = band_rows(mine.dims[mine.axis], mine.chunk[mine.axis], team, q);

@@ -19,7 +19,7 @@ h5::Id create_virtual(const Context& ctx, const DatasetPair& in, const MergedLea
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     if (leaf.shared && ctx.plan.twin(i) != i) continue;  // CP: rank 0's file holds the same
     const std::string file =
-        h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].path).lexically_normal().string());
+        h5::virtual_source_name(std::filesystem::absolute(ctx.job.inputs[i].source.name()).lexically_normal().string());
     // Input i's shape: the model's, with the rows the plan gives it.
     Shape dims = in.model.space.dims;
     dims[leaf.axis] = rows_in(leaf.maps[i]);

@@ -130,7 +130,7 @@ void check_total(const Context& ctx, const WeightSource& source, const WeightRec
     total += w.integer ? 0.0 : w.value;
   }
   const bool integer = record.values.front().integer;
-  const std::string where = fmt::format("{}: {}", ctx.job.inputs[0].path, text_of(source));
+  const std::string where = fmt::format("{}: {}", ctx.job.inputs[0].source.shown(), text_of(source));
   if (integer ? exact == 0 : total == 0.0)
     throw Error(fmt::format("{}: every input's weight is 0 ({} inputs): the weighted mean of {} needs a positive total",
                             where, record.values.size(), record.used_by));

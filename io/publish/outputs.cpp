@@ -293,13 +293,14 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
 }
 
-std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
                                                 bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");
   if (what_is_at(output).empty()) return std::nullopt;
   for (const auto& in : inputs)
-    if (fs::equivalent(in, output, ec)) throw Error(output + ": the output would replace input " + in);
+    if (!in.is_remote() && fs::equivalent(in.name(), output, ec))
+      throw Error(output + ": the output would replace input " + in.name());
   refuse_unless_regular(output);
   if (!force) throw Error(output + ": the output exists; use --force to replace it");
   return identity_of(output);

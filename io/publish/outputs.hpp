@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/source.hpp"
+
 namespace mb::io::publish {
 
 // The regular file an output replaces (merge --force), as found when the
@@ -155,7 +157,7 @@ void refuse_unless_regular(const std::string& path);
 // existing file unless `force`, and never anything but a regular file (a
 // FIFO, a device node, a symbolic link are refused even with `force`).
 // Returns the file that `force` replaces, if there is one.
-std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<std::string>& inputs,
+std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
                                                 bool force);
 
 }  // namespace mb::io::publish
