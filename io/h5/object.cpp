@@ -24,6 +24,18 @@ Id file_of(hid_t object, const Location& where) {
   return Id(H5Iget_file_id(object), where, "cannot find the file of");
 }
 
+H5I_type_t kind_of(hid_t object, const Location& where) {
+  const H5I_type_t kind = H5Iget_type(object);
+  if (kind == H5I_BADID) fail(where, "cannot tell what the object is");
+  return kind;
+}
+
+HardLinks hard_links(hid_t object, const Location& where) {
+  H5O_info_t info;
+  check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
+  return {info.addr, info.rc};
+}
+
 Id open_attribute(hid_t object, const std::string& name, const Location& where) {
   return Id(H5Aopen(object, name.c_str(), H5P_DEFAULT), where.attribute(name), "cannot open the attribute");
 }

@@ -19,6 +19,16 @@ Id space_of(hid_t object, const Location& where);
 Id creation_of(hid_t dataset, const Location& where);
 // Of any object: the file it is in (a new id for it, to be closed).
 Id file_of(hid_t object, const Location& where);
+// What an id is: H5I_GROUP, H5I_DATASET, H5I_DATATYPE (a named datatype), ...
+H5I_type_t kind_of(hid_t object, const Location& where);
+
+// Where an object's header lies (one address per object, whatever names
+// it) and how many hard links name it.
+struct HardLinks {
+  haddr_t address = 0;
+  unsigned count = 0;
+};
+HardLinks hard_links(hid_t object, const Location& where);
 
 Id open_attribute(hid_t object, const std::string& name, const Location& where);
 bool has_attribute(hid_t object, const std::string& name, const Location& where);
