@@ -1,4 +1,4 @@
-#include "io/split/held.hpp"
+#include "io/tree/held.hpp"
 
 #include <utility>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 
-namespace mb::io::split {
+namespace mb::io::tree {
 namespace {
 
 h5::Id shared(hid_t id) {
@@ -84,4 +84,4 @@ void Held::discard() {
   current_ = nullptr;
 }
 
-}  // namespace mb::io::split
+}  // namespace mb::io::tree
