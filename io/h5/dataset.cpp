@@ -138,6 +138,35 @@ int filter_count(hid_t dcpl, const Location& where) {
   return check(H5Pget_nfilters(dcpl), where, "cannot read the dataset's filters");
 }
 
+Shape chunk_shape(hid_t dcpl, const Location& where) {
+  const int rank = check(H5Pget_chunk(dcpl, 0, nullptr), where, "cannot read the chunk shape");
+  std::vector<hsize_t> chunk(static_cast<std::size_t>(rank));
+  check(H5Pget_chunk(dcpl, rank, chunk.data()), where, "cannot read the chunk shape");
+  return Shape(chunk.begin(), chunk.end());
+}
+
+Filter filter_at(hid_t dcpl, unsigned index, const Location& where) {
+  Filter out;
+  unsigned config = 0;
+  std::size_t n_values = 0;
+  char reported[256] = {};
+  // Asked twice: first for the number of parameters, then for them.
+  for (int pass = 0; pass < 2; ++pass) {
+    out.values.resize(n_values);
+    out.id = H5Pget_filter2(dcpl, index, &out.flags, &n_values, out.values.data(), sizeof reported, reported,
+                            &config);
+    if (out.id < 0) fail(where, "cannot read the dataset's filters");
+  }
+  out.reported = reported;
+  return out;
+}
+
+bool filter_available(H5Z_filter_t id) {
+  const htri_t available = H5Zfilter_avail(id);
+  if (available <= 0) forget_error();
+  return available > 0;
+}
+
 ChunkLayout chunk_layout(hid_t dataset, const Location& where) {
   ChunkLayout out;
   Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");

@@ -73,6 +73,19 @@ Id create_dataset(const Prototype& prototype, const Shape& dims, const ExtentOpt
 // Checked creation-property queries (their error values look like answers).
 H5D_layout_t layout_of(hid_t dcpl, const Location& where);
 int filter_count(hid_t dcpl, const Location& where);
+// The chunk shape of chunked creation properties.
+Shape chunk_shape(hid_t dcpl, const Location& where);
+
+// Filter `index` of the pipeline creation properties hold.
+struct Filter {
+  H5Z_filter_t id = H5Z_FILTER_ERROR;
+  unsigned flags = 0;            // H5Z_FLAG_OPTIONAL, ...
+  std::vector<unsigned> values;  // its parameters (cd_values), all of them
+  std::string reported;          // the name it reports (a plugin's: a description, up to 255 bytes)
+};
+Filter filter_at(hid_t dcpl, unsigned index, const Location& where);
+// Whether the library can load filter `id` (a plugin can be missing).
+bool filter_available(H5Z_filter_t id);
 
 // How a chunked dataset is stored: chunk shape and filter pipeline (id and
 // parameters); an empty chunk shape when it is not chunked.

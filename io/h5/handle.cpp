@@ -127,6 +127,14 @@ void Id::close(const Location& where) {
   check(rc, where, "cannot close (data may not have been written)");
 }
 
+Id share(hid_t id) {
+  if (H5Iinc_ref(id) < 0) {
+    forget_error();
+    return {};
+  }
+  return Id(id);
+}
+
 Id open_object(hid_t base, const std::string& path, const Location& where) {
   return Id(H5Oopen(base, path.c_str(), H5P_DEFAULT), where, "cannot open");
 }

@@ -75,6 +75,10 @@ class Id {
   hid_t id_ = H5I_INVALID_HID;
 };
 
+// A further reference to `id` (H5Iinc_ref), released by the Id returned;
+// an invalid Id when the library refuses it.
+Id share(hid_t id);
+
 // Opens the group or dataset at `path` (absolute, or relative to `base`).
 Id open_object(hid_t base, const std::string& path, const Location& where);
 

@@ -62,6 +62,13 @@ void attach(hid_t file, const std::string& file_name, const NodeInfo& ds) {
     }
 }
 
+herr_t collect_scale(hid_t, unsigned, hid_t scale, void* data) {
+  char name[4096] = {};
+  if (H5Iget_name(scale, name, sizeof name) <= 0) return -1;
+  static_cast<std::vector<std::string>*>(data)->push_back(name);
+  return 0;
+}
+
 }  // namespace
 
 bool is_dimension_scale_attribute(const std::string& name, hid_t type) {
@@ -72,6 +79,22 @@ bool is_phony_dimension_name(const NodeInfo& node, const std::string& attribute)
   if (!node.is_scale || attribute != "NAME") return false;
   const std::string* text = attribute_text(node, "NAME");
   return text && text->compare(0, kPhonyPrefix.size(), kPhonyPrefix) == 0;
+}
+
+bool is_scale(hid_t dataset, const Location& where) {
+  return check(H5DSis_scale(dataset), where, "cannot tell whether the dataset is a dimension scale") > 0;
+}
+
+std::vector<std::string> attached_scales(hid_t dataset, unsigned axis, const Location& where) {
+  std::vector<std::string> paths;
+  if (H5DSget_num_scales(dataset, axis) <= 0) {
+    forget_error();
+    return paths;
+  }
+  int index = 0;
+  if (H5DSiterate_scales(dataset, axis, &index, collect_scale, &paths) < 0)
+    fail(where, fmt::format("cannot read the dimension scales of axis {} (DIMENSION_LIST)", axis));
+  return paths;
 }
 
 void attach_scales(hid_t file, const std::string& file_name, const NodeInfo& tree) {

@@ -295,4 +295,15 @@ bool is_variable_string(hid_t type, const Location& where) {
 
 Id copy_type(hid_t type, const Location& where) { return Id(H5Tcopy(type), where, "cannot copy the datatype"); }
 
+Id variable_string_type(hid_t like, const Location& where) {
+  Id memory(H5Tcopy(H5T_C_S1), where, "cannot make a string type");
+  check(H5Tset_size(memory.get(), H5T_VARIABLE), where, "cannot make a string type");
+  check(H5Tset_cset(memory.get(), H5Tget_cset(like)), where, "cannot make a string type");
+  return memory;
+}
+
+bool is_committed(hid_t type, const Location& where) {
+  return check(H5Tcommitted(type), where, "cannot read the datatype") > 0;
+}
+
 }  // namespace mb::io::h5

@@ -22,6 +22,10 @@ bool contains_class(hid_t type, H5T_class_t cls, const Location& where);
 bool same_type(hid_t a, hid_t b, const Location& where);  // H5Tequal
 bool is_variable_string(hid_t type, const Location& where);
 Id copy_type(hid_t type, const Location& where);
+// A variable-length C string type for memory, of `like`'s character set.
+Id variable_string_type(hid_t like, const Location& where);
+// Whether `type` is a named (committed) datatype, one stored in a file.
+bool is_committed(hid_t type, const Location& where);
 
 // Describes `type` (as used in memory). Throws mb::Error naming `where` for
 // classes microbatch cannot handle (references, time).

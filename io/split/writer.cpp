@@ -6,7 +6,7 @@
 #include "io/tree/derived.hpp"
 #include "io/run/guard.hpp"
 #include "io/split/clone.hpp"
-#include "io/split/held.hpp"
+#include "io/tree/held.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
@@ -65,7 +65,7 @@ class SplitWriter {
           h5::create_hard_link(dst_groups[i], child.name, child.first_name, out_where(i, child.path));
         continue;
       }
-      if (Held::Dataset* held = held_dataset(child)) {
+      if (tree::Held::Dataset* held = held_dataset(child)) {
         write_copies(child, {held->prototype, held->attributes, &held->whole, H5I_INVALID_HID}, dst_groups);
         continue;
       }
@@ -106,7 +106,7 @@ class SplitWriter {
 
   // A dataset kept from the tree's walk, if its rule needs nothing more of
   // the input (offsets are read again, to be rebased).
-  Held::Dataset* held_dataset(const NodeInfo& ds) const {
+  tree::Held::Dataset* held_dataset(const NodeInfo& ds) const {
     if (source_.held == nullptr || ds.is_group()) return nullptr;
     if (source_.resolution.dataset_rule(ds.path).mode == LeafRule::Mode::Offsets) return nullptr;
     return source_.held->find(ds.path);

@@ -12,10 +12,13 @@
 #include "io/h5/handle.hpp"
 #include "io/transfer/policy.hpp"
 
+namespace mb::io::tree {
+class Held;  // io/tree/held.hpp
+}  // namespace mb::io::tree
+
 namespace mb::io::split {
 
 class ModelNotes;  // io/split/clone.hpp
-class Held;        // io/split/held.hpp
 
 struct SplitSource {
   hid_t file;
@@ -25,7 +28,7 @@ struct SplitSource {
   const SplitPlan& plan;
   transfer::Policy policy;
   ModelNotes* notes = nullptr;  // told of every dataset written, when some files are copies
-  Held* held = nullptr;         // small datasets kept from the tree's walk, not opened again
+  tree::Held* held = nullptr;   // small datasets kept from the tree's walk, not opened again
 };
 
 // Writes output files `files` (indices in the plan) into the open

@@ -6,6 +6,8 @@
 
 #include "core/derived.hpp"
 #include "core/error.hpp"
+#include "io/h5/object.hpp"
+#include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
@@ -28,10 +30,14 @@ struct Opened {
 Opened open_value(hid_t object, const std::string& attribute, const h5::Location& where) {
   Opened o;
   o.dataset = object;
-  if (!attribute.empty())
-    o.attribute = h5::Id(H5Aopen(object, attribute.c_str(), H5P_DEFAULT), where, "cannot open the attribute");
-  const hid_t value = o.is_attribute() ? o.attribute.get() : object;
-  o.type = h5::Id(o.is_attribute() ? H5Aget_type(value) : H5Dget_type(value), where, "cannot read the datatype");
+  if (!attribute.empty()) {
+    // `where` names the attribute ("file: /path@name"); open_attribute names it from its holder's.
+    h5::Location holder = where;
+    const std::string suffix = "@" + attribute;
+    if (holder.path.ends_with(suffix)) holder.path.resize(holder.path.size() - suffix.size());
+    o.attribute = h5::open_attribute(object, attribute, holder);
+  }
+  o.type = h5::type_of(o.value(), where);
   return o;
 }
 
@@ -44,7 +50,8 @@ Opened open_target(hid_t file, const DerivedTarget& target, const h5::Location& 
 
 // An integer of at most 64 bits: how every derived value is stored.
 hid_t integer_memory_type(const Opened& o, const LeafRule& rule, const h5::Location& where) {
-  if (H5Tget_class(o.type.get()) != H5T_INTEGER || H5Tget_precision(o.type.get()) > 64)
+  const hid_t type = o.type.get();
+  if (h5::class_of(type, where) != H5T_INTEGER || h5::precision_of(type, where) > 64)
     throw Error(fmt::format("{}: a derived {} is an integer of at most 64 bits, not {}", where.describe(),
                             quantity_name(rule.quantity), h5::dtype_name(o.type.get())));
   return tree::offsets_memory_type(o.type.get(), where);  // int64 or uint64, by the sign
@@ -53,27 +60,16 @@ hid_t integer_memory_type(const Opened& o, const LeafRule& rule, const h5::Locat
 // The elements of the value (one, for rank 0), read as `memory` (int64 or
 // uint64, by the type's sign), so that every value is exact.
 std::vector<std::uint64_t> read_elements(const Opened& o, hid_t memory, const h5::Location& where) {
-  const h5::Id space(o.is_attribute() ? H5Aget_space(o.value()) : H5Dget_space(o.value()), where,
-                     "cannot read the dataspace");
-  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
-  std::vector<std::uint64_t> values(static_cast<std::size_t>(std::max<hssize_t>(n, 1)));
-  if (o.is_attribute()) {
-    h5::check(H5Aread(o.value(), memory, values.data()), where, "cannot read the attribute");
-  } else {
-    h5::check(H5Dread(o.value(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
-              "cannot read the value");
-  }
+  const h5::Id space = h5::space_of(o.value(), where);
+  const std::uint64_t n = h5::space_info(space.get(), where).elements();
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(std::max<std::uint64_t>(n, 1)));
+  h5::read_all(o.value(), memory, values.data(), where);
   return values;
 }
 
 void write_elements(const Opened& o, hid_t memory, const std::vector<std::uint64_t>& values,
                     const h5::Location& where) {
-  if (o.is_attribute()) {
-    h5::check(H5Awrite(o.value(), memory, values.data()), where, "cannot write the attribute");
-  } else {
-    h5::check(H5Dwrite(o.value(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
-              "cannot write the value");
-  }
+  h5::write_all(o.value(), memory, values.data(), where);
 }
 
 // The derived element (the only one of a rank-0 leaf), exact.
@@ -89,11 +85,10 @@ StoredInteger read_stored(const Opened& o, const LeafRule& rule, hid_t memory, c
 // The length of the dataset at `path` of `file` along axis 0 (num_rows).
 std::uint64_t rows_of(hid_t file, const std::string& path, const h5::Location& where) {
   const h5::Id dataset = h5::open_object(file, path, where);
-  const h5::Id space(H5Dget_space(dataset.get()), where, "cannot read the dataspace");
-  hsize_t dims[H5S_MAX_RANK] = {};
-  if (H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 1)
+  const h5::SpaceInfo space = h5::dataset_space(dataset.get(), where);
+  if (space.dims.empty())
     throw Error(fmt::format("{}: num_rows of {} needs a dataset of rank >= 1", where.describe(), path));
-  return dims[0];
+  return space.dims[0];
 }
 
 // The offsets `file` holds at `path`, checked as every offsets dataset is.
@@ -125,7 +120,7 @@ void check_derived_value(hid_t object, const std::string& attribute, const LeafR
   const StoredInteger stored = read_stored(o, rule, integer_memory_type(o, rule, where), where);
   if (rule.quantity != Quantity::NumRows)
     return check_stored({what, rule.quantity, rule.offsets}, stored, offsets.at(rule.offsets));
-  const h5::Id file(H5Iget_file_id(object), where, "cannot find the file");
+  const h5::Id file = h5::file_of(object, where);
   check_stored({what, rule.quantity, rule.offsets}, stored, rows_of(file.get(), rule.offsets, where));
 }
 
@@ -155,8 +150,8 @@ void write_derived_values(hid_t file, const std::string& file_name, const std::v
     const h5::Location where{file_name, target.text()};
     const Opened o = open_target(file, target, where);
     const hid_t memory = integer_memory_type(o, target.rule, where);
-    const IntegerType type{H5Tget_sign(o.type.get()) == H5T_SGN_2,
-                           static_cast<unsigned>(H5Tget_precision(o.type.get())), h5::dtype_name(o.type.get())};
+    const IntegerType type{!h5::is_unsigned(o.type.get(), where),
+                           static_cast<unsigned>(h5::precision_of(o.type.get(), where)), h5::dtype_name(o.type.get())};
     check_fits(where.describe(), target.rule.quantity, value, type);
     // The other elements of a 1-D leaf (a shape's other sizes) are kept as
     // they are; in range, HDF5's conversion between integer types is exact.

@@ -7,34 +7,29 @@
 
 #include "core/error.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 
 namespace mb::io::tree {
 
 hid_t offsets_memory_type(hid_t type, const h5::Location& where) {
-  if (H5Tget_class(type) != H5T_INTEGER)
+  if (h5::class_of(type, where) != H5T_INTEGER)
     throw Error(where.describe() + ": offsets must be integers, not " + h5::dtype_name(type));
-  const std::size_t precision = H5Tget_precision(type);
-  if (precision == 0) fail(where, "cannot read the offsets' precision");
+  const std::size_t precision = h5::precision_of(type, where);
   if (precision > 64)
     throw Error(fmt::format("{}: offsets of {} bits are not supported (at most 64)", where.describe(), precision));
-  const H5T_sign_t sign = H5Tget_sign(type);
-  if (sign == H5T_SGN_ERROR) fail(where, "cannot read the offsets' signedness");
-  return sign == H5T_SGN_NONE ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+  return h5::is_unsigned(type, where) ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
 }
 
 RawOffsets read_offsets(hid_t dataset, const h5::Location& where) {
-  h5::Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+  const h5::Id type = h5::type_of(dataset, where);
   const hid_t memory = offsets_memory_type(type.get(), where);
-  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
-  const h5::SpaceInfo info = h5::space_info(space.get(), where);
-  h5::check_fits_in_file(dataset, info.elements() * size_of(type.get(), where), where);
+  const h5::SpaceInfo info = h5::dataset_space(dataset, where);
+  h5::check_fits_in_file(dataset, info.elements() * h5::size_of(type.get(), where), where);
   // The memory type holds every value of the dataset's: the conversion is exact.
   const auto read = [&](auto values) -> RawOffsets {
-    if (!values.empty())
-      check(H5Dread(dataset, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), where,
-            "cannot read the offsets");
+    if (!values.empty()) h5::read_all(dataset, memory, values.data(), where);
     return values;
   };
   if (memory == H5T_NATIVE_UINT64) return read(std::vector<std::uint64_t>(info.elements()));

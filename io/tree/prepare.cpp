@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "io/tree/derived.hpp"
+#include "io/tree/held.hpp"
 #include "io/tree/input.hpp"
-#include "io/split/held.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
@@ -16,7 +16,7 @@ Prepared prepare(const PrepareRequest& request) {
   out.input = request.input;
   const std::string& input = request.input.name();
   h5::Id file = open_input(request.input, h5::Cache::Keep);
-  if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<split::Held>(request.keep_bytes);
+  if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)
                                                                 : tree::read_tree(file.get(), input, out.held.get());
   if (out.held)

@@ -18,11 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mb::io::split {
-class Held;
-}  // namespace mb::io::split
-
 namespace mb::io::tree {
+
+class Held;  // io/tree/held.hpp
 
 struct PrepareRequest {
   Source input;
@@ -31,7 +29,7 @@ struct PrepareRequest {
   bool previews = false;                  // read every attribute's value for display
   bool describe_unreadable = false;       // keep unreadable datasets, marked (not when planning)
   // Split: keep small datasets from the walk of the tree, up to this many
-  // bytes of values, for the writer (io/split/held.hpp); 0 keeps none.
+  // bytes of values, for the writer (io/tree/held.hpp); 0 keeps none.
   std::uint64_t keep_bytes = 0;
 };
 
@@ -45,7 +43,7 @@ struct Prepared {
   std::map<std::pair<std::string, std::string>, std::string> previews;
   // The same attributes' values as JSON (inspect --json).
   std::map<std::pair<std::string, std::string>, nlohmann::ordered_json> values;
-  std::shared_ptr<split::Held> held;  // when asked for (keep_bytes)
+  std::shared_ptr<Held> held;  // when asked for (keep_bytes)
 };
 
 Prepared prepare(const PrepareRequest& request);

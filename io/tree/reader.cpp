@@ -7,30 +7,21 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/remote.hpp"
 #include "io/tree/storage.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/attributes.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/links.hpp"
+#include "io/h5/object.hpp"
+#include "io/h5/scales.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
 
-#include <hdf5_hl.h>
 #include "specs/dtype.hpp"
 
 namespace mb::io::tree {
 namespace {
-
-struct Link {
-  std::string name;
-  H5L_type_t type;
-};
-
-herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
-  static_cast<std::vector<Link>*>(data)->push_back({name, info->type});
-  return 0;
-}
 
 // A shape whose element count does not fit 64 bits cannot be copied (and
 // would overflow every size computed from it).
@@ -45,27 +36,24 @@ void check_element_count(const h5::SpaceInfo& s, const h5::Location& where) {
 // it); none for any other attribute.
 std::optional<std::string> attribute_text(hid_t attr, hid_t type, const h5::SpaceInfo& s, const h5::Location& at) {
   if (s.null_space || s.elements() != 1) return std::nullopt;
-  const H5T_class_t cls = H5Tget_class(type);
+  const H5T_class_t cls = h5::class_of(type, at);
   if (cls == H5T_INTEGER || cls == H5T_STRING) run::note_activity(at.file, at.path);  // a read can hang on a corrupt heap
   if (cls == H5T_INTEGER) {
-    const bool is_unsigned = H5Tget_sign(type) == H5T_SGN_NONE;
+    const bool is_unsigned = h5::is_unsigned(type, at);
     std::uint64_t raw = 0;
-    h5::check(H5Aread(attr, is_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &raw), at, "cannot read the attribute");
+    h5::read_all(attr, is_unsigned ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, &raw, at);
     return is_unsigned ? std::to_string(raw) : std::to_string(static_cast<std::int64_t>(raw));
   }
   if (cls != H5T_STRING) return std::nullopt;
-  if (H5Tis_variable_str(type) > 0) {
-    h5::Id memory(H5Tcopy(H5T_C_S1), at, "cannot make a string type");
-    h5::check(H5Tset_size(memory.get(), H5T_VARIABLE), at, "cannot make a string type");
-    check(H5Tset_cset(memory.get(), H5Tget_cset(type)), at, "cannot make a string type");
-    char* text = nullptr;
-    check(H5Aread(attr, memory.get(), &text), at, "cannot read the attribute");
-    std::string out = text ? text : "";
-    H5free_memory(text);
-    return out;
+  if (h5::is_variable_string(type, at)) {
+    const h5::Id memory = h5::variable_string_type(type, at);
+    h5::Buffer text(memory.get());  // frees the string libhdf5 allocates
+    h5::read_all(attr, memory.get(), text.prepare(1), at);
+    const char* value = *static_cast<const char* const*>(text.data());
+    return value ? value : "";
   }
-  std::string out(size_of(type, at), '\0');
-  h5::check(H5Aread(attr, type, out.data()), at, "cannot read the attribute");
+  std::string out(h5::size_of(type, at), '\0');
+  h5::read_all(attr, type, out.data(), at);
   out.resize(std::min(out.size(), out.find('\0')));
   return out;
 }
@@ -85,12 +73,12 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const h5::Location&
   std::vector<AttributeInfo> out;
   for (const auto& name : h5::attribute_names(object, where)) {
     const h5::Location at = where.attribute(name);
-    h5::Id attr(H5Aopen(object, name.c_str(), H5P_DEFAULT), at, "cannot open attribute");
-    h5::Id type(H5Aget_type(attr.get()), at, "cannot read the attribute's type");
-    h5::Id space(H5Aget_space(attr.get()), at, "cannot read the attribute's dataspace");
+    const h5::Id attr = h5::open_attribute(object, name, where);
+    const h5::Id type = h5::type_of(attr.get(), at);
+    const h5::Id space = h5::space_of(attr.get(), at);
     const h5::SpaceInfo s = h5::space_info(space.get(), at);
     check_element_count(s, at);
-    if (H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
+    if (h5::contains_class(type.get(), H5T_REFERENCE, at)) {
       if (keeper) keeper->discard();
       const bool scales = dimension_scale_attribute(name, of_dataset);
       if (!scales && refused.empty())
@@ -109,25 +97,14 @@ std::vector<AttributeInfo> describe_attributes(hid_t object, const h5::Location&
   return out;
 }
 
-herr_t collect_scale(hid_t, unsigned, hid_t scale, void* data) {
-  char name[4096] = {};
-  if (H5Iget_name(scale, name, sizeof name) <= 0) return -1;
-  static_cast<std::vector<std::string>*>(data)->push_back(name);
-  return 0;
-}
-
 // Which dimension scales are attached to each axis (DIMENSION_LIST), and the
 // name of each axis' dimension (see NodeInfo::dimensions).
 void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
-  // HDF5 1.10.8's H5DSis_scale leaks two ids (the CLASS attribute and its
-  // type) for a CLASS that is not DIMENSION_SCALE (PyTables' "TABLE",
-  // "EARRAY"...): it is asked only about datasets whose CLASS says so.
+  // h5::is_scale is asked only about datasets whose CLASS says so (see there).
   const auto cls = std::find_if(node.attributes.begin(), node.attributes.end(),
                                 [](const AttributeInfo& a) { return a.name == "CLASS"; });
   const bool says_scale = cls != node.attributes.end() && cls->text && *cls->text == "DIMENSION_SCALE";
-  const htri_t scale = says_scale ? H5DSis_scale(dataset) : 0;
-  if (scale < 0) fail(where, "cannot tell whether the dataset is a dimension scale");
-  node.is_scale = scale > 0;
+  node.is_scale = says_scale && h5::is_scale(dataset, where);
   node.dimensions.assign(node.shape.size(), "");
   if (node.is_scale && !node.shape.empty()) node.dimensions[0] = node.name;
   const bool attached = std::any_of(node.attributes.begin(), node.attributes.end(),
@@ -135,13 +112,7 @@ void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
   if (!attached) return;
   node.scales.resize(node.shape.size());
   for (unsigned axis = 0; axis < node.shape.size(); ++axis) {
-    int index = 0;
-    if (H5DSget_num_scales(dataset, axis) <= 0) {
-      h5::forget_error();
-      continue;
-    }
-    if (H5DSiterate_scales(dataset, axis, &index, collect_scale, &node.scales[axis]) < 0)
-      fail(where, fmt::format("cannot read the dimension scales of axis {} (DIMENSION_LIST)", axis));
+    node.scales[axis] = h5::attached_scales(dataset, axis, where);
     if (!node.scales[axis].empty()) {
       const std::string& first = node.scales[axis].front();
       node.dimensions[axis] = first.substr(first.rfind('/') + 1);
@@ -150,15 +121,14 @@ void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
 }
 
 bool has_external_storage(hid_t dataset, const h5::Location& where) {
-  const h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
-  return h5::check(H5Pget_external_count(dcpl.get()), where, "cannot read external files") > 0;
+  return h5::external_count(h5::creation_of(dataset, where).get(), where) > 0;
 }
 
 void read_dataset(hid_t dataset, const h5::Location& where, NodeInfo& node, Keeper* keeper) {
   node.kind = NodeInfo::Kind::Dataset;
-  h5::Id type(H5Dget_type(dataset), where, "cannot read the dataset's type");
-  h5::Id space(H5Dget_space(dataset), where, "cannot read the dataset's dataspace");
-  const bool references = H5Tdetect_class(type.get(), H5T_REFERENCE) > 0;
+  const h5::Id type = h5::type_of(dataset, where);
+  const h5::Id space = h5::space_of(dataset, where);
+  const bool references = h5::contains_class(type.get(), H5T_REFERENCE, where);
   // refuses other unsupported types; object references are refused by read_tree, shown by inspect
   node.value_type = references ? ValueType::scalar(ValueType::Kind::Opaque, 0) : h5::value_type_of(type.get(), where);
   const h5::SpaceInfo s = h5::space_info(space.get(), where);
@@ -166,21 +136,23 @@ void read_dataset(hid_t dataset, const h5::Location& where, NodeInfo& node, Keep
   node.shape = s.dims;
   node.null_space = s.null_space;
   node.dtype = h5::dtype_name(type.get());
-  node.element_size = size_of(type.get(), where);
-  const h5::Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the dataset's creation properties");
+  node.element_size = h5::size_of(type.get(), where);
+  const h5::Id dcpl = h5::creation_of(dataset, where);
   node.storage = read_storage(dcpl, s, where);
   // scaleoffset quantises floats (round(x * 10^D)); decoding and re-encoding
   // an edge chunk is not idempotent, so a split or merge could not be exact.
   const bool quantised = std::find(node.storage.filters.begin(), node.storage.filters.end(), "scaleoffset") !=
                          node.storage.filters.end();
-  if (quantised && H5Tdetect_class(type.get(), H5T_FLOAT) > 0)
+  if (quantised && h5::contains_class(type.get(), H5T_FLOAT, where))
     node.storage.unreadable = where.describe() +
                               ": filter scaleoffset is lossy on floating-point data: its chunks could not be "
                               "re-encoded exactly (rewrite the dataset without it, or with a lossless filter)";
   // libhdf5 reads a virtual dataset's sources and external storage's files
   // by name, past the remote driver: local files that happen to have those
-  // names would be read instead of the remote file's.
-  if (is_remote(where.file) && (node.storage.layout == "virtual" || has_external_storage(dataset, where)))
+  // names would be read instead of the remote file's. (Inputs are read
+  // through the POSIX driver, or through the remote one.)
+  const bool remote = !h5::descriptor_of(dataset, where);
+  if (remote && (node.storage.layout == "virtual" || has_external_storage(dataset, where)))
     node.storage.unreadable = where.describe() + ": its data is stored in other files (a virtual dataset or external "
                               "storage), which cannot be read through a URL; download the files and read them locally";
   else if (node.storage.layout == "virtual") {
@@ -213,7 +185,7 @@ class TreeReader {
   TreeReader(const std::string& file_name, Keeper* keeper) : file_name_(file_name), keeper_(keeper) {}
 
   void read_root(hid_t root, const h5::Location& where, NodeInfo& node) {
-    read_group(root, object_info(root, where).addr, where, node);
+    read_group(root, h5::hard_links(root, where).address, where, node);
   }
 
   // Gives every further name its first name's description (second pass:
@@ -231,12 +203,6 @@ class TreeReader {
   }
 
  private:
-  static H5O_info_t object_info(hid_t object, const h5::Location& where) {
-    H5O_info_t info;
-    h5::check(H5Oget_info2(object, &info, H5O_INFO_BASIC), where, "cannot read the object's header");
-    return info;
-  }
-
   void read_group(hid_t group, haddr_t self, const h5::Location& where, NodeInfo& node) {
     if (ancestors_.size() > kMaxGroupDepth)
       throw Error(fmt::format("{}: groups nested deeper than {} levels", where.describe(), kMaxGroupDepth));
@@ -250,7 +216,7 @@ class TreeReader {
     for (const auto& name : names) {
       const h5::Location at = where.child(name);
       run::note_activity(at.file, at.path);
-      h5::Id object(H5Oopen(group, name.c_str(), H5P_DEFAULT), at, "cannot open");
+      const h5::Id object = h5::open_object(group, name, at);
       NodeInfo child;
       child.name = name;
       child.path = at.path;
@@ -261,21 +227,21 @@ class TreeReader {
   }
 
   void read_member(hid_t object, const h5::Location& at, NodeInfo& child) {
-    const H5I_type_t type = H5Iget_type(object);
-    const H5O_info_t info = object_info(object, at);
-    if (type == H5I_GROUP && std::find(ancestors_.begin(), ancestors_.end(), info.addr) != ancestors_.end())
+    const H5I_type_t type = h5::kind_of(object, at);
+    const h5::HardLinks links = h5::hard_links(object, at);
+    if (type == H5I_GROUP && std::find(ancestors_.begin(), ancestors_.end(), links.address) != ancestors_.end())
       throw Error(at.describe() + ": a hard link leads back to a group that contains it (a cycle); such a tree "
                   "cannot be split");
     // Only an object with several links can have been met before.
-    if (info.rc > 1) {
-      auto [first, inserted] = first_names_.emplace(info.addr, at.path);
+    if (links.count > 1) {
+      auto [first, inserted] = first_names_.emplace(links.address, at.path);
       if (!inserted) {
         child.first_name = first->second;  // described in expand_further_names
         return;
       }
     }
     switch (type) {
-      case H5I_GROUP: read_group(object, info.addr, at, child); break;
+      case H5I_GROUP: read_group(object, links.address, at, child); break;
       case H5I_DATASET: read_dataset(object, at, child, keeper_); break;
       default: throw Error(at.describe() + ": named datatypes are not supported (only groups and datasets)");
     }
@@ -317,10 +283,8 @@ class TreeReader {
 }  // namespace
 
 std::vector<std::string> member_names(hid_t group, const h5::Location& where) {
-  std::vector<Link> links;
-  h5::check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &links), where, "cannot list members");
   std::vector<std::string> names;
-  for (auto& link : links) {
+  for (auto& link : h5::links_of(group, where)) {
     if (link.type != H5L_TYPE_HARD)
       throw Error(fmt::format("{}: {} links are not supported (only hard links: groups and datasets)",
                             where.child(link.name).describe(), link.type == H5L_TYPE_SOFT ? "soft" : "external"));
@@ -340,7 +304,7 @@ NodeInfo read_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
 NodeInfo describe_tree(hid_t file, const std::string& file_name, Keeper* keeper) {
   NodeInfo root;
   root.path = "/";
-  h5::Id group(H5Gopen2(file, "/", H5P_DEFAULT), {file_name, "/"}, "cannot open the root group");
+  const h5::Id group = h5::open_object(file, "/", {file_name, "/"});
   TreeReader reader(file_name, keeper);
   reader.read_root(group.get(), {file_name, "/"}, root);
   reader.expand_further_names(root, root);

@@ -20,7 +20,7 @@
 namespace mb::io::tree {
 
 // What a walk of the tree may keep of each dataset while it is open (split
-// then need not open it again: io/split/held.hpp). Told of each dataset,
+// then need not open it again: io/tree/held.hpp). Told of each dataset,
 // then of each of its attributes, in name order; `discard` when one of them
 // is a reference (rebuilt or refused, never copied).
 class Keeper {

@@ -14,7 +14,7 @@ namespace {
 
 // Short names for the filters of HDF5's registry that ML data tends to use;
 // plugins report long descriptions ("HDF5 lz4 filter; see http://...").
-std::string filter_name(H5Z_filter_t id, const char* reported) {
+std::string filter_name(H5Z_filter_t id, const std::string& reported) {
   static const std::pair<H5Z_filter_t, const char*> known[] = {
       {H5Z_FILTER_DEFLATE, "gzip"}, {H5Z_FILTER_SHUFFLE, "shuffle"}, {H5Z_FILTER_FLETCHER32, "fletcher32"},
       {H5Z_FILTER_SZIP, "szip"},    {H5Z_FILTER_NBIT, "nbit"},       {H5Z_FILTER_SCALEOFFSET, "scaleoffset"},
@@ -22,7 +22,7 @@ std::string filter_name(H5Z_filter_t id, const char* reported) {
       {32004, "lz4"},               {32008, "bitshuffle"},           {32015, "zstd"}};
   for (const auto& [known_id, name] : known)
     if (known_id == id) return id < 256 ? name : fmt::format("{} (id {})", name, id);
-  std::string name = *reported ? reported : "filter";
+  std::string name = reported.empty() ? "filter" : reported;
   if (auto cut = name.find(';'); cut != std::string::npos) name.resize(cut);
   return fmt::format("{} (id {})", name, id);
 }
@@ -30,20 +30,13 @@ std::string filter_name(H5Z_filter_t id, const char* reported) {
 // The filter's display name (filter_name) and, in `info`, its id, short
 // name and parameters.
 std::string filter_text(hid_t dcpl, unsigned index, const h5::Location& where, FilterInfo& info) {
-  unsigned flags = 0, config = 0;
-  size_t n_values = 0;
-  char reported[256] = {};
-  H5Z_filter_t id = H5Pget_filter2(dcpl, index, &flags, &n_values, nullptr, sizeof reported, reported, &config);
-  if (id < 0) fail(where, "cannot read the dataset's filters");
-  info.cd_values.resize(n_values);
-  id = H5Pget_filter2(dcpl, index, &flags, &n_values, info.cd_values.data(), sizeof reported, reported, &config);
-  if (id < 0) fail(where, "cannot read the dataset's filters");
-  const std::string name = filter_name(id, reported);
-  info.id = id;
+  h5::Filter filter = h5::filter_at(dcpl, index, where);
+  const std::string name = filter_name(filter.id, filter.reported);
+  info.id = filter.id;
+  info.cd_values = std::move(filter.values);
   info.name = name.substr(0, name.find(" (id "));
-  info.optional = (flags & H5Z_FLAG_OPTIONAL) != 0;
-  if (H5Zfilter_avail(id) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
+  info.optional = (filter.flags & H5Z_FLAG_OPTIONAL) != 0;
+  if (!h5::filter_available(filter.id)) {
     throw Error(where.describe() + ": filter " + name +
                 " is not available to the HDF5 library (install its plugin, e.g. Debian's hdf5-filter-plugin, or "
                 "set HDF5_PLUGIN_PATH)");
@@ -62,10 +55,7 @@ StorageInfo read_storage(const h5::Id& dcpl, const h5::SpaceInfo& space, const h
     case H5D_VIRTUAL: info.layout = "virtual"; break;
     case H5D_CHUNKED: {
       info.layout = "chunked";
-      std::vector<hsize_t> chunks(space.dims.size());
-      h5::check(H5Pget_chunk(dcpl.get(), static_cast<int>(chunks.size()), chunks.data()), where,
-            "cannot read the chunk shape");
-      info.chunks.assign(chunks.begin(), chunks.end());
+      info.chunks = h5::chunk_shape(dcpl.get(), where);
       break;
     }
     default: fail(where, "cannot read the dataset's layout");

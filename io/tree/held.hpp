@@ -1,5 +1,5 @@
 #pragma once
-// Small datasets kept from the walk of the tree (a tree::Keeper): their
+// Small datasets kept from the walk of the tree (a Keeper): their
 // prototype, attributes and data, so that split's writer need not open them
 // again. Opening each input dataset once more and reading its description
 // and attributes again was a fifth of a split of many small datasets.
@@ -23,9 +23,9 @@
 #include "io/h5/intern.hpp"
 #include "io/tree/reader.hpp"
 
-namespace mb::io::split {
+namespace mb::io::tree {
 
-class Held : public tree::Keeper {
+class Held : public Keeper {
  public:
   explicit Held(std::uint64_t budget) : budget_(budget) {}
 
@@ -60,4 +60,4 @@ class Held : public tree::Keeper {
   std::string current_path_;
 };
 
-}  // namespace mb::io::split
+}  // namespace mb::io::tree

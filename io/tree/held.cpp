@@ -1,34 +1,24 @@
-#include "io/split/held.hpp"
+#include "io/tree/held.hpp"
 
 #include <utility>
 #include <vector>
 
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
+#include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/transfer/copy.hpp"
 
-namespace mb::io::split {
-namespace {
-
-h5::Id shared(hid_t id) {
-  if (H5Iinc_ref(id) < 0) {
-    h5::forget_error();
-    return {};
-  }
-  return h5::Id(id);
-}
-
-}  // namespace
+namespace mb::io::tree {
 
 h5::Id Held::interned(h5::Interned& table, hid_t id) {
   const h5::Interned::Found found = table.find(id);
   if (found.failed) return {};
-  if (found.id != H5I_INVALID_HID) return shared(found.id);
+  if (found.id != H5I_INVALID_HID) return h5::share(found.id);
   if (table.size() >= kInterned) return {};
-  h5::Id kept = shared(id);
+  h5::Id kept = h5::share(id);
   if (!kept.valid()) return {};
-  return shared(table.add(std::move(kept)));
+  return h5::share(table.add(std::move(kept)));
 }
 
 Held::Dataset* Held::find(const std::string& path) {
@@ -38,10 +28,8 @@ Held::Dataset* Held::find(const std::string& path) {
 
 void Held::dataset(hid_t dataset, hid_t type, hid_t dcpl, const h5::SpaceInfo& space, const h5::Location& where) {
   current_ = nullptr;
-  if (space.null_space || !h5::copyable_as_bytes(type) || H5Tcommitted(type) != 0) return;
-  if (h5::layout_of(dcpl, where) == H5D_VIRTUAL ||
-      h5::check(H5Pget_external_count(dcpl), where, "cannot read external files") != 0)
-    return;
+  if (space.null_space || !h5::copyable_as_bytes(type) || h5::is_committed(type, where)) return;
+  if (h5::layout_of(dcpl, where) == H5D_VIRTUAL || h5::external_count(dcpl, where) != 0) return;
   const std::uint64_t bytes = space.elements() * h5::size_of(type, where);
   if (!transfer::held_whole(dcpl, bytes, where) || used_ + bytes > budget_) return;
   h5::Id kept_type = interned(types_, type);
@@ -59,8 +47,7 @@ void Held::attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& s
                      const h5::Location& at) {
   if (current_ == nullptr) return;
   const std::uint64_t bytes = shape.elements() * h5::size_of(type, at);
-  h5::Id kept_type = H5Tcommitted(type) == 0 && used_ + bytes <= budget_ ? interned(types_, type)
-                                                                          : h5::Id();
+  h5::Id kept_type = !h5::is_committed(type, at) && used_ + bytes <= budget_ ? interned(types_, type) : h5::Id();
   h5::Id kept_space = kept_type.valid() ? interned(spaces_, space) : h5::Id();
   if (!kept_space.valid()) {
     discard();
@@ -73,7 +60,7 @@ void Held::attribute(hid_t attr, hid_t type, hid_t space, const h5::SpaceInfo& s
   value.space = std::move(kept_space);
   value.shape = shape;
   value.data.prepare(shape.elements());
-  if (!shape.null_space) h5::check(H5Aread(attr, value.type.get(), value.data.data()), at, "cannot read the attribute");
+  if (!shape.null_space) h5::read_all(attr, value.type.get(), value.data.data(), at);
   used_ += bytes;
   current_->attributes.emplace_back(name, std::move(value));
 }
@@ -84,4 +71,4 @@ void Held::discard() {
   current_ = nullptr;
 }
 
-}  // namespace mb::io::split
+}  // namespace mb::io::tree
