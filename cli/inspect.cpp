@@ -139,7 +139,7 @@ void print_sequences(const SequencePlan& seq, std::uint64_t count) {
               ideal, ideal > 0 ? static_cast<double>(largest) / ideal : 1.0);
 }
 
-void print_text(const InspectCommand& cmd, const Inspection& in) {
+void print_text(const Inspection& in) {
   std::vector<Row> rows;
   for_each_node(in.tree, [&](const NodeInfo& n) {
     Row r{n.path, n.is_group() ? "group" : shape_text(n), n.is_group() ? "" : n.dtype,
@@ -281,7 +281,7 @@ void run_inspect(const InspectCommand& cmd) {
   if (cmd.json) {
     print_json(in);
   } else {
-    print_text(cmd, in);
+    print_text(in);
   }
 }
 

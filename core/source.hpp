@@ -34,8 +34,6 @@ class Source {
   // a query is not carried over, the address is resolved the same way.
   Source beside(std::string_view file) const;
 
-  friend bool operator==(const Source& a, const Source& b) { return a.name_ == b.name_; }
-
  private:
   Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Environment env);
 

@@ -120,10 +120,6 @@ void read_scales(hid_t dataset, const h5::Location& where, NodeInfo& node) {
   }
 }
 
-bool has_external_storage(hid_t dataset, const h5::Location& where) {
-  return h5::external_count(h5::creation_of(dataset, where).get(), where) > 0;
-}
-
 void read_dataset(hid_t dataset, const h5::Location& where, NodeInfo& node, Keeper* keeper) {
   node.kind = NodeInfo::Kind::Dataset;
   const h5::Id type = h5::type_of(dataset, where);
@@ -151,8 +147,8 @@ void read_dataset(hid_t dataset, const h5::Location& where, NodeInfo& node, Keep
   // by name, past the remote driver: local files that happen to have those
   // names would be read instead of the remote file's. (Inputs are read
   // through the POSIX driver, or through the remote one.)
-  const bool remote = !h5::descriptor_of(dataset, where);
-  if (remote && (node.storage.layout == "virtual" || has_external_storage(dataset, where)))
+  const bool elsewhere = node.storage.layout == "virtual" || h5::external_count(dcpl.get(), where) > 0;
+  if (elsewhere && !h5::descriptor_of(dataset, where))
     node.storage.unreadable = where.describe() + ": its data is stored in other files (a virtual dataset or external "
                               "storage), which cannot be read through a URL; download the files and read them locally";
   else if (node.storage.layout == "virtual") {

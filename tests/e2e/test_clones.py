@@ -232,7 +232,7 @@ def test_merge_of_chunked_inputs_walks_every_input(tmp_path):
 
 
 def test_datasets_kept_from_the_tree_keep_their_own_creation_properties(tmp_path):
-    """Split keeps small datasets from the walk of the tree (io/split/held.hpp), their datatypes and creation
+    """Split keeps small datasets from the walk of the tree (io/tree/held.hpp), their datatypes and creation
     properties interned: one id for all that are equal. libhdf5 1.10.8's H5Pequal takes chunk shapes for equal;
     each dataset must keep its own, and the files be the bytes written without keeping anything."""
     src = tmp_path / "in.h5"
