@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -212,7 +213,15 @@ void install_crash_guard() {
 void start_stall_watchdog(unsigned seconds) {
   if (seconds == 0) return;
   const BlockedInWatchdog blocked;
-  std::thread([seconds] {
+  // Returns only once the thread runs its own code: split -j forks workers
+  // soon after, and a thread still being set up by the C library or a
+  // sanitizer runtime can hold their locks (thread list, allocator) at the
+  // fork; a child would then wait on them forever. Once in its loop it holds
+  // none: it sleeps and reads atomics.
+  std::promise<void> running;
+  std::future<void> started = running.get_future();
+  std::thread([seconds, running = std::move(running)]() mutable {
+    running.set_value();
     std::uint64_t last = g_progress.load();
     auto since = std::chrono::steady_clock::now();
     while (true) {
@@ -229,6 +238,7 @@ void start_stall_watchdog(unsigned seconds) {
       }
     }
   }).detach();
+  started.wait();
 }
 
 void note_activity(const std::string& file, const std::string& path) {

@@ -47,9 +47,39 @@ def on_terminal(args, env=SLOW):
         if not data:
             break
         shown += data
-    out = proc.communicate(timeout=60)[0]
-    os.close(master)
+    try:
+        out = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        report = where_stuck(proc.pid)
+        proc.kill()
+        for pid in children(proc.pid):
+            os.kill(pid, 9)
+        proc.communicate()
+        pytest.fail(f"{args[0]} did not end; where its processes wait: {report}")
+    finally:
+        os.close(master)
     return proc.returncode, shown, out
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def where_stuck(pid):
+    """The kernel function each thread of `pid` and of its children sleeps in
+    (wchan), to tell a deadlock from a slow run in a failure message."""
+    report = {}
+    for p in [pid, *children(pid)]:
+        try:
+            tasks = sorted(os.listdir(f"/proc/{p}/task"))
+            report[p] = {t: open(f"/proc/{p}/task/{t}/wchan").read() for t in tasks}
+        except OSError as e:
+            report[p] = str(e)
+    return report
 
 
 def final_screen(shown):
