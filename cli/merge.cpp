@@ -74,6 +74,7 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
     }
   }
   job.inputs = labelled(sources.files);
+  job.read_besides = sources.read_besides;
   job.output = cmd.output;
   job.force = cmd.force;
   job.virtual_datasets = cmd.virtual_datasets;

@@ -25,7 +25,9 @@ std::vector<Range> split_by_size(std::uint64_t length, std::uint64_t size) {
   if (size == 0) throw Error("split_by_size: piece size must be at least 1");
   std::vector<Range> out;
   out.reserve(length / size + 1);
-  for (std::uint64_t at = 0; at < length; at += size) out.push_back({at, std::min(length, at + size)});
+  // Both steps compare with what is left, so that at + size never wraps past 2^64.
+  for (std::uint64_t at = 0; at < length; at = size >= length - at ? length : at + size)
+    out.push_back({at, size >= length - at ? length : at + size});
   return out;
 }
 

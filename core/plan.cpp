@@ -78,7 +78,8 @@ std::uint64_t count_by_size(const std::vector<CutLength>& cuts, std::uint64_t si
       throw Error(fmt::format("--micro-batch-size needs every split axis to have the same length: {}, {}",
                               describe(cuts.front()), describe(c)));
   if (cuts.front().length == 0) throw Error(fmt::format("nothing to split: {}", describe(cuts.front())));
-  return (cuts.front().length + size - 1) / size;
+  const std::uint64_t length = cuts.front().length;
+  return length / size + (length % size != 0);  // length + size - 1 could wrap
 }
 
 std::uint64_t count_for_n(const std::vector<CutLength>& cuts, std::uint64_t n, OnShort on_short,

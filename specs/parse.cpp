@@ -51,10 +51,12 @@ class Converter {
                                j.type == JNode::Type::Bool ? "boolean" : "fraction"));
   }
 
-  int axis_of(const JNode& j) const {
-    if (j.type != JNode::Type::Integer) b_.fail(j.pos, "a split axis must be an integer");
+  // `key`: the key that holds the axis, for the message ("" for a bare integer).
+  int axis_of(const JNode& j, const std::string& key = "") const {
+    const std::string what = key.empty() ? std::string("a split axis") : fmt::format("\"{}\"", key);
+    if (j.type != JNode::Type::Integer) b_.fail(j.pos, what + " must be an integer");
     if (!j.integer_fits || j.integer < -1024 || j.integer > 1024)
-      b_.fail(j.pos, "split axis is out of range (HDF5 datasets have at most 32 dimensions)");
+      b_.fail(j.pos, what + " is out of range (HDF5 datasets have at most 32 dimensions)");
     return static_cast<int>(j.integer);
   }
 
@@ -120,7 +122,7 @@ class Converter {
   // keys give the dataset's own attributes a spec (PyTables' NROWS:
   // {"split_axis": 0, "@NROWS": {"num_rows": "/df/table"}}).
   SpecNode split_leaf(const JNode& j, std::size_t at) const {
-    LeafRule rule = LeafRule::split(axis_of(j.values[at]));
+    LeafRule rule = LeafRule::split(axis_of(j.values[at], "split_axis"));
     std::vector<SpecMember> attributes;
     for (std::size_t i = 0; i < j.keys.size(); ++i) {
       if (i == at) continue;
@@ -138,7 +140,7 @@ class Converter {
                                           "\"{}\" (to name group members called so, they cannot be mixed with "
                                           "\"split_axis\")",
                                           printable(j.keys[i])));
-      rule.sequence_axis = axis_of(j.values[i]);
+      rule.sequence_axis = axis_of(j.values[i], "sequence_axis");
     }
     SpecNode n = SpecNode::make_leaf(rule);
     n.members = std::move(attributes);
@@ -218,7 +220,7 @@ class Converter {
       if (j.keys[i] != "axis")
         b_.fail(j.key_pos[i],
                 fmt::format("a \"{}\" leaf takes only \"axis\" besides the offsets path, not \"{}\"", key, j.keys[i]));
-      axis = axis_of(j.values[i]);
+      axis = axis_of(j.values[i], "axis");
     }
     return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(path, axis) : LeafRule::per_sequence(path, axis));
   }

@@ -120,6 +120,7 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
     const Source manifest = *remote_manifest(arguments[0]);
     out.manifest_path = manifest.name();
     out.manifest = read_remote_manifest(manifest);
+    out.read_besides.push_back(manifest);
     for (const auto& f : out.manifest->files) out.files.push_back(manifest.beside(f.name));
     return out;
   }
@@ -127,6 +128,7 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
     const fs::path dir(arguments[0].name());
     out.manifest = specs::read_manifest(dir.string());
     out.manifest_path = (dir / specs::kManifestName).string();
+    out.read_besides.push_back(Source::local(out.manifest_path));
     for (const auto& f : out.manifest->files) out.files.push_back(Source::local((dir / f.name).string()));
     return out;
   }
@@ -141,6 +143,7 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
   out.manifest = cache.at(*first_listed);
   out.manifest_path = *first_listed;
   check_listed(arguments, listings, *out.manifest, out.manifest_path);
+  if (!arguments.front().is_remote()) out.read_besides.push_back(Source::local(out.manifest_path));
   return out;
 }
 

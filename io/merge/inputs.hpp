@@ -16,6 +16,7 @@ struct MergeSources {
   std::vector<Source> files;                // the microbatch files, in order
   std::optional<specs::Manifest> manifest;  // the split they come from, when known
   std::string manifest_path;
+  std::vector<Source> read_besides;  // files read besides the inputs (the manifest): never the output
 };
 
 // Throws mb::Error (exit 2 for a directory mixed with files; exit 1 for

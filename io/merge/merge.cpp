@@ -145,8 +145,10 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
   const bool lead = !job.team || job.team->rank == 0;
+  std::vector<Source> read = inputs;
+  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
   const std::optional<publish::ReplacedFile> replaces =
-      lead ? publish::prepare_output_file(job.output, inputs, job.force) : std::nullopt;
+      lead ? publish::prepare_output_file(job.output, read, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));

@@ -37,6 +37,7 @@ struct MergeTeam {
 
 struct MergeJob {
   std::vector<MergeInput> inputs;
+  std::vector<Source> read_besides;  // files read besides the inputs (their manifest): never the output
   std::string output;
   bool force = false;
   DataParallel dp;  // the layout the microbatches were split with

@@ -300,7 +300,7 @@ std::optional<ReplacedFile> prepare_output_file(const std::string& output, const
   if (what_is_at(output).empty()) return std::nullopt;
   for (const auto& in : inputs)
     if (!in.is_remote() && fs::equivalent(in.name(), output, ec))
-      throw Error(output + ": the output would replace input " + in.name());
+      throw Error(output + ": the output would replace " + in.shown() + ", which this run reads");
   refuse_unless_regular(output);
   if (!force) throw Error(output + ": the output exists; use --force to replace it");
   return identity_of(output);

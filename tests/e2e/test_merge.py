@@ -158,5 +158,16 @@ def test_merge_refuses_to_overwrite_an_input(tmp_path, batch):
     first = tmp_path / "mb" / "microbatch-00000.h5"
     before = first.read_bytes()
     res = run("merge", first, tmp_path / "mb" / "microbatch-00001.h5", "-o", first, "--force")
-    assert_one_line_error(res, 1, "would replace input")
+    assert_one_line_error(res, 1, "which this run reads")
     assert first.read_bytes() == before
+
+
+@pytest.mark.parametrize("given", ["directory", "files"])
+def test_merge_refuses_to_overwrite_the_manifest_it_reads(tmp_path, batch, given):
+    run("split", batch, "-n", 2, "-o", tmp_path / "mb", check=0)
+    manifest = tmp_path / "mb" / "manifest.json"
+    before = manifest.read_bytes()
+    inputs = [tmp_path / "mb"] if given == "directory" else sorted((tmp_path / "mb").glob("microbatch-*.h5"))
+    res = run("merge", *inputs, "-o", manifest, "--force")
+    assert_one_line_error(res, 1, "manifest.json, which this run reads")
+    assert manifest.read_bytes() == before

@@ -132,6 +132,17 @@ def test_micro_batch_size_follows_torch_split(tmp_path, batch):
     assert h5diff(batch, tmp_path / "out.h5") == 0
 
 
+@pytest.mark.parametrize("size", [10, 2**63, 2**64 - 1])
+def test_micro_batch_size_past_the_length_gives_one_microbatch(tmp_path, batch, size):
+    run("split", batch, "-s", write_spec(tmp_path / "s.json", {"*": 0, "t": "replicate"}),
+        "--micro-batch-size", size, "-o", tmp_path / "mb", check=0)
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    assert m["chunks"] == 1
+    assert m["datasets"]["/x"]["rows"] == [[[0, 10, 1]]]
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(batch, tmp_path / "out.h5") == 0
+
+
 def test_on_short_downsize_and_empty(tmp_path):
     src = tmp_path / "in.h5"
     with h5py.File(src, "w") as f:

@@ -36,6 +36,10 @@ TEST_CASE("split_by_size follows torch.split") {
   CHECK(mb::split_by_size(8, 4) == std::vector<Range>{{0, 4}, {4, 8}});
   CHECK(mb::split_by_size(3, 5) == std::vector<Range>{{0, 3}});
   CHECK(mb::split_by_size(0, 5).empty());
+  // at + size would wrap past 2^64 for the second piece.
+  const std::uint64_t half = UINT64_MAX / 2 + 1;
+  CHECK(mb::split_by_size(UINT64_MAX, half) == std::vector<Range>{{0, half}, {half, UINT64_MAX}});
+  CHECK(mb::split_by_size(UINT64_MAX, UINT64_MAX) == std::vector<Range>{{0, UINT64_MAX}});
   CHECK_THROWS_AS(mb::split_by_size(5, 0), mb::Error);
 }
 

@@ -67,6 +67,14 @@ TEST_CASE("micro-batch size needs equal split lengths") {
         std::string::npos);
 }
 
+TEST_CASE("a micro-batch size past the length gives one microbatch, however large") {
+  for (const std::uint64_t size : {std::uint64_t{10}, std::uint64_t{11}, UINT64_MAX / 2 + 1, UINT64_MAX}) {
+    const auto p = plan(R"({"a": 0, "b": "replicate", "s": "replicate"})", {std::nullopt, size, OnShort::Error, {}});
+    CHECK(p.count == 1);
+    CHECK(p.pieces.at("/a") == ranges({{0, 10}}));
+  }
+}
+
 TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
   CHECK(error_of(R"({"*": null, "s": {"reduce": "sum"}})", cut_into(2)) ==
         "spec gives a reducer for /s: a reducer only applies to merge");

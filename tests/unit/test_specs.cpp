@@ -70,6 +70,10 @@ TEST_CASE("errors name the spec, line and column") {
   CHECK(error_of("{\"reduce\": \"median\"}").find("\"reduce\" takes") != std::string::npos);
   CHECK(error_of("{\"split_axis\": 0, \"x\": 1}").find("takes only \"sequence_axis\"") != std::string::npos);
   CHECK(error_of("99999999999999999999").find("out of range") != std::string::npos);
+  // The message names the key that holds the wrong axis.
+  CHECK(error_of("{\"split_axis\": 0, \"sequence_axis\": \"1\"}") == "s.json:1:36: \"sequence_axis\" must be an integer");
+  CHECK(error_of("{\"split_axis\": \"0\"}") == "s.json:1:16: \"split_axis\" must be an integer");
+  CHECK(error_of("{\"packed\": \"/cu\", \"axis\": 5000}").find("\"axis\" is out of range") != std::string::npos);
   CHECK(error_of("").rfind("s.json:1:1: ", 0) == 0);
   CHECK(error_of("[1] 2").find("s.json:1:5") == 0);
 }
