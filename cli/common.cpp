@@ -220,6 +220,7 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
     request.given = specs::parse_spec(*source.json, request.given_name);
   } else if (source.path) {
     request.given_name = specs::spec_file_name(*source.path);
+    const io::run::NotStalled waiting;  // a pipe's writer takes the time it takes
     request.given = specs::load_spec_file(*source.path);
   }
   return request;

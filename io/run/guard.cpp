@@ -31,6 +31,7 @@ constexpr unsigned kGraceSeconds = 3;
 constinit std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 constinit std::atomic<std::uint64_t> g_progress{0};
+constinit std::atomic<int> g_not_stalled{0};  // NotStalled objects alive
 
 // What is being read ("file: /path"), for the one-line message of a forced
 // exit. The main thread writes it per block; the watchdog thread and the
@@ -222,15 +223,17 @@ void start_stall_watchdog(unsigned seconds) {
   std::future<void> started = running.get_future();
   std::thread([seconds, running = std::move(running)]() mutable {
     running.set_value();
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kTick = std::chrono::milliseconds(200);
     std::uint64_t last = g_progress.load();
-    auto since = std::chrono::steady_clock::now();
+    StallClock clock(kTick);
     while (true) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const auto asleep = Clock::now();
+      std::this_thread::sleep_for(kTick);
       const std::uint64_t now = g_progress.load();
-      if (now != last) {
-        last = now;
-        since = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(seconds)) {
+      clock.tick(Clock::now() - asleep, now != last || g_not_stalled.load() > 0);
+      last = now;
+      if (clock.stalled() > std::chrono::seconds(seconds)) {
         std::lock_guard<std::mutex> lock(g_temps_mutex);
         remove_temporaries_and_exit("no progress within --stall-timeout; the HDF5 library seems stuck (is the "
                                     "file corrupt?)",
@@ -247,6 +250,12 @@ void note_activity(const std::string& file, const std::string& path) {
 }
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
+
+NotStalled::NotStalled() { g_not_stalled.fetch_add(1); }
+NotStalled::~NotStalled() {
+  note_progress();  // the wait ends now: the time since it began is not counted either
+  g_not_stalled.fetch_sub(1);
+}
 
 void register_temporary(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_temps_mutex);

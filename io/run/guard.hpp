@@ -2,6 +2,8 @@
 // What keeps a run from leaving half-written outputs behind, whatever stops
 // it: interrupting signals, crashes inside libhdf5, and library calls that
 // never return. Every temporary output is registered here while it exists.
+#include <algorithm>
+#include <chrono>
 #include <string>
 
 namespace mb::io::run {
@@ -26,8 +28,36 @@ void install_crash_guard();
 
 // The same for a library call that never returns (libhdf5 can loop forever
 // on a corrupt heap): with no progress for `seconds`, exit 1 the same way.
-// 0 turns the watchdog off.
+// Time the process is stopped (SIGSTOP, a suspend) does not count. 0 turns
+// the watchdog off.
 void start_stall_watchdog(unsigned seconds);
+
+// The watchdog's count of time without progress, tick by tick. A tick that
+// took far longer than asked means the process did not run (SIGSTOP, a
+// shell's Ctrl-Z, a batch system's suspend): it counts as two ticks, since
+// time stopped is not time stuck.
+class StallClock {
+ public:
+  using Duration = std::chrono::steady_clock::duration;
+  explicit StallClock(Duration tick) : tick_(tick) {}
+  // One tick that took `slept`; `moved`: progress was made meanwhile.
+  void tick(Duration slept, bool moved) { stalled_ = moved ? Duration{0} : stalled_ + std::min(slept, 2 * tick_); }
+  Duration stalled() const { return stalled_; }
+
+ private:
+  Duration tick_;
+  Duration stalled_{0};
+};
+
+// While one lives, the watchdog does not count: the run waits on something
+// that is not the library (a spec read from the user's pipe, -s <(jq ...)).
+class NotStalled {
+ public:
+  NotStalled();
+  ~NotStalled();
+  NotStalled(const NotStalled&) = delete;
+  NotStalled& operator=(const NotStalled&) = delete;
+};
 
 // Records what is being read: progress for the watchdog, and the object the
 // messages name. Cheap; called per object and per block.

@@ -147,6 +147,44 @@ def test_every_kept_corrupt_input_is_contained():
     assert kept == tested
 
 
+def test_time_stopped_is_not_a_stall(tmp_path):
+    """split -j 2 stopped with SIGSTOP of its process group (a shell's Ctrl-Z,
+    a batch system's suspend) for longer than --stall-timeout, then continued:
+    it finishes, exactly."""
+    src = tmp_path / "in.h5"
+    rows = 16 * 1024
+    values = np.random.default_rng(0).integers(0, 1000, size=(rows, 256)).astype(np.float32)
+    with h5py.File(src, "w") as f:
+        for name in "abcd":
+            f.create_dataset(name, data=values, chunks=(1024, 256), compression="gzip", compression_opts=1)
+    # Through hyperslabs, decompressed and compressed again: a run of a second or more.
+    env = dict(ENV, MICROBATCH_NO_RAW_COPY="1")
+    proc = subprocess.Popen([BINARY, "split", str(src), "-n", "4", "-j", "2", "-o", str(tmp_path / "mb"),
+                             "--buffer-size", "1", "--stall-timeout", "1"], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGSTOP)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_a_spec_from_a_slow_pipe_is_not_a_stall(tmp_path):
+    """-s - (or -s <(jq ...)) waits on the pipe's writer, not on the library:
+    a spec that comes after --stall-timeout is read, not a "stuck" error."""
+    proc = subprocess.Popen([BINARY, "split", SAMPLE, "-n", "2", "-s", "-", "-o", str(tmp_path / "mb"),
+                             "--stall-timeout", "1"], env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    time.sleep(2.5)
+    _, err = proc.communicate(b"null", timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert (tmp_path / "mb" / "manifest.json").exists()
+
+
 def test_stop_signal_during_a_stuck_library_call_still_exits_clean(tmp_path):
     proc = subprocess.Popen([BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", "2", "-o",
                              str(tmp_path / "mb"), "--stall-timeout", "0"], env=LIBRARY_FAULT_ENV, stderr=subprocess.PIPE,

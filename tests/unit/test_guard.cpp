@@ -131,3 +131,16 @@ TEST_CASE("an unregistered temporary is left alone; each registration is undone 
   for (const auto* path : {&kept, &first, &middle, &twice})
     if (exists(*path)) ::unlink(path->c_str());
 }
+
+TEST_CASE("stall clock: time stopped counts as two ticks, progress resets it") {
+  using std::chrono::milliseconds;
+  mb::io::run::StallClock clock(milliseconds(200));
+  for (int i = 0; i < 4; ++i) clock.tick(milliseconds(200), false);
+  CHECK(clock.stalled() == milliseconds(800));
+  clock.tick(std::chrono::seconds(30), false);  // SIGSTOP for 30 s, then SIGCONT
+  CHECK(clock.stalled() == milliseconds(1200));
+  clock.tick(milliseconds(250), false);  // a late tick on a busy machine counts as it is
+  CHECK(clock.stalled() == milliseconds(1450));
+  clock.tick(milliseconds(200), true);
+  CHECK(clock.stalled() == milliseconds(0));
+}
