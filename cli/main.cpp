@@ -106,6 +106,9 @@ int run(int argc, char** argv) {
     // A presigned URL's query holds a signature, maybe a session token: never shown.
     spdlog::error("{}", mb::scrub_urls(e.what()));
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}", mb::scrub_urls(mb::io::run::out_of_memory_message()));
+    return 1;
   } catch (const std::exception& e) {
     spdlog::error("internal error: {}", mb::scrub_urls(e.what()));
     return 1;

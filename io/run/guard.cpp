@@ -251,6 +251,14 @@ void note_activity(const std::string& file, const std::string& path) {
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }
 
+std::string out_of_memory_message() {
+  char activity[Activity::kSize];
+  g_activity.load(activity);
+  return fmt::format("{}: out of memory; give a smaller --buffer-size (the bytes one copy holds at a time), fewer "
+                     "-j workers, or more memory",
+                     activity[0] ? activity : "(starting)");
+}
+
 NotStalled::NotStalled() { g_not_stalled.fetch_add(1); }
 NotStalled::~NotStalled() {
   note_progress();  // the wait ends now: the time since it began is not counted either

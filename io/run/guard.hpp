@@ -63,6 +63,10 @@ class NotStalled {
 // messages name. Cheap; called per object and per block.
 void note_activity(const std::string& file, const std::string& path);
 
+// The one line for std::bad_alloc, naming what was being read when memory
+// ran out and what to change.
+std::string out_of_memory_message();
+
 // Counts as progress without changing what is being read (a parent waiting
 // for worker processes, which have watchdogs of their own).
 void note_progress();

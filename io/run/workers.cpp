@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     } catch (const Error& e) {
       message = e.what();
       status = e.exit_code();
+    } catch (const std::bad_alloc&) {
+      message = out_of_memory_message();
+      status = 1;
     } catch (const std::exception& e) {
       message = fmt::format("internal error: {}", e.what());
       status = 1;

@@ -106,6 +106,27 @@ def test_file_size_limit_is_a_clean_error(tmp_path, medium):
     assert listing(tmp_path) == []
 
 
+def limit_memory(nbytes):
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+
+
+@pytest.mark.skipif("ASAN_OPTIONS" in os.environ, reason="AddressSanitizer reserves terabytes of address space")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_out_of_memory_names_the_object_and_the_buffer_size(tmp_path, workers):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        x = f.create_dataset("x", (48 * 1024, 1024), dtype="f8")  # 384 MiB
+        for k in range(0, x.shape[0], 8192):
+            x[k:k + 8192] = 1.0
+    res = run("split", src, "-n", 2, "-j", workers, "-o", tmp_path / "mb", "--buffer-size", 4096,
+              env=dict(ENV, MICROBATCH_NO_RAW_COPY="1"), preexec_fn=limit_memory(200 << 20))
+    assert_one_line_error(res, 1, "in.h5: /x: out of memory", "--buffer-size")
+    assert not (tmp_path / "mb").exists()
+    # The advice works: the same run with a smaller buffer fits the same limit.
+    run("split", src, "-n", 2, "-j", workers, "-o", tmp_path / "mb", "--buffer-size", 16,
+        env=dict(ENV, MICROBATCH_NO_RAW_COPY="1"), preexec_fn=limit_memory(200 << 20), check=0)
+
+
 def test_unwritable_outputs(tmp_path):
     # /proc refuses new files even to root
     assert_one_line_error(run("split", SAMPLE, "-n", 2, "-o", "/proc/microbatch-test"), 1,
