@@ -274,6 +274,7 @@ void run_inspect(const InspectCommand& cmd) {
   const bool planning = cmd.partition.count || cmd.partition.micro_batch_size;
   io::tree::PrepareRequest request{.input = input_source(cmd.input),
                                    .spec = spec_request(cmd.spec, cmd.preset),
+                                   .partition = {},
                                    .previews = true,
                                    .describe_unreadable = true};
   if (planning) request.partition = cmd.partition;

@@ -171,8 +171,8 @@ void setup_merge(CLI::App& app) {
                 "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "
                 "they must stay there); nothing is copied; replicated leaves are still checked");
   sub->add_flag("--no-verify", cmd->no_verify,
-                "do not check each file's content digest against its split's manifest (sizes, order and rows are "
-                "still checked)");
+                "do not check each file's content digest against its split's manifest; its size, its name's place in "
+                "the manifest and its rows still are (two files swapped on disk with equal sizes are then not caught)");
   // As given to split; a manifest records them.
   add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
   add_copy_policy_options(*sub, cmd->policy);

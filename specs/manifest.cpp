@@ -75,6 +75,15 @@ void check_files(const Manifest& m, const std::string& path) {
   for (const auto& f : m.files)
     if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "." || f.name == "..")
       throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f.name));
+  // A file's place in the list is its place in the split (its rows): the
+  // name says which place that is, so entries moved or renamed are refused.
+  for (std::uint64_t i = 0; i < m.files.size(); ++i) {
+    const std::string expected = output_file_name(m.grid(), m.options.layout, i);
+    if (m.files[i].name != expected)
+      throw Error(fmt::format("{}: entry {} of \"files\" is \"{}\", but file {} of this split is \"{}\" (were "
+                              "entries reordered or renamed?)",
+                              path, i, m.files[i].name, i, expected));
+  }
 }
 
 std::string padded(std::uint64_t index, std::uint64_t count) {
@@ -342,12 +351,15 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
   return m;
 }
 
-std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
-  const FileGrid grid = plan.grid();
-  std::string name = "microbatch-" + padded(grid.microbatch_of(file), plan.count) + ".h5";
-  if (plan.cp > 1) name = "cp-" + padded(grid.cp_rank_of(file), plan.cp) + "-" + name;
-  if (plan.layout == FileLayout::PerRank) name = "rank-" + padded(grid.rank_of(file), plan.ranks) + "-" + name;
+std::string output_file_name(const FileGrid& grid, FileLayout layout, std::uint64_t file) {
+  std::string name = "microbatch-" + padded(grid.microbatch_of(file), grid.microbatches) + ".h5";
+  if (grid.cp > 1) name = "cp-" + padded(grid.cp_rank_of(file), grid.cp) + "-" + name;
+  if (layout == FileLayout::PerRank) name = "rank-" + padded(grid.rank_of(file), grid.ranks) + "-" + name;
   return name;
+}
+
+std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
+  return output_file_name(plan.grid(), plan.layout, file);
 }
 
 }  // namespace mb::specs

@@ -99,5 +99,6 @@ nlohmann::ordered_json row_maps_json(const std::vector<RowMap>& maps);
 // rank-00001-cp-00001-microbatch-00003.h5. Zero-padded so that a shell
 // glob lists them in order.
 std::string output_file_name(const SplitPlan& plan, std::uint64_t file);
+std::string output_file_name(const FileGrid& grid, FileLayout layout, std::uint64_t file);
 
 }  // namespace mb::specs

@@ -93,3 +93,28 @@ def test_the_split_id_tells_splits_apart(tmp_path):
     ida = json.loads((tmp_path / "a" / "manifest.json").read_text())["split_id"]
     idb = json.loads((tmp_path / "b" / "manifest.json").read_text())["split_id"]
     assert ida != idb
+
+
+def test_a_reordered_manifest_is_refused(tmp_path):
+    # Entries swapped with their sizes and digests: every file still matches
+    # its entry, but entry 0 would then take file 1's rows.
+    _, files = split(tmp_path, "a")
+    manifest = tmp_path / "a" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    m["files"][0], m["files"][1] = m["files"][1], m["files"][0]
+    manifest.write_text(json.dumps(m))
+    out = tmp_path / "m.h5"
+    for flags in ([], ["--no-verify"]):
+        refused(run("merge", tmp_path / "a", *flags, "-o", out), "entry 0 of \"files\" is \"microbatch-00001.h5\"",
+                "microbatch-00000.h5", "reordered", out=out)
+        refused(run("merge", *files, *flags, "-o", out), "reordered", out=out)
+
+
+def test_files_swapped_on_disk_are_caught_by_their_digests(tmp_path):
+    _, files = split(tmp_path, "a")
+    tmp = tmp_path / "tmp.h5"
+    files[0].rename(tmp)
+    files[1].rename(files[0])
+    tmp.rename(files[1])
+    out = tmp_path / "m.h5"
+    refused(run("merge", tmp_path / "a", "-o", out), "microbatch-00000.h5", "content digest differs", out=out)
