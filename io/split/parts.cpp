@@ -254,6 +254,24 @@ std::uint64_t shard_count(const std::string& dir) {
   return count;
 }
 
+// Every split output in the directory must be one the part records list: a
+// stray file (of another split, or a shard run with other counts) would sit
+// beside the manifest as if it belonged to it.
+void refuse_strays(const std::string& dir, const std::vector<specs::FileRecord>& files, std::uint64_t count) {
+  std::set<std::string> known{specs::kManifestName};
+  for (const auto& f : files) known.insert(f.name);
+  for (std::uint64_t k = 0; k < count; ++k) known.insert(part_name({k, count}));
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".") || !publish::is_split_output(name) || known.contains(name)) continue;
+    throw Error(fmt::format("{}: is not listed in any part record of this split (left by another split or "
+                            "another shard count?); move it away, then finish",
+                            entry.path().string()));
+  }
+  if (ec) throw Error(dir + ": cannot list the directory: " + ec.message());
+}
+
 }  // namespace
 
 std::string finish_split(const std::string& dir) {
@@ -268,6 +286,7 @@ std::string finish_split(const std::string& dir) {
   for (std::uint64_t k = 0; k < count; ++k) parts.push_back(checked_part(dir, {k, count}, parts.empty() ? nullptr : &parts[0]));
   std::vector<specs::FileRecord> files;
   for (const auto& p : parts) files.insert(files.end(), p.files.begin(), p.files.end());
+  refuse_strays(dir, files, count);
   json head = parts[0].head;
   auto listed = json::array();
   for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});

@@ -185,6 +185,20 @@ def test_finish_refuses_a_listed_file_missing_or_of_another_size(tmp_path, setup
     assert not (out / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("stray", ["microbatch-00007.h5", "rank-00000-microbatch-00001.h5", "part-00003-of-00002.json"])
+def test_finish_refuses_a_stray_output_no_part_record_lists(tmp_path, setup, stray):
+    # A plain split refuses a directory holding such a file; finish must not
+    # publish a manifest beside it either.
+    src, spec = setup
+    out = tmp_path / "sh"
+    write_shards(src, spec, out, 2)
+    (out / stray).write_bytes((out / "microbatch-00000.h5").read_bytes())
+    assert_one_line_error(run("finish", out), 1, stray, "not listed in any part record")
+    assert not (out / "manifest.json").exists()
+    (out / stray).unlink()
+    run("finish", out, check=0)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "incomplete"])
 def test_finish_refuses_a_malformed_part_record(tmp_path, setup, damage):
     src, spec = setup
