@@ -57,12 +57,6 @@ class BlockCache {
     while (bytes_ > kCacheBytes && order_.size() > 2) evict(std::prev(order_.end()));
   }
 
-  void drop(std::uint64_t file) {
-    const std::lock_guard<std::mutex> hold(mutex_);
-    for (auto it = index_.lower_bound({file, 0}); it != index_.end() && it->first.first == file;)
-      evict((it++)->second);
-  }
-
  private:
   struct Entry {
     Key key;
@@ -99,9 +93,8 @@ void put_blocks(std::uint64_t serial, std::uint64_t first, const char* bytes, st
 // What the first open of a URL found, so that opening it again (split
 // opens its input to plan, then to copy; --shard describes it first; merge
 // digests its inputs, then reads them) costs no request: the blocks stay
-// cached, and every read asks for the same version (If-Match). Only objects
-// with a strong ETag: without one, a reopen could not tell a replaced
-// object from the cached one.
+// cached, and every answer must show the version the first one did (see
+// Version), so a reopen cannot mix a replaced object with the cached one.
 struct Known {
   Version version;
   std::uint64_t serial = 0;
@@ -137,22 +130,19 @@ KnownObjects& known() {
 struct Opened {
   std::unique_ptr<Object> object;
   std::uint64_t serial = 0;
-  bool known = false;  // its blocks may stay cached after it is closed
 };
 
 // An Object for `address`, its first block in the cache.
 Opened open_object(const RemoteAddress& address) {
   const std::string& name = address.name;
   const Settings settings = settings_from(environment);
-  if (const auto k = known().find(name))
-    return {std::make_unique<Object>(address, settings, k->version), k->serial, true};
+  if (const auto k = known().find(name)) return {std::make_unique<Object>(address, settings, k->version), k->serial};
   auto object = std::make_unique<Object>(address, settings, kBlock);
   const std::uint64_t serial = known().next_serial();
   put_blocks(serial, 0, object->head().data(), object->head().size());
   object->release_head();
-  const bool strong = !object->version().etag.empty();
-  if (strong) known().add(name, {object->version(), serial});
-  return {std::move(object), serial, strong};
+  known().add(name, {object->version(), serial});
+  return {std::move(object), serial};
 }
 
 // The driver's file: HDF5's public part first, as the library requires.
@@ -161,7 +151,6 @@ struct RemoteFile {
   std::string name;
   std::unique_ptr<Object> object;
   std::uint64_t serial = 0;
-  bool known = false;
   haddr_t eoa = 0;
 };
 
@@ -224,15 +213,13 @@ H5FD_t* open_file(const char* name, unsigned flags, hid_t fapl, haddr_t maxaddr)
     Opened opened = open_object(address);
     f->object = std::move(opened.object);
     f->serial = opened.serial;
-    f->known = opened.known;
     f->pub.maxaddr = maxaddr;
   });
   return rc < 0 ? nullptr : &f.release()->pub;
 }
 
 herr_t close_file(H5FD_t* file) {
-  std::unique_ptr<RemoteFile> f(as_remote(file));
-  if (!f->known) cache().drop(f->serial);  // not to be reopened from the cache
+  std::unique_ptr<RemoteFile> f(as_remote(file));  // its blocks stay cached for a reopen
   return 0;
 }
 
@@ -300,9 +287,7 @@ hid_t driver_id() {
 }  // namespace
 
 Version describe(const RemoteAddress& address) {
-  const Opened opened = open_object(address);
-  if (!opened.known) cache().drop(opened.serial);
-  return opened.object->version();
+  return open_object(address).object->version();
 }
 
 // Windows of this size: few requests for a whole file.
@@ -313,7 +298,7 @@ std::uint64_t read_all(const RemoteAddress& address, const std::function<void(co
   Object& object = *opened.object;
   // A file that fits the cache well is kept there: merge, which digests its
   // inputs before it reads them, then reads it without a request.
-  const bool keep = opened.known && object.size() <= kCacheBytes / 4;
+  const bool keep = object.size() <= kCacheBytes / 4;
   std::vector<char> window(std::min(kWindow, object.size()));
   for (std::uint64_t at = 0; at < object.size(); at += kWindow) {
     run::throw_if_interrupted();
@@ -326,7 +311,6 @@ std::uint64_t read_all(const RemoteAddress& address, const std::function<void(co
     if (keep) put_blocks(opened.serial, (at + cached) / kBlock, window.data() + cached, n - cached);
     consume(window.data(), n);
   }
-  if (!opened.known) cache().drop(opened.serial);
   return object.size();
 }
 

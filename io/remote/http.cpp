@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -152,7 +154,10 @@ Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::
     case CURLE_COULDNT_RESOLVE_PROXY:
       return {fmt::format("cannot connect: unknown host ({})", d), false};
     case CURLE_OPERATION_TIMEDOUT:
-      return {fmt::format("timed out: no data for {} s (MICROBATCH_HTTP_TIMEOUT)", settings.timeout_seconds), true};
+      return {fmt::format("timed out: the network stalled (under {} bytes/s for {} s; MICROBATCH_HTTP_MIN_RATE, "
+                          "MICROBATCH_HTTP_TIMEOUT)",
+                          settings.min_rate, settings.timeout_seconds),
+              true};
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
@@ -165,17 +170,37 @@ Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::
   }
 }
 
+std::string quoted_or_none(const std::string& v) { return v.empty() ? "none" : "\"" + v + "\""; }
+
+// How an answer's version differs from the first answer's, or "" when it
+// does not (see Version).
+std::string difference(const Version& first, const Response& r, std::uint64_t total) {
+  if (total != first.size) return fmt::format("{} bytes, now {}", first.size, total);
+  if (!first.sent_etag.empty() && r.etag != first.sent_etag)
+    return fmt::format("ETag {}, now {}", quoted_or_none(first.sent_etag), quoted_or_none(r.etag));
+  if (first.modified != 0 && (r.last_modified.empty() || curl_getdate(r.last_modified.c_str(), nullptr) != first.modified))
+    return fmt::format("Last-Modified {}, now {}", first.modified, quoted_or_none(r.last_modified));
+  return "";
+}
+
 }  // namespace
+
+// A whole number in [1, max] from variable `name`, or `fallback` when it is unset.
+unsigned whole_from(const Environment& env, const char* name, const char* what, unsigned long max, unsigned fallback) {
+  const char* t = env(name);
+  if (!t || !*t) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(t, &end, 10);
+  if (*end || errno || !std::isdigit(static_cast<unsigned char>(*t)) || v == 0 || v > max)
+    throw usage_error(fmt::format("{}: \"{}\" is not a number of {} (1 to {})", name, t, what, max));
+  return static_cast<unsigned>(v);
+}
 
 Settings settings_from(const Environment& env) {
   Settings s;
-  if (const char* t = env("MICROBATCH_HTTP_TIMEOUT"); t && *t) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(t, &end, 10);
-    if (*end || v == 0 || v > 86400)
-      throw usage_error(fmt::format("MICROBATCH_HTTP_TIMEOUT: \"{}\" is not a number of seconds (1 to 86400)", t));
-    s.timeout_seconds = static_cast<unsigned>(v);
-  }
+  s.timeout_seconds = whole_from(env, "MICROBATCH_HTTP_TIMEOUT", "seconds", 86400, s.timeout_seconds);
+  s.min_rate = whole_from(env, "MICROBATCH_HTTP_MIN_RATE", "bytes per second", 1ul << 30, s.min_rate);
   if (const char* ca = env("AWS_CA_BUNDLE"); ca && *ca) s.ca_bundle = ca;
   return s;
 }
@@ -187,9 +212,7 @@ struct Object::State {
   CURL* curl = nullptr;
   curl_slist* headers = nullptr;
   char error[CURL_ERROR_SIZE] = {};
-  std::uint64_t size = 0;
-  std::int64_t modified = 0;
-  std::string etag;
+  Version version;  // of the first answer
   std::vector<char> head;
   Traffic traffic;
 
@@ -219,8 +242,8 @@ void Object::State::configure() {
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings.timeout_seconds));
-  // A stall is no byte for timeout_seconds, however long a large read takes in all.
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  // A stall is under min_rate for timeout_seconds, however long a large read takes in all.
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(settings.min_rate));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings.timeout_seconds));
   // Fewer, larger socket reads for the large ranges data is read in (default 16 KiB).
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L << 10);
@@ -250,8 +273,8 @@ void Object::State::set_headers(bool with_etag) {
     if (!address.signing->token.empty())
       headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
   }
-  if (with_etag && !etag.empty())
-    headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
+  if (with_etag && !version.etag.empty())
+    headers = curl_slist_append(headers, ("If-Match: " + version.etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 }
 
@@ -264,7 +287,13 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   error[0] = '\0';
   ++traffic.requests;
-  const CURLcode code = curl_easy_perform(curl);
+  CURLcode code;
+  {
+    // The request's own limits (MICROBATCH_HTTP_TIMEOUT, MICROBATCH_HTTP_MIN_RATE) tell a network stall; the
+    // watchdog is for the library.
+    const run::NotStalled waiting;
+    code = curl_easy_perform(curl);
+  }
   traffic.bytes += r.got;
   const long status = r.status();
   if (r.overflow && status == 206)
@@ -275,25 +304,29 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   if (code == CURLE_ABORTED_BY_CALLBACK) run::throw_if_interrupted();
   if (code != CURLE_OK) return curl_failure(code, error, r, n, settings);
   if (status == 416 && first) {  // an empty object
-    size = 0;
+    version.size = 0;
     return std::nullopt;
   }
   if (status >= 300 || status < 200) return http_failure(status, r);
-  if (first && status == 200) {  // the whole object fitted in the head
-    size = r.got;
-  } else {
+  std::uint64_t total = r.got;  // a 200 to the first request: the whole object fitted in the head
+  if (!first || status != 200) {
     const auto c = parse_content_range(r.content_range);
     if (!c || c->whole_unknown || c->first != offset || (!first && c->last != offset + n - 1) || c->last >= c->total)
       return Failure{fmt::format("answered bytes \"{}\" to a request for bytes {}", r.content_range, range), false};
-    if (first) size = c->total;
     if (r.got != c->last - c->first + 1)
       return Failure{fmt::format("the connection closed after {} of {} bytes", r.got, c->last - c->first + 1), true};
+    total = c->total;
   }
   if (first) {
-    etag = r.etag.starts_with("W/") ? "" : r.etag;  // a weak ETag does not name the bytes
-    if (!r.last_modified.empty()) modified = curl_getdate(r.last_modified.c_str(), nullptr);
+    version.size = total;
+    version.sent_etag = r.etag;
+    version.etag = r.etag.starts_with("W/") ? "" : r.etag;  // a weak ETag does not name the bytes
+    if (!r.last_modified.empty()) version.modified = curl_getdate(r.last_modified.c_str(), nullptr);
     head.resize(r.got);
     set_headers(true);
+  } else if (const std::string d = difference(version, r, total); !d.empty()) {
+    // A server that ignores If-Match (or has no strong ETag) answers with the new version.
+    return Failure{fmt::format("changed while it was read ({})", d), false};
   }
   return std::nullopt;
 }
@@ -321,9 +354,7 @@ Object::Object(const RemoteAddress& address, const Settings& settings, std::uint
 
 Object::Object(const RemoteAddress& address, const Settings& settings, const Version& known)
     : s_(new State(address, settings)) {
-  s_->size = known.size;
-  s_->etag = known.etag;
-  s_->modified = known.modified;
+  s_->version = known;
   s_->set_headers(true);
 }
 
@@ -331,17 +362,17 @@ Object::~Object() {
   spdlog::debug("{}: {} requests, {} bytes fetched", s_->shown, s_->traffic.requests, s_->traffic.bytes);
 }
 
-std::uint64_t Object::size() const { return s_->size; }
+std::uint64_t Object::size() const { return s_->version.size; }
 const std::vector<char>& Object::head() const { return s_->head; }
 void Object::release_head() { std::vector<char>().swap(s_->head); }
-Version Object::version() const { return {s_->size, s_->etag, s_->modified}; }
+Version Object::version() const { return s_->version; }
 const std::string& Object::shown() const { return s_->shown; }
 
 void Object::read(std::uint64_t offset, std::uint64_t n, char* out) {
   if (n == 0) return;
-  if (offset + n > s_->size || offset + n < offset)
+  if (offset + n > s_->version.size || offset + n < offset)
     throw Error(fmt::format("{}: a read of bytes {}-{} past its end ({} bytes)", s_->shown, offset, offset + n - 1,
-                            s_->size));
+                            s_->version.size));
   s_->fetch(offset, n, out, false);
 }
 

@@ -22,19 +22,28 @@ class Missing : public Error {
 };
 
 // How requests behave, from the environment: MICROBATCH_HTTP_TIMEOUT
-// (seconds without progress before a request fails, default 30) and
+// (seconds a connection may take, and a response may run slower than the
+// minimum rate, before the request fails; default 30),
+// MICROBATCH_HTTP_MIN_RATE (that rate in bytes per second, default 16384:
+// a server trickling a byte at a time is a stall, not progress) and
 // AWS_CA_BUNDLE (the CA certificates https servers are checked against).
 struct Settings {
   unsigned timeout_seconds = 30;
+  unsigned min_rate = 16384;
   unsigned attempts = 3;
   std::string ca_bundle;
 };
 Settings settings_from(const Environment& env);
 
-// Which version of an object a first request found.
+// Which version of an object a first request found. Every later answer must
+// show the same: its size (Content-Range's total), the ETag as sent (weak or
+// strong) when there was one, Last-Modified when there was one. A server
+// that ignores If-Match, or has only weak validators, is still caught when
+// any of them moves; one with none is caught only when the size does.
 struct Version {
   std::uint64_t size = 0;
-  std::string etag;        // strong ETag, or empty
+  std::string etag;           // strong ETag (every read asks If-Match it), or empty
+  std::string sent_etag;      // the ETag as sent, weak ones too, or empty
   std::int64_t modified = 0;  // Last-Modified, seconds since the epoch (0: none given)
 };
 
@@ -45,7 +54,7 @@ class Object {
   // (If-Match its ETag), so an object replaced while being read is an error.
   Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head);
   // Without a request: the `known` version, which an earlier Object found
-  // (its ETag is required of every read).
+  // (and every read must show).
   Object(const RemoteAddress& address, const Settings& settings, const Version& known);
   ~Object();
   Object(const Object&) = delete;

@@ -10,12 +10,15 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   anonymous GETs are served too.
 - faults(root): a threaded Python server over `root` that misbehaves on
   purpose, chosen by the URL's first path element (/403/, /404/, /429/,
-  /500/, /500once/, /drop/, /truncate/, /stall/) or by `fault()` (that
-  and /silent/: connections accepted and never answered), and counts
-  requests and bytes. drop sends half the body and resets the connection;
+  /500/, /500once/, /drop/, /truncate/, /stall/, /trickle/) or by `fault()`
+  (that and /silent/: connections accepted and never answered), and counts
+  requests and bytes. trickle sends the headers, then 2 bytes a second. drop sends half the body and resets the connection;
   truncate sends all but the last byte and closes it cleanly. Files carry an
   ETag ("v1"); changed answers as the file replaced (ETag "v2", FILE.v2
   when there is one, else every byte inverted; 412 to an If-Match of "v1").
+  `validators()` changes what it sends and honours, as servers differ: a
+  weak ETag, none, a Last-Modified (one second later for v2), If-Match
+  ignored.
 - unreachable(): a URL on a port that nothing listens on.
 
 Every server has `put(file, key)`, which publishes a local file under `key`
@@ -321,7 +324,8 @@ def s3(root=None):
 
 # --- the faulty server -------------------------------------------------------
 
-FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed")
+DEFAULT_STYLE = {"etag": "strong", "last_modified": False, "if_match": True}
+FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed", "trickle")
 
 
 class Fault:
@@ -411,10 +415,12 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if not os.path.isfile(file):
             return self.status_only(entry, 404)
         # Every file is version "v1"; "changed" answers as if it had been replaced by version "v2"
-        # (every byte inverted): If-Match on anything else is refused, as servers do.
-        etag = '"v2"' if mode == "changed" else '"v1"'
+        # (every byte inverted): If-Match on anything else is refused, as servers do (unless told not to).
+        style = self.server.owner.style
+        version = "v2" if mode == "changed" else "v1"
+        etag = {"strong": f'"{version}"', "weak": f'W/"{version}"', None: None}[style["etag"]]
         wanted = self.headers.get("If-Match")
-        if wanted is not None and wanted.strip() not in (etag, "*"):
+        if style["if_match"] and wanted is not None and wanted.strip() not in (etag, "*"):
             return self.status_only(entry, 412)
         if mode == "changed" and os.path.isfile(file + ".v2"):
             file = file + ".v2"
@@ -430,7 +436,11 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         begin, end = rng or (0, size)
         self.send_response(206 if rng else 200)
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", etag)
+        if etag:
+            self.send_header("ETag", etag)
+        if style["last_modified"]:
+            second = 1 if version == "v1" else 2
+            self.send_header("Last-Modified", f"Tue, 01 Dec 2026 00:00:0{second} GMT")
         if rng:
             self.send_header("Content-Range", f"bytes {begin}-{end - 1}/{size}")
         self.send_header("Content-Length", str(end - begin))
@@ -454,6 +464,14 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode == "stall":  # headers sent, then nothing for a long time
             self.wfile.flush()
             self.server.owner.stopping.wait(self.server.owner.stall_seconds)
+            self.close_connection = True
+            return
+        if mode == "trickle":  # headers sent, then 2 bytes a second: a link that is all but dead
+            for at in range(0, min(len(data), 2 * self.server.owner.stall_seconds), 2):
+                if self.server.owner.stopping.wait(1):
+                    break
+                self.wfile.write(data[at:at + 2])
+                self.wfile.flush()
             self.close_connection = True
             return
         if mode in ("drop", "truncate"):
@@ -489,6 +507,7 @@ class Faults(Server):
         self.rules = []  # (path prefix, Fault), set by fault()
         self.connection_rules = []  # Faults applied at accept (only "silent")
         self.prefix_faults = {}  # path -> Fault for the /MODE/ prefixes ("500once" keeps its count per path)
+        self.style = dict(DEFAULT_STYLE)  # the validators sent and honoured, set by validators()
         self.httpd = _ThreadingServer(("127.0.0.1", 0), FaultHandler)
         self.httpd.owner = self
         self.port = self.httpd.server_address[1]
@@ -508,8 +527,15 @@ class Faults(Server):
             else:
                 self.rules.append(("/" + prefix.lstrip("/"), Fault(mode, after, times)))
 
+    def validators(self, etag="strong", last_modified=False, if_match=True):
+        """What every answer carries from now on: `etag` "strong", "weak" or None; a Last-Modified or not;
+        whether If-Match is honoured (412) or ignored."""
+        with self.lock:
+            self.style = {"etag": etag, "last_modified": last_modified, "if_match": if_match}
+
     def clear(self):
         with self.lock:
+            self.style = dict(DEFAULT_STYLE)
             self.rules.clear()
             self.connection_rules.clear()
             self.prefix_faults.clear()

@@ -20,7 +20,8 @@ import pytest
 
 import servers
 # make_mixed_batch: a chunked gzip tensor, groups, strings, packed tokens: 7 microbatches
-from conftest import BINARY, ENV, MIXED_SPEC, assert_one_line_error, h5diff, listing, make_mixed_batch, run, write_spec
+from conftest import (BINARY, ENV, MIXED_SPEC, Result, assert_one_line_error, h5diff, listing, make_mixed_batch, run,
+                      write_spec)
 
 # nginx, openssl and s3rver come with scripts/install-deps.sh: without them these tests fail, not skip.
 
@@ -470,6 +471,31 @@ def test_a_server_that_never_answers_times_out(bad, data, tmp_path, key):
     nothing_published(out)
 
 
+def test_a_trickling_server_is_a_network_stall(bad, tmp_path, key):
+    # Headers, then 2 bytes a second: every byte is progress to a byte-count timeout, and the
+    # watchdog must not blame the HDF5 library for the network's stall.
+    url = bad.put(make_version(tmp_path / "in.h5", 1, 400), f"{key}/in.h5")  # more than the first request's MiB
+    bad.fault("trickle", prefix=f"/{key}/in.h5", after=1)
+    out = tmp_path / "out"
+    args = [BINARY, "split", url, "-n", "4", "-o", str(out), "--stall-timeout", "1"]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env(**STALL_ENV))
+    except subprocess.TimeoutExpired:
+        pytest.fail("a server sending 2 bytes a second was not stopped within 60 s")
+    res = Result(proc)
+    refused(res, url, "network stalled", "MICROBATCH_HTTP_MIN_RATE")
+    assert "HDF5" not in res.err, res
+    assert time.monotonic() - started < 30, res  # 3 attempts of 2 s each, and their backoff
+    nothing_published(out)
+
+
+def test_a_bad_minimum_rate_is_a_usage_error(data, tmp_path):
+    res = remote(*data.split_args("http://127.0.0.1:9/in.h5", tmp_path / "out"),
+                 environ=env(MICROBATCH_HTTP_MIN_RATE="fast"))
+    assert_one_line_error(res, 2, "MICROBATCH_HTTP_MIN_RATE", "fast")
+
+
 def test_unreachable_is_cannot_connect(data, tmp_path):
     with servers.unreachable() as nowhere:
         url = f"{nowhere}/in.h5"
@@ -571,30 +597,75 @@ def make_version(path, seed, rows):
     return path
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_an_object_replaced_while_a_split_reads_it_is_refused_or_read_as_one_version(bad, tmp_path, key, jobs):
-    # The server answers as if the file had been replaced by another batch (more rows, other values)
-    # from its Nth request on, for each N a clean split makes: exit 1 publishing nothing, or an output
-    # that is one version exactly; never a plan of one version filled with the rows of the other.
+def split_while_replaced(bad, tmp_path, key, jobs, style=None):
+    """The server answers as if the file had been replaced by another batch (more rows, other values)
+    from its Nth request on, for each N a clean split makes: exit 1 publishing nothing, or an output
+    that is one version exactly; never a plan of one version filled with the rows of the other."""
     v1 = make_version(tmp_path / "v1.h5", 1, 400)
     v2 = make_version(tmp_path / "v2.h5", 2, 500)
     url = bad.put(v1, f"{key}/in.h5")
     bad.put(v2, f"{key}/in.h5.v2")
+    bad.validators(**(style or {}))
     run("split", url, "-n", 4, "-j", jobs, "-o", tmp_path / "clean", env=BASE_ENV, check=0)
     count = len(bad.requests(f"{key}/"))
     assert count >= 2, bad.requests(f"{key}/")  # the file is read in more than one request
+    refusals = 0
     for after in range(count):
         bad.clear()
+        bad.validators(**(style or {}))
         bad.fault("changed", prefix=f"/{key}/in.h5", after=after)
         out, merged = tmp_path / f"out-{after}", tmp_path / f"m-{after}.h5"
         res = remote("split", url, "-n", 4, "-j", jobs, "-o", out)
         if res.code != 0:
-            refused(res, url)
+            refused(res, url, "changed while it was")
             nothing_published(out)
+            refusals += 1
             continue
         run("merge", out, "-o", merged, check=0)
         assert h5diff(v1, merged) == 0 or h5diff(v2, merged) == 0, f"version changed after {after} requests: " \
             f"exit 0 with an output that is neither version\n{res}"
+    return refusals
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_object_replaced_while_a_split_reads_it_is_refused_or_read_as_one_version(bad, tmp_path, key, jobs):
+    split_while_replaced(bad, tmp_path, key, jobs)
+
+
+@pytest.mark.parametrize("style", [dict(etag="strong", if_match=False), dict(etag="weak"),
+                                   dict(etag=None, last_modified=True), dict(etag=None)],
+                         ids=["if-match-ignored", "weak-etag", "last-modified-only", "no-validator"])
+def test_a_replaced_object_is_caught_by_whatever_validator_the_server_sends(bad, tmp_path, key, style):
+    # Every answer's ETag (weak too), Last-Modified and total size are compared with the first
+    # answer's: each is enough to refuse a split that would mix two versions (v2 has more rows).
+    assert split_while_replaced(bad, tmp_path, key, 1, style) > 0
+
+
+@pytest.mark.parametrize("style", [dict(etag="strong", if_match=False), dict(etag=None, last_modified=True)],
+                         ids=["if-match-ignored", "last-modified-only"])
+def test_a_file_replaced_after_merge_checked_its_digest_is_refused(bad, tmp_path, key, style):
+    # merge digests each file, then reads it again: reads of a block (1 MiB) or more are fetched
+    # again, and must be of the version the digest was taken of.
+    src = make_version(tmp_path / "in.h5", 1, 800)
+    run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
+    base = bad.put_dir(tmp_path / "mb", key)
+    victim = f"/{key}/microbatch-00001.h5"
+    bad.validators(**style)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    merged_like_src = remote("merge", f"{base}/manifest.json", "-o", dest / "clean.h5")
+    assert merged_like_src.code == 0 and h5diff(src, dest / "clean.h5") == 0, merged_like_src
+    (dest / "clean.h5").unlink()
+    count = len(bad.requests(victim))
+    assert count >= 2, bad.requests(victim)
+    for after in range(count):
+        bad.clear()
+        bad.validators(**style)
+        bad.fault("changed", prefix=victim, after=after)
+        res = remote("merge", f"{base}/manifest.json", "-o", dest / "m.h5")
+        assert res.code == 1, f"changed after {after} requests:\n{res}"
+        assert_one_line_error(res, 1, f"{base}/microbatch-00001.h5")
+        assert listing(dest) == []
 
 
 @pytest.mark.parametrize("rows", [400, 500])
