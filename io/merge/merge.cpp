@@ -121,6 +121,9 @@ void finish_output(const Context& ctx, const MergeState& state, const NodeInfo& 
 MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
+  // Before anything is read of them (digests included): publishing checks that they did not change.
+  for (const auto& input : job.inputs) publish::watch_input(input.source);
+  for (const auto& besides : job.read_besides) publish::watch_input(besides);
   verify_inputs(job);
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   std::vector<Source> inputs;
@@ -147,7 +150,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const bool lead = !job.team || job.team->rank == 0;
   std::vector<Source> read = inputs;
   read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
-  const std::optional<publish::ReplacedFile> replaces =
+  const std::optional<publish::FileIdentity> replaces =
       lead ? publish::prepare_output_file(job.output, read, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;

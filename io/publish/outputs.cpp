@@ -92,15 +92,7 @@ void rename_exclusive(const std::string& from, const std::string& to) {
     throw Error(to + ": cannot rename the finished output into place: " + errno_text());
 }
 
-std::optional<ReplacedFile> identity_of(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return ReplacedFile{st.st_dev, st.st_ino, static_cast<std::uint64_t>(st.st_size),
-                      st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
-                      st.st_ctim.tv_sec * 1'000'000'000LL + st.st_ctim.tv_nsec};
-}
-
-void publish_one(const std::string& from, const std::string& to, const std::optional<ReplacedFile>& replaces) {
+void publish_one(const std::string& from, const std::string& to, const std::optional<FileIdentity>& replaces) {
   if (!replaces || what_is_at(to).empty()) return rename_exclusive(from, to);
   refuse_unless_regular(to);  // again: it may have changed since the job started
   if (identity_of(to) != replaces)
@@ -124,13 +116,14 @@ std::string temporary_name(const std::string& final_path) {
   return (p.parent_path() / name).string();
 }
 
-std::string AtomicOutputs::add(const std::string& final_path, std::optional<ReplacedFile> replaces) {
+std::string AtomicOutputs::add(const std::string& final_path, std::optional<FileIdentity> replaces) {
   entries_.push_back({temporary_name(final_path), final_path, replaces, false});
   run::register_temporary(entries_.back().temp);
   return entries_.back().temp;
 }
 
 void AtomicOutputs::publish() {
+  check_inputs_unchanged();
   for (auto& e : entries_) {
     publish_one(e.temp, e.final_path, e.replaces);
     e.published = true;
@@ -216,6 +209,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     throw Error(path + ": cannot write: " + why);
   }
   try {
+    check_inputs_unchanged();
     rename_exclusive(temp, path);
   } catch (...) {
     std::remove(temp.c_str());
@@ -293,7 +287,7 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
 }
 
-std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
+std::optional<FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
                                                 bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");

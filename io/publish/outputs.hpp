@@ -16,16 +16,9 @@
 #include <vector>
 
 #include "core/source.hpp"
+#include "io/publish/identity.hpp"
 
 namespace mb::io::publish {
-
-// The regular file an output replaces (merge --force), as found when the
-// job started: publishing replaces it only if it is still that file.
-struct ReplacedFile {
-  std::uint64_t device = 0, inode = 0, size = 0;
-  std::int64_t mtime_ns = 0, ctime_ns = 0;
-  bool operator==(const ReplacedFile&) const = default;
-};
 
 class AtomicOutputs {
  public:
@@ -36,10 +29,13 @@ class AtomicOutputs {
 
   // Registers an output; returns the temporary path to write it under.
   // Without `replaces`, nothing may stand under the final name when it is
-  // published (a file that appeared meanwhile is an error, never replaced).
-  std::string add(const std::string& final_path, std::optional<ReplacedFile> replaces = std::nullopt);
+  // published (a file that appeared meanwhile is an error, never replaced);
+  // with it, the file there must still be the one the job found when it
+  // started (merge --force).
+  std::string add(const std::string& final_path, std::optional<FileIdentity> replaces = std::nullopt);
 
-  // Renames every temporary into place, in the order added. After this the
+  // Renames every temporary into place, in the order added, once the
+  // watched inputs are checked unchanged (identity.hpp). After this the
   // outputs still disappear on destruction unless keep() is called.
   void publish();
 
@@ -50,7 +46,7 @@ class AtomicOutputs {
   struct Entry {
     std::string temp;
     std::string final_path;
-    std::optional<ReplacedFile> replaces;
+    std::optional<FileIdentity> replaces;
     bool published = false;
   };
   std::vector<Entry> entries_;
@@ -129,8 +125,9 @@ inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
 // Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
 std::string temporary_name(const std::string& final_path);
 
-// Writes `text` to `path` atomically (temporary file, fsync, publish); a
-// file that appeared at `path` meanwhile is an error, never replaced.
+// Writes `text` to `path` atomically (temporary file, fsync, publish: the
+// watched inputs checked first); a file that appeared at `path` meanwhile
+// is an error, never replaced.
 void write_text_atomically(const std::string& path, const std::string& text);
 
 // Split's output directory: created if missing (and removed again unless
@@ -157,7 +154,7 @@ void refuse_unless_regular(const std::string& path);
 // existing file unless `force`, and never anything but a regular file (a
 // FIFO, a device node, a symbolic link are refused even with `force`).
 // Returns the file that `force` replaces, if there is one.
-std::optional<ReplacedFile> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
+std::optional<FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
                                                 bool force);
 
 }  // namespace mb::io::publish

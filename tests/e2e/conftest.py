@@ -126,8 +126,10 @@ def signalled(args, delay, sig, env=None):
 # An LD_PRELOAD shim that holds microbatch up for 2 minutes right after it has
 # created its first output file (every process of it: -j workers as well), so
 # that a test can kill it halfway through its work at the same point every
-# time; the file named by MB_TEST_PAUSED appears once it is there. A signal
-# ends the wait early, and a test run that dies leaves no process behind for long.
+# time; the file named by MB_TEST_PAUSED appears once it is there. With
+# MB_TEST_RESUME, it goes on as soon as that file exists (a test changes
+# something meanwhile). A signal ends the wait early, and a test run that dies
+# leaves no process behind for long.
 PAUSE_SHIM = r"""#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -142,7 +144,8 @@ hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   if (marker) {
     unsetenv("MB_TEST_PAUSED");
     close(open(marker, O_CREAT | O_WRONLY, 0644));
-    sleep(120);
+    const char* resume = getenv("MB_TEST_RESUME");
+    for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i) usleep(10000);
   }
   return id;
 }

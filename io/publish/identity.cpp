@@ -1,0 +1,83 @@
+#include "io/publish/identity.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace mb::io::publish {
+namespace {
+
+std::int64_t nanoseconds(const timespec& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
+
+FileIdentity identity(const struct stat& st) {
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::uint64_t>(st.st_size), nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+}
+
+// An input as it is read: through a symbolic link, the file it names.
+std::optional<FileIdentity> followed_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return identity(st);
+}
+
+struct Watched {
+  std::string shown;
+  std::optional<FileIdentity> found;  // none: it could not be stat'ed (opening it fails with the reason)
+};
+
+class Watch {
+ public:
+  void add(const Source& input) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    if (!inputs_.contains(input.name())) inputs_.emplace(input.name(), Watched{input.shown(), followed_identity(input.name())});
+  }
+  void check() {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    for (const auto& [path, w] : inputs_) {
+      if (!w.found) continue;
+      const std::optional<FileIdentity> now = followed_identity(path);
+      const std::string d = now ? difference(*w.found, *now) : "it is no longer there";
+      if (!d.empty())
+        throw Error(fmt::format("{}: changed while it was read ({}); nothing was published", w.shown, d));
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, Watched> inputs_;
+};
+
+Watch& watch() {
+  static Watch w;
+  return w;
+}
+
+}  // namespace
+
+std::optional<FileIdentity> identity_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return identity(st);
+}
+
+std::string difference(const FileIdentity& before, const FileIdentity& now) {
+  if (before.device != now.device || before.inode != now.inode) return "another file now has its name";
+  if (before.size != now.size) return fmt::format("{} bytes, now {}", before.size, now.size);
+  if (before.mtime_ns != now.mtime_ns) return "it was written to";
+  if (before.ctime_ns != now.ctime_ns) return "it was written to, or its times or permissions were set";
+  return "";
+}
+
+void watch_input(const Source& input) {
+  if (!input.is_remote()) watch().add(input);
+}
+
+void check_inputs_unchanged() { watch().check(); }
+
+}  // namespace mb::io::publish

@@ -1,0 +1,38 @@
+#pragma once
+// What a file is, as stat(2) tells it, and the run's inputs as they were
+// before it read them. A file rewritten in place (same inode), truncated and
+// written again, or replaced by a rename moves at least one of these: its
+// change time moves on any write, and no program can set it back. So a run
+// that finds every input as it found it at the start read one version of
+// each; publishing checks that first, and refuses to publish otherwise.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/source.hpp"
+
+namespace mb::io::publish {
+
+struct FileIdentity {
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// The regular file at `path` (a symbolic link is not followed), or none.
+std::optional<FileIdentity> identity_of(const std::string& path);
+
+// How `now` differs from `before`, in words ("" when it does not).
+std::string difference(const FileIdentity& before, const FileIdentity& now);
+
+// Records a local input's identity the first time it is given (a remote
+// input's version is held by io/remote). Process-wide: a job records its
+// inputs before it reads them, and io/publish checks them all before it
+// publishes anything.
+void watch_input(const Source& input);
+
+// Throws mb::Error naming the first watched input that changed, or that is
+// no longer there, since it was recorded.
+void check_inputs_unchanged();
+
+}  // namespace mb::io::publish
