@@ -80,7 +80,7 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   io::split::SplitJob job;
   job.input = input;
   job.output_dir = cmd.output_dir;
-  job.force = cmd.force;
+  job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
   job.options = cmd.partition;
   job.policy = cmd.policy;
   job.workers = cmd.jobs;
@@ -140,7 +140,8 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch) {
   std::optional<WarningCapture> capture;
   if (cmd.json && team.rank() == 0) capture.emplace();
   const auto [prepared, result] =
-      io::split::split_as_team(team, cmd.output_dir, [&](const SplitRun& run) { return split_once(cmd, run); });
+      io::split::split_as_team(team, {.dir = cmd.output_dir, .force = cmd.force, .input = cmd.input},
+                               [&](const SplitRun& run) { return split_once(cmd, run); });
   if (team.rank() != 0) return;
   if (capture) {
     summary.warnings = capture->warnings();

@@ -165,12 +165,14 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
+    job.team->agree();  // and published it: a rank 0 stopped before that fails every rank
     return {};
   }
   if (job.team) gather_team_chunks(ctx, state.team, out.get());
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
   outputs.publish();
+  if (job.team) job.team->agree();  // published
   outputs.keep();
   warn_about_sources(job);
   MergeResult result{0, meter.total(), choice.preset};

@@ -123,6 +123,7 @@ std::string AtomicOutputs::add(const std::string& final_path, std::optional<File
 }
 
 void AtomicOutputs::publish() {
+  run::throw_if_interrupted();  // a stop signal that came after the last copy: an interrupted run publishes nothing
   check_inputs_unchanged();
   for (auto& e : entries_) {
     publish_one(e.temp, e.final_path, e.replaces);
@@ -209,6 +210,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     throw Error(path + ": cannot write: " + why);
   }
   try {
+    run::throw_if_interrupted();
     check_inputs_unchanged();
     rename_exclusive(temp, path);
   } catch (...) {
@@ -268,8 +270,10 @@ OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std
   std::stable_sort(earlier.begin(), earlier.end(), [](const fs::path& a, const fs::path& b) {
     return (a.filename() == specs::kManifestName) > (b.filename() == specs::kManifestName);
   });
-  for (const auto& p : earlier)
-    if (!fs::remove(p, ec) || ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
+  for (const auto& p : earlier) {
+    fs::remove(p, ec);  // false without an error: it is gone already
+    if (ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
+  }
   return {std::move(created), std::move(lock)};
 }
 

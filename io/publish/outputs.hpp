@@ -34,9 +34,10 @@ class AtomicOutputs {
   // started (merge --force).
   std::string add(const std::string& final_path, std::optional<FileIdentity> replaces = std::nullopt);
 
-  // Renames every temporary into place, in the order added, once the
-  // watched inputs are checked unchanged (identity.hpp). After this the
-  // outputs still disappear on destruction unless keep() is called.
+  // Renames every temporary into place, in the order added, unless a stop
+  // signal came (then it throws run::Interrupted's error) or a watched input
+  // changed (identity.hpp). After this the outputs still disappear on
+  // destruction unless keep() is called.
   void publish();
 
   // The job is complete: leave the published outputs alone.

@@ -24,4 +24,12 @@ void Consensus::abandon() noexcept {
   }
 }
 
+void Consensus::settle() noexcept {
+  try {
+    team_.first_failed(true);
+  } catch (...) {
+    // MPI itself failed: the launcher ends the other members.
+  }
+}
+
 }  // namespace mb::io::run

@@ -51,6 +51,10 @@ class Consensus {
   // failed vote, which every member saw). Never throws: it runs in a
   // handler, whose own error is the one to report.
   void abandon() noexcept;
+  // After a failed vote, once this member has cleaned up after itself: waits
+  // for every other member to have done so, so that what one removes last
+  // (rank 0's output directory) is not in another's way. Never throws.
+  void settle() noexcept;
 
  private:
   Team& team_;

@@ -48,7 +48,8 @@ std::uint64_t shards_in_name(const std::string& name) {
 
 void remove_file(const fs::path& p) {
   std::error_code ec;
-  if (!fs::remove(p, ec) || ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
+  fs::remove(p, ec);  // false without an error: it is gone already
+  if (ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
 }
 
 // Another shard's part record in the directory must be of the same split.
@@ -279,6 +280,11 @@ std::string finish_split(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": is not a directory");
   // finish and split both write the manifest: one at a time.
   publish::OutputLock lock((fs::path(dir) / publish::kDirectoryLockName).string(), dir);
+  return finish_locked_split(dir);
+}
+
+std::string finish_locked_split(const std::string& dir) {
+  std::error_code ec;
   const std::string manifest = (fs::path(dir) / specs::kManifestName).string();
   if (fs::exists(manifest, ec)) throw Error(manifest + ": exists: this split is finished already");
   const std::uint64_t count = shard_count(dir);
@@ -294,6 +300,19 @@ std::string finish_split(const std::string& dir) {
   head["split_id"] = publish::digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
   publish::write_text_atomically(manifest, specs::assemble_manifest(head, parts[0].datasets));
   return manifest;
+}
+
+void remove_split_outputs(const std::string& dir) {
+  std::vector<fs::path> parts, files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".") || !publish::is_split_output(name) || name == specs::kManifestName) continue;
+    (shards_in_name(name) != 0 ? parts : files).push_back(entry.path());
+  }
+  if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
+  for (const auto& p : parts) remove_file(p);
+  for (const auto& p : files) remove_file(p);
 }
 
 void remove_part_records(const std::string& dir, std::uint64_t count) {

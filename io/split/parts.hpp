@@ -57,6 +57,15 @@ void stat_input(const Source& input, PartRecord& part);
 // finish DIR: checks the P part records and every file they list (present,
 // recorded size) and writes DIR/manifest.json. Returns the manifest's path.
 std::string finish_split(const std::string& dir);
+// The same, by the holder of the directory's lock (a team's rank 0, which
+// took it before any work).
+std::string finish_locked_split(const std::string& dir);
+
+// Removes every split output under a final name in `dir` (part records
+// first), none of which can pass for finished without a manifest: a team
+// whose run failed after its ranks published undoes it. Only by the holder
+// of the directory's lock, which kept every other run out.
+void remove_split_outputs(const std::string& dir);
 
 // After finish, the P part records are no longer needed: a split written by
 // a team (mpirun) leaves the directory a one-process split leaves.

@@ -1,29 +1,63 @@
 #include "io/split/team.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include "io/publish/outputs.hpp"
 #include "io/split/parts.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::split {
+namespace {
 
-Share split_as_team(run::Team& team, const std::string& output_dir,
-                    const std::function<Share(const ShareRun&)>& once) {
+// Never throws: the run's own error is the one to report, and every rank
+// must still reach the team's last vote.
+void undo_published(const std::string& dir) noexcept {
+  try {
+    remove_split_outputs(dir);
+  } catch (const std::exception& e) {
+    spdlog::error("{} (the split did not finish; remove its files)", e.what());
+  }
+}
+
+}  // namespace
+
+Share split_as_team(run::Team& team, const TeamOutput& output, const std::function<Share(const ShareRun&)>& once) {
   run::Consensus votes(team);
   const bool lead = team.rank() == 0;
+  // Rank 0's, for the team: held until the manifest is written, removed
+  // last (after every rank settled) if the split fails and rank 0 made it.
+  std::optional<publish::OutputDirectory> directory;
+  std::optional<Share> share;
+  bool undo = false;  // ranks may have published: rank 0 removes it all if the split does not finish
   try {
-    auto share = once(ShareRun{Shard{team.rank(), team.size()}, [&] { votes.agree(); }, lead});
+    if (lead) directory.emplace(publish::prepare_output_dir(output.dir, output.force, output.input));
+    votes.agree();  // the directory is the team's: no other run writes into it
+    const ShareRun run{.shard = Shard{team.rank(), team.size()},
+                       .before_publish =
+                           [&] {
+                             votes.agree();
+                             undo = true;
+                           },
+                       .report = lead,
+                       .prepared_directory = true};
+    share = once(run);
     votes.agree();  // every rank's files and part record are published
     if (lead) {
-      finish_split(output_dir);
-      remove_part_records(output_dir, team.size());
+      finish_locked_split(output.dir);
+      undo = false;  // the manifest is written: the split is finished
+      remove_part_records(output.dir, team.size());
+      directory->keep();
     }
-    votes.agree();  // the manifest is written
-    share.second.data_bytes = team.sum(share.second.data_bytes);
-    if (lead) share.second.files = specs::read_manifest(output_dir).files;
-    return share;
+    votes.agree();
   } catch (...) {
     votes.abandon();
+    if (lead && undo) undo_published(output.dir);
+    votes.settle();
     throw;
   }
+  share->second.data_bytes = team.sum(share->second.data_bytes);
+  if (lead) share->second.files = specs::read_manifest(output.dir).files;
+  return std::move(*share);
 }
 
 }  // namespace mb::io::split

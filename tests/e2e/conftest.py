@@ -127,27 +127,43 @@ def signalled(args, delay, sig, env=None):
 # created its first output file (every process of it: -j workers as well), so
 # that a test can kill it halfway through its work at the same point every
 # time; the file named by MB_TEST_PAUSED appears once it is there. With
-# MB_TEST_RESUME, it goes on as soon as that file exists (a test changes
-# something meanwhile). A signal ends the wait early, and a test run that dies
-# leaves no process behind for long.
+# MB_TEST_PAUSE_CLOSE, it holds instead just before it closes the first file
+# whose name contains that text (after the last byte is written, before the
+# output is published). With MB_TEST_RESUME, it goes on as soon as that file
+# exists (a test changes something meanwhile). A signal ends the wait early,
+# and a test run that dies leaves no process behind for long.
 PAUSE_SHIM = r"""#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 typedef int64_t hid_t;
+typedef int herr_t;
 typedef hid_t (*create_fn)(const char*, unsigned, hid_t, hid_t);
+typedef herr_t (*close_fn)(hid_t);
+typedef ssize_t (*name_fn)(hid_t, char*, size_t);
+static void hold(void) {
+  const char* marker = getenv("MB_TEST_PAUSED");
+  if (!marker) return;
+  unsetenv("MB_TEST_PAUSED");
+  close(open(marker, O_CREAT | O_WRONLY, 0644));
+  const char* resume = getenv("MB_TEST_RESUME");
+  for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i)
+    if (usleep(10000) != 0) break;  /* a signal */
+}
 hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);
-  const char* marker = getenv("MB_TEST_PAUSED");
-  if (marker) {
-    unsetenv("MB_TEST_PAUSED");
-    close(open(marker, O_CREAT | O_WRONLY, 0644));
-    const char* resume = getenv("MB_TEST_RESUME");
-    for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i) usleep(10000);
-  }
+  if (!getenv("MB_TEST_PAUSE_CLOSE")) hold();
   return id;
+}
+herr_t H5Fclose(hid_t id) {
+  const char* which = getenv("MB_TEST_PAUSE_CLOSE");
+  char name[4096];
+  if (which && ((name_fn)dlsym(RTLD_NEXT, "H5Fget_name"))(id, name, sizeof name) > 0 && strstr(name, which)) hold();
+  return ((close_fn)dlsym(RTLD_NEXT, "H5Fclose"))(id);
 }
 """
 
@@ -159,6 +175,30 @@ def pause_shim(directory):
         f.write(PAUSE_SHIM)
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", shim, source, "-ldl"], check=True, timeout=120)
     return shim
+
+
+def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
+    """Runs `argv` (a command line: microbatch's, or mpirun's) under the pause shim, held after it
+    created its first output file (or, with `close`, before it closes the first file whose name holds
+    it); runs `during(proc)` then, and lets it go on (without `resume`, only a signal that reaches the
+    held process does: `during` sends one). Returns its Result."""
+    held = dict(env or ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"),
+                MB_TEST_RESUME=str(tmp_path / "resume"))
+    if close:
+        held["MB_TEST_PAUSE_CLOSE"] = close
+    proc = subprocess.Popen([str(a) for a in argv], env=held, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until((tmp_path / "paused").exists, "the run did not reach the point it is held at")
+        during(proc)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    if resume:
+        (tmp_path / "resume").touch()
+    out, err = proc.communicate(timeout=150)
+    return Result(subprocess.CompletedProcess(argv, proc.returncode, out, err))
 
 
 def wait_until(condition, what, timeout=30):

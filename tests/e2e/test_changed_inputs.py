@@ -4,14 +4,11 @@ run and its end. The run must refuse (exit 1, nothing published), never
 publish a mix of the two versions. The pause shim holds the run just after
 it created its first output, when it has read the input's tree but not all
 of its data; the test changes the input, then lets it go on."""
-import json
-import subprocess
-
 import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, pause_shim, Result, run, wait_until
+from conftest import BINARY, assert_one_line_error, h5diff, held_run, listing, run
 
 
 def make(path, seed=0, rows=64):
@@ -49,28 +46,13 @@ def truncate_and_rewrite(path):
         f.write(data)
 
 
-def paused_run(tmp_path, args, change):
-    """Runs microbatch `args`, held after its first output file is created; `change()` runs then."""
-    env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"),
-               MB_TEST_RESUME=str(tmp_path / "resume"))
-    proc = subprocess.Popen([BINARY, *map(str, args)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_until((tmp_path / "paused").exists, "the run did not create an output")
-        change()
-    finally:
-        (tmp_path / "resume").touch()
-        out, err = proc.communicate(timeout=120)
-    return Result(subprocess.CompletedProcess(args, proc.returncode, out, err))
-
-
 @pytest.mark.parametrize("change", [overwrite_in_place, truncate_and_rewrite])
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_split_whose_input_changed_while_read_publishes_nothing(tmp_path, change, jobs):
     src = make(tmp_path / "in.h5")
     out = tmp_path / "mb"
-    res = paused_run(tmp_path, ["split", src, "-n", 4, "-j", jobs, "--buffer-size", 1, "-o", out],
-                     lambda: change(src))
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 4, "-j", jobs, "--buffer-size", 1, "-o", out],
+                   lambda _: change(src))
     assert_one_line_error(res, 1, str(src), "changed while it was read")
     assert not out.exists() or listing(out) == [], listing(out)
 
@@ -80,7 +62,7 @@ def test_a_microbatch_file_changed_after_merge_checked_its_digest_is_refused(tmp
     run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
     victim = tmp_path / "mb" / "microbatch-00002.h5"
     merged = tmp_path / "m.h5"
-    res = paused_run(tmp_path, ["merge", tmp_path / "mb", "-o", merged], lambda: overwrite_in_place(victim))
+    res = held_run(tmp_path, [BINARY, "merge", tmp_path / "mb", "-o", merged], lambda _: overwrite_in_place(victim))
     assert_one_line_error(res, 1, "microbatch-00002.h5", "changed while it was read")
     assert not merged.exists()
     assert [n for n in listing(tmp_path) if n.startswith(".m.h5")] == []
@@ -91,11 +73,11 @@ def test_an_unchanged_input_is_not_refused(tmp_path):
     src = make(tmp_path / "in.h5")
     out = tmp_path / "mb"
 
-    def read_it():
+    def read_it(_):
         with h5py.File(src, "r") as f:
             f["x"][...]
 
-    res = paused_run(tmp_path, ["split", src, "-n", 4, "-o", out], read_it)
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 4, "-o", out], read_it)
     assert res.code == 0, res
     run("merge", out, "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0

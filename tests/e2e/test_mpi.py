@@ -2,17 +2,20 @@
 one split, and rank 0 writes the manifest once every rank has published;
 a failure on any rank publishes nothing. microbatch itself (no MPI) refuses
 to run as several tasks of a launcher."""
+import fcntl
 import filecmp
 import os
 import shutil
+import signal
 import subprocess
+import time
 
 import h5py
 import numpy as np
 import pytest
 
 # make_mixed_batch: test_shards' batch, a chunked tensor, groups, strings, packed tokens
-from conftest import (BINARY, ENV, MIXED_SPEC, Result, h5diff, listing, make_mixed_batch, run, summary,
+from conftest import (BINARY, ENV, MIXED_SPEC, Result, h5diff, held_run, listing, make_mixed_batch, run, summary,
                       write_spec)
 
 # Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
@@ -103,11 +106,11 @@ def test_a_rank_refused_at_start_publishes_nothing_anywhere(setup, tmp_path, mpi
     src, spec, _ = setup
     out = tmp_path / "out"
     out.mkdir()
-    os.mkdir(out / "microbatch-00006.h5")  # in the last rank's share: it refuses, the others have written theirs
+    os.mkdir(out / "microbatch-00006.h5")  # in the last rank's share; rank 0 prepares the directory for the team
     res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
     assert res.code != 0
     assert "microbatch-00006.h5" in res.err
-    assert "rank 1 of 2 failed" in res.err  # what rank 0 says
+    assert "rank 0 of 2 failed" in res.err  # what rank 1 says: rank 0 refused before any rank wrote
     nothing_published(out, planted=["microbatch-00006.h5"])
     assert not [n for n in listing(out) if n.startswith("part-")]
 
@@ -124,6 +127,43 @@ def test_a_rank_failing_mid_write_publishes_nothing_anywhere(setup, tmp_path, mp
     # A rerun (without the limit) into the same directory succeeds: nothing was left behind.
     res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
     assert res.code == 0, res.err
+
+
+def test_a_held_directory_lock_stops_the_team_before_any_work(setup, tmp_path, mpi_binary):
+    # Another run holds the output directory (a plain split, or finish): the team must not write a byte.
+    src, spec, _ = setup
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".microbatch.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out)
+    assert res.code != 0, res
+    assert "another microbatch run" in res.err, res.err
+    assert [n for n in listing(out) if n != ".microbatch.lock"] == [], listing(out)
+
+
+@pytest.mark.parametrize("earlier", [7, 9])
+def test_force_over_a_finished_split_replaces_it_whole(setup, tmp_path, mpi_binary, earlier):
+    # One rank removes the earlier split (manifest first), once, before anyone writes: no race between
+    # ranks removing the same files, and an earlier split with more files is replaced, not refused.
+    src, spec, plain = setup
+    out = tmp_path / "out"
+    for attempt in range(3):
+        run("split", src, "-s", spec, "-n", earlier, "-o", out, "--force", check=0)
+        res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out, "--force")
+        assert res.code == 0, f"attempt {attempt}: {res}"
+        same_split(plain, out)
+        assert listing(out) == listing(plain), listing(out)
+
+
+def test_a_failed_team_removes_the_directory_it_created(setup, tmp_path, mpi_binary):
+    src, spec, _ = setup
+    for attempt in range(4):
+        out = tmp_path / f"new-{attempt}" / "out"
+        res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", out,
+                     wrap="trap '' XFSZ; if [ $RANK = 1 ]; then ulimit -f 4; fi")
+        assert res.code != 0, res.err
+        assert not (tmp_path / f"new-{attempt}").exists(), f"attempt {attempt}: {listing(out)}"
 
 
 def test_shard_option_under_mpi_is_a_usage_error(setup, tmp_path, mpi_binary):
@@ -270,6 +310,26 @@ def test_a_scratch_file_in_the_way_is_refused_and_left_alone(compressed_split, t
     assert not out.exists()
     assert planted.read_bytes() == b"not ours"
     assert [n for n in listing(tmp_path) if n.startswith(".")] == [planted.name]
+
+
+@pytest.mark.parametrize("command", ["split", "merge"])
+def test_sigterm_after_the_last_byte_publishes_nothing(compressed_split, tmp_path, mpi_binary, command):
+    # mpirun forwards SIGTERM to every rank; rank 0 is held just before it closes its last output (past
+    # every copy loop's check). An interrupted team publishes nothing, on any rank.
+    src, split, _ = compressed_split
+    out = tmp_path / ("mb" if command == "split" else "m.h5")
+    args = ["split", src, "-n", 4, "-o", out] if command == "split" else ["merge", split, "-o", out]
+    closing = ".microbatch-00001.h5.tmp-" if command == "split" else ".m.h5.tmp-"
+    argv = ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, *args]
+    res = held_run(tmp_path, argv, lambda proc: proc.send_signal(signal.SIGTERM), env=MPI_ENV, close=closing,
+                   resume=False)
+    assert res.code != 0, res
+    if command == "merge":
+        assert not out.exists()
+    else:
+        assert not out.exists() or [n for n in listing(out) if not n.startswith(".")] == [], listing(out)
+    time.sleep(0.5)  # ranks mpirun killed may still be exiting
+    assert [n for n in listing(tmp_path) if n.startswith(".") and ".tmp-" in n] == [], listing(tmp_path)
 
 
 def test_virtual_merge_under_mpi_is_a_usage_error(compressed_split, tmp_path, mpi_binary):

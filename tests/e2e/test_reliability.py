@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, run, write_spec
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -94,6 +94,24 @@ def test_sigkill_during_merge_leaves_no_output_or_a_complete_one(tmp_path, mediu
 
 def limit_file_size(nbytes):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+
+@pytest.mark.parametrize("command", ["split", "merge"])
+def test_a_stop_signal_after_the_last_byte_publishes_nothing(tmp_path, medium, command):
+    # SIGTERM while the last output is being closed: past every copy loop's check, before publishing.
+    path, spec, ref, _ = medium
+    out = tmp_path / ("mb" if command == "split" else "m.h5")
+    args = ["split", path, "-s", spec, "-n", 6, "-o", out] if command == "split" else ["merge", ref, "-o", out]
+    closing = ".microbatch-00005.h5.tmp-" if command == "split" else ".m.h5.tmp-"
+    res = held_run(tmp_path, [BINARY, *args], lambda proc: proc.send_signal(signal.SIGTERM), close=closing,
+                   resume=False)
+    assert res.code == 130, res
+    assert "interrupted by signal 15" in res.err, res
+    if command == "merge":
+        assert not out.exists()
+    else:
+        assert not out.exists() or finished_names(out) == [], listing(out)
+    assert [n for n in listing(tmp_path) if n.startswith(".")] == []
 
 
 def test_file_size_limit_is_a_clean_error(tmp_path, medium):
