@@ -21,6 +21,7 @@
 #include "io/merge/survey.hpp"
 #include "io/merge/team.hpp"
 #include "io/merge/walk.hpp"
+#include "io/publish/leftovers.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/tree/reader.hpp"
@@ -124,6 +125,18 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   // Before anything is read of them (digests included): publishing checks that they did not change.
   for (const auto& input : job.inputs) publish::watch_input(input.source);
   for (const auto& besides : job.read_besides) publish::watch_input(besides);
+  // The output is checked and locked before any work (rank 0 for a team), and what killed merges onto it left
+  // goes: the lock tells no live run is writing it.
+  const bool lead = !job.team || job.team->rank == 0;
+  std::vector<Source> read;
+  for (const auto& input : job.inputs) read.push_back(input.source);
+  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
+  std::optional<publish::FileIdentity> replaces;
+  std::optional<publish::OutputLock> lock;
+  if (lead) {
+    replaces = publish::prepare_output_file(job.output, read, job.force);
+    lock.emplace(publish::lock_merge_output(job.output));
+  }
   verify_inputs(job);
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   std::vector<Source> inputs;
@@ -147,11 +160,6 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
-  const bool lead = !job.team || job.team->rank == 0;
-  std::vector<Source> read = inputs;
-  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
-  const std::optional<publish::FileIdentity> replaces =
-      lead ? publish::prepare_output_file(job.output, read, job.force) : std::nullopt;
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/publish/leftovers.hpp"
 #include "io/run/guard.hpp"
 #include "specs/manifest.hpp"
 
@@ -253,6 +254,7 @@ OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std
   CreatedDirectories created(dir);
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": the output path exists and is not a directory");
   OutputLock lock((fs::path(dir) / kDirectoryLockName).string(), dir);
+  remove_split_leftovers(dir);  // temporaries of a killed run: the lock is ours, so no live run's
   std::vector<fs::path> earlier;
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 # make_mixed_batch: test_shards' batch, a chunked tensor, groups, strings, packed tokens
-from conftest import (BINARY, ENV, MIXED_SPEC, Result, h5diff, held_run, listing, make_mixed_batch, run, summary,
-                      write_spec)
+from conftest import (BINARY, ENV, MIXED_SPEC, Result, children, h5diff, held_run, listing, make_mixed_batch, run,
+                      summary, write_spec)
 
 # Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
 MPI_BINARY = os.environ.get("MICROBATCH_MPI")
@@ -297,19 +297,44 @@ def test_ranks_share_the_digest_checks_and_a_changed_file_is_refused(compressed_
     assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
 
 
-def test_a_scratch_file_in_the_way_is_refused_and_left_alone(compressed_split, tmp_path, mpi_binary):
-    """A scratch name that exists (another merge onto this output, or one killed): that rank refuses, nothing is
-    published, and the file found there is not removed."""
+def test_a_scratch_file_of_a_running_merge_is_left_alone(compressed_split, tmp_path, mpi_binary):
+    """Another merge onto this output holds its lock: refused at once, and its files are not touched."""
     _, split, _ = compressed_split
     out = tmp_path / "m.h5"
     planted = tmp_path / ".m.h5.rank-1-of-2.scratch"
-    planted.write_bytes(b"not ours")
-    res = mpirun(2, mpi_binary, "merge", split, "-o", out)
+    planted.write_bytes(b"theirs")
+    with open(tmp_path / ".m.h5.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        res = mpirun(2, mpi_binary, "merge", split, "-o", out)
     assert res.code != 0
-    assert ".m.h5.rank-1-of-2.scratch: exists" in res.err and "rank 1 of 2 failed" in res.err, res.err
+    assert "another microbatch run is writing this output" in res.err and "rank 0 of 2 failed" in res.err, res.err
     assert not out.exists()
-    assert planted.read_bytes() == b"not ours"
-    assert [n for n in listing(tmp_path) if n.startswith(".")] == [planted.name]
+    assert planted.read_bytes() == b"theirs"
+
+
+def test_a_rerun_clears_what_a_killed_team_merge_left(compressed_split, tmp_path, mpi_binary):
+    """SIGKILL of one rank: mpirun kills the others, which leaves rank 0's temporary, the other ranks'
+    scratch files and the lock file. A rerun, without --force, recognises them as a dead run's (nobody
+    holds the lock), removes them and merges."""
+    _, split, one = compressed_split
+    out = tmp_path / "m.h5"
+    argv = ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, "merge", split, "-o", out]
+
+    def kill_a_rank(proc):
+        ranks = children(proc.pid)
+        assert ranks, "no rank found"
+        os.kill(ranks[-1], signal.SIGKILL)
+
+    res = held_run(tmp_path, argv, kill_a_rank, env=MPI_ENV, resume=False)
+    assert res.code != 0, res
+    time.sleep(0.5)
+    assert not out.exists()
+    left = [n for n in listing(tmp_path) if n.startswith(".m.h5")]
+    assert any("scratch" in n for n in left), left  # what blocked every rerun
+    res = mpirun(2, mpi_binary, "merge", split, "-o", out)
+    assert res.code == 0, res.err
+    assert h5diff(one, out) == 0
+    assert [n for n in listing(tmp_path) if n.startswith(".m.h5")] == []
 
 
 @pytest.mark.parametrize("command", ["split", "merge"])

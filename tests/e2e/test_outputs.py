@@ -178,6 +178,31 @@ def test_a_held_lock_refuses_and_a_stale_one_is_harmless(tmp_path, inputs):
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
 
 
+def test_a_killed_splits_temporaries_are_removed_by_the_next_split(tmp_path, inputs):
+    # A SIGKILLed split (or a team's rank mpirun killed) leaves .NAME.tmp-PID files: the next split holds
+    # the directory's lock, so they are no live run's; it removes them, --force or not.
+    out = tmp_path / "mb"
+    out.mkdir()
+    left = [out / ".microbatch-00001.h5.tmp-4194000", out / ".manifest.json.tmp-4194000"]
+    for f in left:
+        f.write_bytes(b"\0" * 4096)
+    run("split", inputs["a"], "-n", 2, "-o", out, check=0)
+    assert [n for n in listing(out) if n.startswith(".")] == []
+    assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+
+
+def test_a_running_shards_temporaries_are_not_removed(tmp_path, inputs):
+    out = tmp_path / "mb"
+    out.mkdir()
+    theirs = out / ".microbatch-00001.h5.tmp-4194000"
+    theirs.write_bytes(b"theirs")
+    with open(out / ".microbatch.lock.shard-00000-of-00002", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res = run("split", inputs["a"], "-n", 2, "-o", out, "--force")
+        assert_one_line_error(res, 1, str(out), "a shard run", ".microbatch.lock.shard-00000-of-00002")
+    assert theirs.read_bytes() == b"theirs"
+
+
 # --- output paths that are not regular files --------------------------------
 
 def assert_dev_null_intact():

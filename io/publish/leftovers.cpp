@@ -1,0 +1,83 @@
+#include "io/publish/leftovers.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace mb::io::publish {
+namespace fs = std::filesystem;
+namespace {
+
+// Someone holds the flock(2) on `path` (a lock file that nobody holds is a
+// killed run's, harmless).
+bool is_held(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;  // gone meanwhile: its run ended
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock taken to test it
+  return held;
+}
+
+bool digits(std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; }
+
+// .NAME.tmp-PID or .NAME.rank-R-of-P.scratch, for `name` NAME.
+bool is_merge_leftover(const std::string& entry, const std::string& name) {
+  const std::string stem = "." + name + ".";
+  if (!entry.starts_with(stem)) return false;
+  const std::string_view rest = std::string_view(entry).substr(stem.size());
+  if (rest.starts_with("tmp-")) return digits(rest.substr(4));
+  unsigned long long r = 0, p = 0;
+  int used = 0;
+  const std::string tail(rest);
+  return std::sscanf(tail.c_str(), "rank-%llu-of-%llu.scratch%n", &r, &p, &used) == 2 &&
+         static_cast<std::size_t>(used) == tail.size();
+}
+
+void remove_leftover(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);  // false without an error: gone already
+  if (ec) throw Error(fmt::format("{}: cannot remove what a killed run left: {}", path.string(), ec.message()));
+  spdlog::debug("{}: removed, left by a run that was killed", path.string());
+}
+
+}  // namespace
+
+void remove_split_leftovers(const std::string& dir) {
+  const std::string shard_lock = fmt::format("{}.shard-", kDirectoryLockName);
+  std::vector<fs::path> temporaries;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(shard_lock) && is_held(entry.path()))
+      throw Error(fmt::format("{}: a shard run (split --shard) is writing into it (it holds {}); wait for it to "
+                              "finish or choose another output directory",
+                              dir, name));
+    if (name.starts_with(".") && is_split_output(name) && entry.is_regular_file(ec)) temporaries.push_back(entry.path());
+  }
+  if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
+  for (const auto& p : temporaries) remove_leftover(p);
+}
+
+OutputLock lock_merge_output(const std::string& output) {
+  const fs::path out(output);
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  const std::string name = out.filename().string();
+  OutputLock lock((dir / ("." + name + ".lock")).string(), output);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (is_merge_leftover(entry.path().filename().string(), name) && entry.is_regular_file(ec))
+      remove_leftover(entry.path());
+  if (ec) throw Error(fmt::format("{}: cannot list its directory: {}", output, ec.message()));
+  return lock;
+}
+
+}  // namespace mb::io::publish
