@@ -11,6 +11,7 @@
 
 #include "core/presets.hpp"
 #include "core/remote.hpp"
+#include "io/publish/identity.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/team.hpp"
 #include "specs/parse.hpp"
@@ -238,6 +239,23 @@ std::optional<Launch> team_launch(const std::string& command) {
         "shard with --shard K/P",
         command, launch->rank, launch->tasks, launch->launcher, launch->tasks));
   return launch;
+}
+
+void agree_on_command(io::run::Team& team, const CLI::App& sub, const std::vector<std::string>& files) {
+  // How much a rank logs is its own affair.
+  static const std::vector<std::string> own{"--help", "--quiet", "--verbose", "--log-level"};
+  std::vector<io::run::Term> terms{{"the subcommand", sub.get_name()}};
+  for (const CLI::Option* opt : sub.get_options()) {
+    const std::string name = opt->get_name();
+    if (std::find(own.begin(), own.end(), name) != own.end()) continue;
+    std::string value;
+    for (const auto& r : opt->results()) value += (value.empty() ? "" : " ") + r;
+    terms.push_back({name, value});
+  }
+  std::string seen;  // one term, whatever the number of files: the names are compared as options
+  for (const auto& f : files) seen += fmt::format("{}{}: {}", seen.empty() ? "" : "; ", f, io::publish::identity_term(f));
+  terms.push_back({"the named files' sizes and times", seen});
+  io::run::agree_on(team, terms);
 }
 
 }  // namespace mb::cli

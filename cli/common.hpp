@@ -12,6 +12,7 @@
 #include "core/plan.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
+#include "io/run/team.hpp"
 #include "io/tree/spec_choice.hpp"
 #include "io/transfer/policy.hpp"
 
@@ -103,5 +104,11 @@ Source input_source(const std::string& name);
 // srun), when `command` runs under one; none for a single process. A build
 // without MPI refuses it (usage error): P copies would write the same files.
 std::optional<Launch> team_launch(const std::string& command);
+
+// Before a team does any work: every rank must have been started with the
+// same options of `sub` (output, spec, counts, flags: all but logging) and
+// see the same `files` (inputs, spec file: size and modification time).
+// Otherwise every rank refuses (usage error), naming what differs.
+void agree_on_command(io::run::Team& team, const CLI::App& sub, const std::vector<std::string>& files);
 
 }  // namespace mb::cli

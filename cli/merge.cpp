@@ -133,10 +133,13 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
 
 // Under mpirun or srun: the ranks share out the compression of the large
 // compressed datasets; rank 0 writes the output (io/merge/merge.hpp).
-void run_as_team(const MergeCommand& cmd, const Launch& launch) {
+void run_as_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& sub) {
   if (cmd.virtual_datasets)
     throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
   io::run::Team team(launch);
+  std::vector<std::string> files = cmd.inputs;
+  if (cmd.spec.path) files.push_back(*cmd.spec.path);
+  agree_on_command(team, sub, files);
   io::run::Consensus votes(team);
   try {
     merge_once(cmd, io::merge::MergeTeam{team.rank(), team.size(), [&] { votes.agree(); }});
@@ -146,8 +149,8 @@ void run_as_team(const MergeCommand& cmd, const Launch& launch) {
   }
 }
 
-void run_merge(const MergeCommand& cmd) {
-  if (const auto launch = team_launch("merge")) return run_as_team(cmd, *launch);
+void run_merge(const MergeCommand& cmd, const CLI::App& sub) {
+  if (const auto launch = team_launch("merge")) return run_as_team(cmd, *launch, sub);
   merge_once(cmd, std::nullopt);
 }
 
@@ -184,7 +187,7 @@ void setup_merge(CLI::App& app) {
     apply_common_options();
     cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0 ||
                     sub->count("--cp-degree") > 0;
-    run_merge(*cmd);
+    run_merge(*cmd, *sub);
   });
 }
 

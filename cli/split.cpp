@@ -133,10 +133,13 @@ void run_alone(const SplitCommand& cmd) {
   log_split(cmd, prepared);
 }
 
-void run_as_team(const SplitCommand& cmd, const Launch& launch) {
+void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   io::run::Team team(launch);
+  std::vector<std::string> files{cmd.input};
+  if (cmd.spec.path) files.push_back(*cmd.spec.path);
+  agree_on_command(team, sub, files);
   std::optional<WarningCapture> capture;
   if (cmd.json && team.rank() == 0) capture.emplace();
   const auto [prepared, result] =
@@ -151,8 +154,8 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch) {
   spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
 }
 
-void run_split(const SplitCommand& cmd) {
-  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch);
+void run_split(const SplitCommand& cmd, const CLI::App& sub) {
+  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch, sub);
   run_alone(cmd);
 }
 
@@ -189,9 +192,9 @@ void setup_split(CLI::App& app) {
                 "print a summary object on stdout: files written with their sizes, bytes, datasets, microbatches, "
                 "warnings, seconds");
   add_common_options(*sub);
-  sub->callback([cmd] {
+  sub->callback([cmd, sub] {
     apply_common_options();
-    run_split(*cmd);
+    run_split(*cmd, *sub);
   });
 }
 

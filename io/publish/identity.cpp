@@ -74,6 +74,17 @@ std::string difference(const FileIdentity& before, const FileIdentity& now) {
   return "";
 }
 
+std::string identity_term(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "(missing)";
+  if (S_ISDIR(st.st_mode)) {
+    const std::string manifest = path + "/manifest.json";
+    if (::stat(manifest.c_str(), &st) != 0) return "(a directory without manifest.json)";
+  }
+  if (!S_ISREG(st.st_mode)) return "(not a regular file)";
+  return fmt::format("{} bytes, modified at {} ns", st.st_size, nanoseconds(st.st_mtim));
+}
+
 void watch_input(const Source& input) {
   if (!input.is_remote()) watch().add(input);
 }

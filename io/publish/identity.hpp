@@ -25,6 +25,11 @@ std::optional<FileIdentity> identity_of(const std::string& path);
 // How `now` differs from `before`, in words ("" when it does not).
 std::string difference(const FileIdentity& before, const FileIdentity& now);
 
+// What a team's ranks compare of a file named on the command line (its size
+// and modification time: device and inode numbers differ between the nodes
+// of one shared filesystem); for a directory, its manifest.json's.
+std::string identity_term(const std::string& path);
+
 // Records a local input's identity the first time it is given (a remote
 // input's version is held by io/remote). Process-wide: a job records its
 // inputs before it reads them, and io/publish checks them all before it

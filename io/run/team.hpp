@@ -5,6 +5,8 @@
 // refused (cli/). No MPI types here: cli/ uses it.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/launcher.hpp"
 
@@ -31,6 +33,9 @@ class Team {
   std::optional<std::uint64_t> first_failed(bool ok);
   // Collective: the sum of every member's `value`.
   std::uint64_t sum(std::uint64_t value);
+  // Collective (every member passes as many values): for each value,
+  // whether it differs between members.
+  std::vector<bool> differing(const std::vector<std::uint64_t>& values);
 
  private:
   std::uint64_t rank_ = 0, size_ = 1;
@@ -60,5 +65,18 @@ class Consensus {
   Team& team_;
   bool broken_ = false;
 };
+
+// One thing every member of a team must have been given alike: what
+// messages call it, and its value.
+struct Term {
+  std::string name;
+  std::string value;
+};
+
+// Collective, before any work: when a term differs between members (ranks
+// started with other options, inputs or spec files: `mpirun ... : ...`, or
+// files that differ between nodes), every member throws the same usage
+// error naming the terms that differ, with this member's values.
+void agree_on(Team& team, const std::vector<Term>& terms);
 
 }  // namespace mb::io::run

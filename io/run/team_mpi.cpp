@@ -53,4 +53,15 @@ std::uint64_t Team::sum(std::uint64_t value) {
   return total;
 }
 
+std::vector<bool> Team::differing(const std::vector<std::uint64_t>& values) {
+  const std::vector<unsigned long long> mine(values.begin(), values.end());
+  std::vector<unsigned long long> low(mine.size()), high(mine.size());
+  const int n = static_cast<int>(mine.size());
+  check(MPI_Allreduce(mine.data(), low.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(mine.data(), high.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  std::vector<bool> out(mine.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = low[i] != high[i];
+  return out;
+}
+
 }  // namespace mb::io::run

@@ -166,6 +166,79 @@ def test_a_failed_team_removes_the_directory_it_created(setup, tmp_path, mpi_bin
         assert not (tmp_path / f"new-{attempt}").exists(), f"attempt {attempt}: {listing(out)}"
 
 
+def mpmd(binary, *commands, wdirs=None):
+    """mpirun with one rank per command (`mpirun -np 1 A : -np 1 B`), each in its directory of `wdirs`."""
+    argv = ["mpirun", "--oversubscribe"]
+    for k, command in enumerate(commands):
+        where = ["-wdir", str(wdirs[k])] if wdirs else []
+        argv += ([":"] if k else []) + ["-np", "1", *where, binary, *map(str, command)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, env=MPI_ENV)
+    return Result(proc)
+
+
+def refused_by_every_rank(res, *named):
+    assert res.code != 0, res
+    lines = [line for line in res.err.splitlines() if "were not given the same command" in line
+             or "different commands" in line]
+    assert len(lines) == 2, res.err  # each rank says it
+    for word in named:
+        assert all(word in line for line in lines), res.err
+
+
+@pytest.mark.parametrize("differ", ["-n", "--on-short", "-o", "input", "spec"])
+def test_ranks_started_with_different_split_commands_refuse_before_any_work(setup, tmp_path, mpi_binary, differ):
+    src, spec, _ = setup
+    other_src = tmp_path / "other.h5"
+    other_src.write_bytes(src.read_bytes())
+    with h5py.File(other_src, "r+") as f:
+        f.attrs["changed"] = 1
+    other_spec = write_spec(tmp_path / "other.json", MIXED_SPEC)
+    other_spec.write_text(other_spec.read_text() + " ")
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    base = ["split", src, "-s", spec, "-n", 7, "-o", out]
+    other = {"-n": ["split", src, "-s", spec, "-n", 8, "-o", out],
+             "--on-short": ["split", src, "-s", spec, "-n", 7, "-o", out, "--on-short", "downsize"],
+             "-o": ["split", src, "-s", spec, "-n", 7, "-o", elsewhere],
+             "input": ["split", other_src, "-s", spec, "-n", 7, "-o", out],
+             "spec": ["split", src, "-s", other_spec, "-n", 7, "-o", out]}[differ]
+    res = mpmd(mpi_binary, base, other)
+    refused_by_every_rank(res, {"-n": "--chunks", "-o": "--output", "spec": "--spec"}.get(differ, differ))
+    assert not out.exists() and not elsewhere.exists(), res.err
+
+
+def test_ranks_seeing_different_files_under_one_name_refuse(setup, tmp_path, mpi_binary):
+    # The same command line, but "in.h5" is another file on each rank (node-local disks).
+    src, spec, _ = setup
+    for node, stamp in (("a", 1_700_000_000), ("b", 1_700_000_100)):
+        (tmp_path / node).mkdir()
+        shutil.copy(src, tmp_path / node / "in.h5")
+        os.utime(tmp_path / node / "in.h5", (stamp, stamp))
+    out = tmp_path / "out"
+    command = ["split", "in.h5", "-s", spec, "-n", 7, "-o", out]
+    res = mpmd(mpi_binary, command, command, wdirs=[tmp_path / "a", tmp_path / "b"])
+    refused_by_every_rank(res, "the named files' sizes and times")
+    assert not out.exists()
+
+
+def test_ranks_merging_different_splits_refuse(compressed_split, tmp_path, mpi_binary):
+    # Two splits of the same shapes: each rank would read the other's rows.
+    src, split, _ = compressed_split
+    shutil.copytree(split, tmp_path / "twin")
+    out = tmp_path / "m.h5"
+    res = mpmd(mpi_binary, ["merge", split, "-o", out], ["merge", tmp_path / "twin", "-o", out])
+    refused_by_every_rank(res, "inputs")
+    assert not out.exists()
+    assert [n for n in listing(tmp_path) if n.startswith(".m.h5")] == []
+
+
+def test_ranks_running_different_subcommands_refuse(setup, tmp_path, mpi_binary):
+    src, spec, plain = setup
+    res = mpmd(mpi_binary, ["split", src, "-s", spec, "-n", 7, "-o", tmp_path / "out"],
+               ["merge", plain, "-o", tmp_path / "m.h5"])
+    refused_by_every_rank(res)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "m.h5").exists()
+
+
 def test_shard_option_under_mpi_is_a_usage_error(setup, tmp_path, mpi_binary):
     src, spec, _ = setup
     res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", tmp_path / "o", "--shard", "0/2")
