@@ -1,5 +1,6 @@
 // microbatch: wires the subcommands, logs, and maps errors to exit codes
-// (0 success, 1 data or spec wrong, 2 command line wrong, 130 interrupted).
+// (0 success, 1 data or spec wrong, 2 command line wrong, 3 a retry may
+// help, 130 interrupted).
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -72,7 +73,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Run 'microbatch COMMAND --help' for a command's options and an example.\n"
-      "Exit status: 0 success, 1 data or spec wrong, 2 command line wrong.");
+      "Exit status: 0 success, 1 data or spec wrong, 2 command line wrong, 3 a retry may help (no space, I/O\n"
+      "error, network, output locked by another run, input changed while read), 130 interrupted.");
   mb::cli::add_common_options(app);
   mb::cli::setup_split(app);
   mb::cli::setup_merge(app);

@@ -1,15 +1,31 @@
 #pragma once
 // The one exception type of microbatch. Its category picks the exit status:
-// the data or the spec is wrong -> 1, the command line is wrong -> 2, a stop
-// signal (SIGINT, SIGTERM, SIGHUP) -> 130. Messages are one line and name the
-// file and HDF5 path.
+// the data or the spec is wrong -> 1, the command line is wrong -> 2, the
+// environment failed in a way a retry may cure (no space, an I/O error, the
+// network, an output locked by another run, an input changed while read)
+// -> 3, a stop signal (SIGINT, SIGTERM, SIGHUP) -> 130. Messages are one
+// line and name the file and HDF5 path.
+#include <cerrno>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 namespace mb {
 
-enum class ErrorKind { Data = 1, Usage = 2, Interrupted = 130 };
+enum class ErrorKind { Data = 1, Usage = 2, Environment = 3, Interrupted = 130 };
+
+// What a failed system call's errno says of a retry: out of space or quota,
+// an I/O error, a lock held, the network: Environment; anything else (a
+// missing file, no permission, a file-size limit) wants a fix: Data.
+inline ErrorKind kind_of_errno(int error) {
+  switch (error) {
+    case ENOSPC: case EDQUOT: case EIO: case EAGAIN: case ETIMEDOUT: case ECONNRESET: case ECONNREFUSED:
+    case EHOSTUNREACH: case ENETUNREACH: case ESTALE:
+      return ErrorKind::Environment;
+    default:
+      return ErrorKind::Data;
+  }
+}
 
 class Error : public std::runtime_error {
  public:
@@ -23,5 +39,6 @@ class Error : public std::runtime_error {
 };
 
 inline Error usage_error(std::string message) { return Error(std::move(message), ErrorKind::Usage); }
+inline Error environment_error(std::string message) { return Error(std::move(message), ErrorKind::Environment); }
 
 }  // namespace mb

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <optional>
 
 #include "core/error.hpp"
@@ -65,6 +66,14 @@ std::string root_cause(std::string cause) {
   return cause;
 }
 
+// The errno a failed system call's message carries ("errno = 28, ..."), or 0:
+// no space and I/O errors are worth a retry, not a fix of the input.
+int errno_in(const std::string& cause) {
+  const std::string marker = "errno = ";
+  const auto at = cause.find(marker);
+  return at == std::string::npos ? 0 : std::atoi(cause.c_str() + at + marker.size());
+}
+
 herr_t find_not_hdf5(unsigned, const H5E_error2_t* e, void* data) {
   if (e->min_num == H5E_NOTHDF5) *static_cast<bool*>(data) = true;
   return 0;
@@ -88,8 +97,9 @@ void fail(const Location& where, const std::string& action) {
   }
   spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
   const std::string cause = root_cause(stack.innermost);
-  if (cause.empty()) throw Error(fmt::format("{}: {}", where.describe(), action));
-  throw Error(fmt::format("{}: {} ({})", where.describe(), action, cause));
+  const ErrorKind kind = kind_of_errno(errno_in(stack.innermost));
+  if (cause.empty()) throw Error(fmt::format("{}: {}", where.describe(), action), kind);
+  throw Error(fmt::format("{}: {} ({})", where.describe(), action, cause), kind);
 }
 
 void forget_error() {

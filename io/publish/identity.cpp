@@ -44,7 +44,7 @@ class Watch {
       const std::optional<FileIdentity> now = followed_identity(path);
       const std::string d = now ? difference(*w.found, *now) : "it is no longer there";
       if (!d.empty())
-        throw Error(fmt::format("{}: changed while it was read ({}); nothing was published", w.shown, d));
+        throw environment_error(fmt::format("{}: changed while it was read ({}); nothing was published", w.shown, d));
     }
   }
 

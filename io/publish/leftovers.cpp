@@ -58,9 +58,9 @@ void remove_split_leftovers(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with(shard_lock) && is_held(entry.path()))
-      throw Error(fmt::format("{}: a shard run (split --shard) is writing into it (it holds {}); wait for it to "
-                              "finish or choose another output directory",
-                              dir, name));
+      throw environment_error(fmt::format("{}: a shard run (split --shard) is writing into it (it holds {}); wait "
+                                          "for it to finish or choose another output directory",
+                                          dir, name));
     if (name.starts_with(".") && is_split_output(name) && entry.is_regular_file(ec)) temporaries.push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());

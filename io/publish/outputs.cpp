@@ -26,6 +26,9 @@ namespace fs = std::filesystem;
 
 std::string errno_text() { return std::strerror(errno); }
 
+// `what` failed with the current errno: its text, and whether a retry may cure it (no space, an I/O error).
+Error system_error(const std::string& what) { return Error(what + ": " + errno_text(), kind_of_errno(errno)); }
+
 }  // namespace
 
 bool is_split_output(const std::string& name) {
@@ -79,18 +82,18 @@ void rename_exclusive(const std::string& from, const std::string& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
   if (errno == EEXIST) appeared(to);
   if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+    throw system_error(to + ": cannot rename the finished output into place");
   if (::link(from.c_str(), to.c_str()) == 0) {
     ::unlink(from.c_str());
     return;
   }
   if (errno == EEXIST) appeared(to);
   if (errno != EPERM && errno != EOPNOTSUPP)
-    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+    throw system_error(to + ": cannot rename the finished output into place");
   // No hard links either (FAT-like filesystems): check, then rename.
   if (!what_is_at(to).empty()) appeared(to);
   if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+    throw system_error(to + ": cannot rename the finished output into place");
 }
 
 void publish_one(const std::string& from, const std::string& to, const std::optional<FileIdentity>& replaces) {
@@ -100,7 +103,7 @@ void publish_one(const std::string& from, const std::string& to, const std::opti
     throw Error(to + ": was replaced while this run was writing it (another run writing the same output?); it was "
                 "not replaced again");
   if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw Error(to + ": cannot rename the finished output into place: " + errno_text());
+    throw system_error(to + ": cannot rename the finished output into place");
 }
 
 bool same_file(int fd, const std::string& path) {
@@ -157,14 +160,14 @@ OutputLock::OutputLock(const std::string& lock_path, const std::string& output) 
   // a new one. So the locked file must still be the one under the name.
   for (int attempt = 0; attempt < 8; ++attempt) {
     const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) throw Error(fmt::format("{}: cannot create the lock file {}: {}", output, lock_path, errno_text()));
+    if (fd < 0) throw system_error(fmt::format("{}: cannot create the lock file {}", output, lock_path));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
       ::close(fd);
       if (error == EWOULDBLOCK)
-        throw Error(fmt::format("{}: another microbatch run is writing this output (it holds {}); wait for it to "
-                                "finish or choose another output",
-                                output, lock_path));
+        throw environment_error(fmt::format("{}: another microbatch run is writing this output (it holds {}); wait "
+                                            "for it to finish or choose another output",
+                                            output, lock_path));
       throw Error(fmt::format("{}: cannot lock {}: {}", output, lock_path, std::strerror(error)));
     }
     if (same_file(fd, lock_path)) {
@@ -190,25 +193,25 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string temp = temporary_name(path);
   // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot write: " + errno_text());
+  if (fd < 0) throw system_error(path + ": cannot write");
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const std::string why = errno_text();
+      const Error failed = system_error(path + ": cannot write");
       ::close(fd);
       std::remove(temp.c_str());
-      throw Error(path + ": cannot write: " + why);
+      throw failed;
     }
     done += static_cast<std::size_t>(n);
   }
   const bool synced = ::fsync(fd) == 0;
   const bool closed = ::close(fd) == 0;
   if (!synced || !closed) {
-    const std::string why = errno_text();
+    const Error failed = system_error(path + ": cannot write");
     std::remove(temp.c_str());
-    throw Error(path + ": cannot write: " + why);
+    throw failed;
   }
   try {
     run::throw_if_interrupted();
@@ -232,7 +235,7 @@ CreatedDirectories::CreatedDirectories(const std::string& dir) {
       paths_.push_back(*it);
       run::register_temporary(*it);  // io/run/guard rmdirs it on a forced exit
     } else if (errno != EEXIST) {  // one that appeared meanwhile is not ours to remove
-      throw Error(dir + ": cannot create the output directory: " + errno_text());
+      throw system_error(dir + ": cannot create the output directory");
     }
   }
 }

@@ -132,6 +132,7 @@ struct Failure {
   std::string what;
   bool transient = false;
   bool missing = false;  // 404
+  bool changed = false;  // another version answered: a rerun reads the new one whole
 };
 
 Failure http_failure(long status, const Response& r) {
@@ -141,7 +142,7 @@ Failure http_failure(long status, const Response& r) {
   if (status == 412) what += ": the object changed while it was being read";
   if (status == 403 || status == 401)
     what += " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the region)";
-  return {what, status >= 500 || status == 429, status == 404};
+  return {.what = what, .transient = status >= 500 || status == 429, .missing = status == 404, .changed = status == 412};
 }
 
 Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::uint64_t expected,
@@ -326,7 +327,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
     set_headers(true);
   } else if (const std::string d = difference(version, r, total); !d.empty()) {
     // A server that ignores If-Match (or has no strong ETag) answers with the new version.
-    return Failure{fmt::format("changed while it was read ({})", d), false};
+    return Failure{.what = fmt::format("changed while it was read ({})", d), .changed = true};
   }
   return std::nullopt;
 }
@@ -339,7 +340,9 @@ void Object::State::fetch(std::uint64_t offset, std::uint64_t n, char* out, bool
     if (!failure->transient || attempt_no >= settings.attempts) {
       const std::string tries = attempt_no > 1 ? fmt::format(" (after {} attempts)", attempt_no) : "";
       if (failure->missing) throw Missing(fmt::format("{}: {}{}", shown, failure->what, tries));
-      throw Error(fmt::format("{}: {}{}", shown, failure->what, tries));
+      // The network failing, or the object replaced meanwhile: a retry may succeed; a 403 or 404 will not.
+      const bool retry = failure->transient || failure->changed;
+      throw Error(fmt::format("{}: {}{}", shown, failure->what, tries), retry ? ErrorKind::Environment : ErrorKind::Data);
     }
     spdlog::debug("{}: {}; trying again", shown, failure->what);
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << (2 * (attempt_no - 1))));

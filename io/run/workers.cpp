@@ -75,9 +75,15 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   return {pid, fds[0]};
 }
 
-// Waits for a worker, calling `waiting` every 200 ms; returns its error
-// message ("" when it succeeded).
-std::string finish_worker(const Worker& w, const std::function<void()>& waiting) {
+// How a worker ended: its error message ("" when it succeeded) and the
+// kind its exit status says.
+struct Outcome {
+  std::string message;
+  ErrorKind kind = ErrorKind::Data;
+};
+
+// Waits for a worker, calling `waiting` every 200 ms.
+Outcome finish_worker(const Worker& w, const std::function<void()>& waiting) {
   std::string message;
   char buf[4096];
   while (true) {
@@ -96,11 +102,12 @@ std::string finish_worker(const Worker& w, const std::function<void()>& waiting)
   int status = 0;
   while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (message.empty())
     message = WIFSIGNALED(status) ? fmt::format("a worker process died of signal {}", WTERMSIG(status))
                                   : "a worker process failed";
-  return message;
+  const bool retry = WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ErrorKind::Environment);
+  return {message, retry ? ErrorKind::Environment : ErrorKind::Data};
 }
 
 void stop_workers(const std::vector<Worker>& started) {
@@ -125,14 +132,14 @@ void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>
     own_failure = std::current_exception();
     stop_workers(started);
   }
-  std::string failure;
+  Outcome failure;
   for (const auto& w : started) {
-    const std::string message = finish_worker(w, waiting);
-    if (failure.empty() && !message.empty()) failure = message;
+    Outcome outcome = finish_worker(w, waiting);
+    if (failure.message.empty() && !outcome.message.empty()) failure = std::move(outcome);
   }
   throw_if_interrupted();
   if (own_failure) std::rethrow_exception(own_failure);
-  if (!failure.empty()) throw Error(failure);
+  if (!failure.message.empty()) throw Error(failure.message, failure.kind);
 }
 
 }  // namespace mb::io::run

@@ -1,6 +1,7 @@
 """A local input changed while a run reads it: rewritten in place (same
 inode, same size), or truncated and written again, between the start of the
-run and its end. The run must refuse (exit 1, nothing published), never
+run and its end. The run must refuse (exit 3: a rerun reads the new
+version whole; nothing published), never
 publish a mix of the two versions. The pause shim holds the run just after
 it created its first output, when it has read the input's tree but not all
 of its data; the test changes the input, then lets it go on."""
@@ -53,7 +54,7 @@ def test_a_split_whose_input_changed_while_read_publishes_nothing(tmp_path, chan
     out = tmp_path / "mb"
     res = held_run(tmp_path, [BINARY, "split", src, "-n", 4, "-j", jobs, "--buffer-size", 1, "-o", out],
                    lambda _: change(src))
-    assert_one_line_error(res, 1, str(src), "changed while it was read")
+    assert_one_line_error(res, 3, str(src), "changed while it was read")
     assert not out.exists() or listing(out) == [], listing(out)
 
 
@@ -63,7 +64,7 @@ def test_a_microbatch_file_changed_after_merge_checked_its_digest_is_refused(tmp
     victim = tmp_path / "mb" / "microbatch-00002.h5"
     merged = tmp_path / "m.h5"
     res = held_run(tmp_path, [BINARY, "merge", tmp_path / "mb", "-o", merged], lambda _: overwrite_in_place(victim))
-    assert_one_line_error(res, 1, "microbatch-00002.h5", "changed while it was read")
+    assert_one_line_error(res, 3, "microbatch-00002.h5", "changed while it was read")
     assert not merged.exists()
     assert [n for n in listing(tmp_path) if n.startswith(".m.h5")] == []
 

@@ -93,3 +93,25 @@ TEST_CASE("a worker's failure is rethrown as mb::Error with its message") {
                        "internal error: an exception of unknown type", mb::Error);
   CHECK_NOTHROW(mb::io::run::run_workers(3, [](std::uint64_t) {}, 0));
 }
+
+TEST_CASE("a worker's exit status 3 keeps its kind: a retry may help") {
+  using mb::ErrorKind;
+  CHECK(mb::kind_of_errno(ENOSPC) == ErrorKind::Environment);
+  CHECK(mb::kind_of_errno(EIO) == ErrorKind::Environment);
+  CHECK(mb::kind_of_errno(EAGAIN) == ErrorKind::Environment);
+  CHECK(mb::kind_of_errno(ENOENT) == ErrorKind::Data);
+  CHECK(mb::kind_of_errno(EFBIG) == ErrorKind::Data);  // a file-size limit: a retry meets it again
+  CHECK(mb::kind_of_errno(EACCES) == ErrorKind::Data);
+  try {
+    mb::io::run::run_workers(
+        2,
+        [](std::uint64_t w) {
+          if (w == 1) throw mb::environment_error("no space");
+        },
+        0, {});
+    FAIL("the worker's failure did not reach the caller");
+  } catch (const mb::Error& e) {
+    CHECK(e.kind() == ErrorKind::Environment);
+    CHECK(std::string(e.what()).find("no space") != std::string::npos);
+  }
+}
