@@ -27,6 +27,10 @@ struct CommonFlags {
 CommonFlags g_flags;
 }  // namespace
 
+// [lo, hi], checked as CLI::Range does, but not shown in --help: the help
+// text says what the number means; a value out of range still names it.
+CLI::Validator within(std::uint64_t lo, std::uint64_t hi) { return CLI::Range(lo, hi).description(""); }
+
 // CLI11 reads an unsigned option with strtoull, which takes "-3" for
 // 2^64 - 3 and "010" for 8: accept decimal digits only, leading zeros dropped.
 // A usage error naming the option as the help spells it ("-n/--chunks").
@@ -66,7 +70,8 @@ void add_common_options(CLI::App& app) {
   app.add_option("--stall-timeout", g_flags.stall_seconds,
                  "give up (exit 1, outputs removed) when no data moves for this many seconds; a corrupt file can "
                  "make the HDF5 library loop forever (default 600, 0 = never)")
-      ->transform(whole_number("--stall-timeout"));
+      ->transform(whole_number("--stall-timeout"))
+      ->type_name("SECONDS");
 }
 
 unsigned stall_timeout_seconds() { return g_flags.stall_seconds; }
@@ -82,10 +87,12 @@ void apply_common_options() {
 
 void add_partition_options(CLI::App& app, SplitOptions& options) {
   auto* n = app.add_option("-n,--chunks", options.count, "number of microbatches (numpy.array_split sizes)")
-                ->transform(whole_number("-n/--chunks"));
+                ->transform(whole_number("-n/--chunks"))
+                ->type_name("N");
   auto* m = app.add_option("--micro-batch-size", options.micro_batch_size,
                            "rows per microbatch, the last one shorter (torch.split)")
-                ->transform(whole_number("--micro-batch-size"));
+                ->transform(whole_number("--micro-batch-size"))
+                ->type_name("M");
   n->excludes(m);
   app.add_option_function<std::string>(
          "--on-short",
@@ -105,10 +112,11 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
 
 void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree) {
   app.add_option("--dp-degree", dp.degree,
-                 "the split axis holds D contiguous data-parallel slices; each slice is cut, and microbatch i joins "
-                 "piece i of every slice")
+                 "data-parallel ranks (default 1): the split axis holds D contiguous slices, one per rank; each slice "
+                 "is cut, and microbatch i joins piece i of every slice")
       ->transform(whole_number("--dp-degree"))
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
+      ->check(within(1, std::uint64_t{1} << 32))
+      ->type_name("D");
   app.add_flag("--align", dp.align, "PaddlePaddle's align mode: slice s is the rows s, s+D, s+2D, ...");
   app.add_option_function<std::string>(
          "--layout",
@@ -120,9 +128,10 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
       ->check(CLI::IsMember({"per-microbatch", "per-rank"}));
   app.add_option("--cp-degree", cp_degree,
                  "context parallelism: every sequence axis the spec marks, and every packed document, is cut into "
-                 "2C stripes; CP rank r holds stripes r and 2C-1-r (zigzag); one file per CP rank")
+                 "2C stripes; CP rank r holds stripes r and 2C-1-r (zigzag); one file per CP rank (default 1)")
       ->transform(whole_number("--cp-degree"))
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
+      ->check(within(1, std::uint64_t{1} << 20))
+      ->type_name("C");
 }
 
 void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
@@ -132,7 +141,8 @@ void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
          "--buffer-size", [&policy](std::size_t mib) { policy.buffer_bytes = mib << 20; },
          "MiB of data moved per read/write; bounds memory (default 64)")
       ->transform(whole_number("--buffer-size"))
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+      ->check(within(1, std::uint64_t{1} << 20))
+      ->type_name("MiB");
 }
 
 std::string byte_text(double bytes) {

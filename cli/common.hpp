@@ -21,6 +21,10 @@ namespace mb::cli {
 // -q / -v / --log-level / --stall-timeout, on the app and every subcommand;
 // apply sets the log level and starts the stall watchdog.
 void add_common_options(CLI::App& app);
+
+// A range check for a whole-number option that --help does not spell out
+// as "UINT:UINT in [lo - hi]" (the option's help says what it means).
+CLI::Validator within(std::uint64_t lo, std::uint64_t hi);
 void apply_common_options();
 unsigned stall_timeout_seconds();
 

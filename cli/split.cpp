@@ -181,7 +181,8 @@ void setup_split(CLI::App& app) {
                   "per-object work are per file, so they spread over cores; default 1). The local case of "
                   "--shard: worker w of W writes the same contiguous share shard w of W would")
       ->transform(whole_number("-j/--jobs"))
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}));
+      ->check(within(1, 256))
+      ->type_name("J");
   sub->add_option("--shard", cmd->shard,
                   "K/P: write only shard K's contiguous share of the files (0 <= K < P) and its part record "
                   "part-K-of-P.json, no manifest; run all P shards into one directory, then 'microbatch finish "

@@ -34,13 +34,16 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
   for_each_node(root, [&](const NodeInfo& n) {
     for (const auto& a : n.attributes)
       if (resolution.attribute_rule(n.path, a.name).mode == LeafRule::Mode::Reduce)
-        throw Error(fmt::format("spec gives a reducer for attribute {}@{}: a reducer only applies to merge", n.path,
-                                a.name));
+        throw Error(fmt::format("spec gives a reducer for attribute {}@{}: a reducer only applies to merge; for "
+                                "split, give \"replicate\" (or leave the attribute out of the spec)",
+                                n.path, a.name));
     if (n.is_group()) return;
     const LeafRule& rule = resolution.dataset_rule(n.path);
     switch (rule.mode) {
       case LeafRule::Mode::Reduce:
-        throw Error(fmt::format("spec gives a reducer for {}: a reducer only applies to merge", n.path));
+        throw Error(fmt::format("spec gives a reducer for {}: a reducer only applies to merge; for split, give an "
+                                "axis, \"replicate\" or \"drop\"",
+                                n.path));
       case LeafRule::Mode::Split:
         out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"});
         if (rule.sequence_axis) out.sequence_axis.push_back(&n);

@@ -106,7 +106,9 @@ class Resolver {
     if (!rule.cuts_rows()) return rule;
     if (rule.mode != LeafRule::Mode::Split) walked_.references.push_back({ds.path, rule.offsets, spec.pos, rule.quantity});
     if (ds.null_space || ds.rank() == 0)
-      fail(spec, fmt::format("cannot split {}: it is a rank-0 dataset (use \"replicate\" or a reducer)", ds.path));
+      fail(spec, fmt::format("cannot split {}: it is a rank-0 dataset (give \"replicate\"; merge also takes a "
+                             "reducer)",
+                             ds.path));
     // (axis checks below apply to split, packed and per-sequence leaves alike)
     const int rank = static_cast<int>(ds.rank());
     if (rule.axis < -rank || rule.axis >= rank)

@@ -6,10 +6,17 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "specs/json_tree.hpp"
 
 namespace mb::specs {
 namespace {
+
+// ": did you mean \"replicate\"?" for a misspelt leaf word, as for keys and options.
+std::string leaf_word_hint(const std::string& word) {
+  const auto near = nearest(word, {"replicate", "offsets", "drop"});
+  return near ? fmt::format(": did you mean \"{}\"?", *near) : std::string();
+}
 
 class Converter {
  public:
@@ -30,12 +37,12 @@ class Converter {
         if (j.text == "replicate") return SpecNode::make_leaf(LeafRule::replicate());
         if (j.text == "offsets") return SpecNode::make_leaf(LeafRule::offsets_leaf());
         if (j.text == "drop") return SpecNode::make_leaf(LeafRule::drop());
-        b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\" (expected an axis, \"replicate\", \"offsets\", \"drop\", "
+        b_.fail(j.pos, fmt::format("unknown leaf spec \"{}\"{} (expected an axis, \"replicate\", \"offsets\", \"drop\", "
                                    "{{\"split_axis\": k}}, {{\"reduce\": ...}}, {{\"packed\": ...}}, "
                                    "{{\"per_sequence\": ...}}, {{\"max_seqlen\": \"/offsets\"}}, {{\"num_tokens\": \"/offsets\"}}, "
                                    "{{\"num_sequences\": \"/offsets\"}}, {{\"num_rows\": \"/table\"}}, null, "
                                    "an object or an array)",
-                                   j.text));
+                                   j.text, leaf_word_hint(j.text)));
       case JNode::Type::Object: return is_leaf_object(j) ? leaf_object(j) : group_object(j);
       case JNode::Type::Array: {
         SpecNode n;

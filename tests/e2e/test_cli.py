@@ -319,3 +319,9 @@ def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
     err = proc.communicate(timeout=30)[1]
     assert proc.returncode == 130 and "did not return in time" in err, err
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("command", ["split", "merge", "inspect", "finish"])
+def test_help_says_what_numbers_mean_not_the_validator(command):
+    text = run(command, "--help", check=0).out
+    assert "UINT" not in text and "[1 - " not in text, text

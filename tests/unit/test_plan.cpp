@@ -77,11 +77,14 @@ TEST_CASE("a micro-batch size past the length gives one microbatch, however larg
 
 TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
   CHECK(error_of(R"({"*": null, "s": {"reduce": "sum"}})", cut_into(2)) ==
-        "spec gives a reducer for /s: a reducer only applies to merge");
+        "spec gives a reducer for /s: a reducer only applies to merge; for split, give an axis, \"replicate\" or "
+        "\"drop\"");
   CHECK(error_of(R"({"*": null, "s": {"reduce": "stack"}})", cut_into(2)) ==
-        "spec gives a reducer for /s: a reducer only applies to merge");
+        "spec gives a reducer for /s: a reducer only applies to merge; for split, give an axis, \"replicate\" or "
+        "\"drop\"");
   CHECK(error_of(R"({"*": null, "a": {"reduce": "mean", "weight": "/s"}})", cut_into(2)) ==
-        "spec gives a reducer for /a: a reducer only applies to merge");
+        "spec gives a reducer for /a: a reducer only applies to merge; for split, give an axis, \"replicate\" or "
+        "\"drop\"");
   try {
     plan("null", cut_into(1'000'000'000'000));
     FAIL("expected an error");
