@@ -111,7 +111,9 @@ def test_a_stop_signal_after_the_last_byte_publishes_nothing(tmp_path, medium, c
     res = held_run(tmp_path, [BINARY, *args], lambda proc: proc.send_signal(signal.SIGTERM), close=closing,
                    resume=False)
     assert res.code == 130, res
-    assert "interrupted by signal 15" in res.err, res
+    # "interrupted by signal 15", or, when what is left to do outlasts the 3 s grace (a sanitizer build),
+    # "interrupted, and the current read did not return in time": either way nothing is published.
+    assert "interrupted" in res.err, res
     if command == "merge":
         assert not out.exists()
     else:
