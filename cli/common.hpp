@@ -21,10 +21,6 @@ namespace mb::cli {
 // -q / -v / --log-level / --stall-timeout, on the app and every subcommand;
 // apply sets the log level and starts the stall watchdog.
 void add_common_options(CLI::App& app);
-
-// A range check for a whole-number option that --help does not spell out
-// as "UINT:UINT in [lo - hi]" (the option's help says what it means).
-CLI::Validator within(std::uint64_t lo, std::uint64_t hi);
 void apply_common_options();
 unsigned stall_timeout_seconds();
 
@@ -32,6 +28,10 @@ unsigned stall_timeout_seconds();
 // only; a negative number (which CLI11 would wrap around to 2^64 - k) or any
 // other text is a usage error naming `option` ("-n/--chunks").
 CLI::Validator whole_number(const std::string& option);
+
+// A range check for a whole-number option that --help does not spell out
+// as "UINT:UINT in [lo - hi]" (the option's help says what it means).
+CLI::Validator within(std::uint64_t lo, std::uint64_t hi);
 
 // Outputs are local files: a URL (remote inputs are read-only) is a usage
 // error naming `option` and saying how to upload instead.

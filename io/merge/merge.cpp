@@ -122,15 +122,16 @@ void finish_output(const Context& ctx, const MergeState& state, const NodeInfo& 
 MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
-  // Before anything is read of them (digests included): publishing checks that they did not change.
-  for (const auto& input : job.inputs) publish::watch_input(input.source);
-  for (const auto& besides : job.read_besides) publish::watch_input(besides);
+  std::vector<Source> inputs;
+  for (const auto& input : job.inputs) inputs.push_back(input.source);
+  // Every file the run reads: never its output, and watched from before the first byte (digests included), so
+  // that publishing can check none changed.
+  std::vector<Source> read = inputs;
+  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
+  for (const auto& source : read) publish::watch_input(source);
   // The output is checked and locked before any work (rank 0 for a team), and what killed merges onto it left
   // goes: the lock tells no live run is writing it.
   const bool lead = !job.team || job.team->rank == 0;
-  std::vector<Source> read;
-  for (const auto& input : job.inputs) read.push_back(input.source);
-  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
   std::optional<publish::FileIdentity> replaces;
   std::optional<publish::OutputLock> lock;
   if (lead) {
@@ -139,8 +140,6 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   }
   verify_inputs(job);
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
-  std::vector<Source> inputs;
-  for (const auto& input : job.inputs) inputs.push_back(input.source);
   const std::string& first = inputs.front().shown();
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.

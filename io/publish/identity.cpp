@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <utility>
 
 #include "core/error.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::io::publish {
 namespace {
@@ -78,7 +80,7 @@ std::string identity_term(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "(missing)";
   if (S_ISDIR(st.st_mode)) {
-    const std::string manifest = path + "/manifest.json";
+    const std::string manifest = (std::filesystem::path(path) / specs::kManifestName).string();
     if (::stat(manifest.c_str(), &st) != 0) return "(a directory without manifest.json)";
   }
   if (!S_ISREG(st.st_mode)) return "(not a regular file)";

@@ -61,7 +61,8 @@ void remove_split_leftovers(const std::string& dir) {
       throw environment_error(fmt::format("{}: a shard run (split --shard) is writing into it (it holds {}); wait "
                                           "for it to finish or choose another output directory",
                                           dir, name));
-    if (name.starts_with(".") && is_split_output(name) && entry.is_regular_file(ec)) temporaries.push_back(entry.path());
+    std::error_code type;  // the listing's own error stays in `ec`
+    if (name.starts_with(".") && is_split_output(name) && entry.is_regular_file(type)) temporaries.push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
   for (const auto& p : temporaries) remove_leftover(p);
@@ -73,9 +74,11 @@ OutputLock lock_merge_output(const std::string& output) {
   const std::string name = out.filename().string();
   OutputLock lock((dir / ("." + name + ".lock")).string(), output);
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (is_merge_leftover(entry.path().filename().string(), name) && entry.is_regular_file(ec))
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code type;  // the listing's own error stays in `ec`
+    if (is_merge_leftover(entry.path().filename().string(), name) && entry.is_regular_file(type))
       remove_leftover(entry.path());
+  }
   if (ec) throw Error(fmt::format("{}: cannot list its directory: {}", output, ec.message()));
   return lock;
 }

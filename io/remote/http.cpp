@@ -177,14 +177,12 @@ std::string quoted_or_none(const std::string& v) { return v.empty() ? "none" : "
 // does not (see Version).
 std::string difference(const Version& first, const Response& r, std::uint64_t total) {
   if (total != first.size) return fmt::format("{} bytes, now {}", first.size, total);
-  if (!first.sent_etag.empty() && r.etag != first.sent_etag)
-    return fmt::format("ETag {}, now {}", quoted_or_none(first.sent_etag), quoted_or_none(r.etag));
+  if (!first.etag.empty() && r.etag != first.etag)
+    return fmt::format("ETag {}, now {}", quoted_or_none(first.etag), quoted_or_none(r.etag));
   if (first.modified != 0 && (r.last_modified.empty() || curl_getdate(r.last_modified.c_str(), nullptr) != first.modified))
     return fmt::format("Last-Modified {}, now {}", first.modified, quoted_or_none(r.last_modified));
   return "";
 }
-
-}  // namespace
 
 // A whole number in [1, max] from variable `name`, or `fallback` when it is unset.
 unsigned whole_from(const Environment& env, const char* name, const char* what, unsigned long max, unsigned fallback) {
@@ -197,6 +195,8 @@ unsigned whole_from(const Environment& env, const char* name, const char* what, 
     throw usage_error(fmt::format("{}: \"{}\" is not a number of {} (1 to {})", name, t, what, max));
   return static_cast<unsigned>(v);
 }
+
+}  // namespace
 
 Settings settings_from(const Environment& env) {
   Settings s;
@@ -274,8 +274,8 @@ void Object::State::set_headers(bool with_etag) {
     if (!address.signing->token.empty())
       headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
   }
-  if (with_etag && !version.etag.empty())
-    headers = curl_slist_append(headers, ("If-Match: " + version.etag).c_str());
+  if (const std::string etag = version.strong_etag(); with_etag && !etag.empty())
+    headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 }
 
@@ -320,8 +320,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   }
   if (first) {
     version.size = total;
-    version.sent_etag = r.etag;
-    version.etag = r.etag.starts_with("W/") ? "" : r.etag;  // a weak ETag does not name the bytes
+    version.etag = r.etag;
     if (!r.last_modified.empty()) version.modified = curl_getdate(r.last_modified.c_str(), nullptr);
     head.resize(r.got);
     set_headers(true);

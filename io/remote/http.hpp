@@ -42,9 +42,10 @@ Settings settings_from(const Environment& env);
 // any of them moves; one with none is caught only when the size does.
 struct Version {
   std::uint64_t size = 0;
-  std::string etag;           // strong ETag (every read asks If-Match it), or empty
-  std::string sent_etag;      // the ETag as sent, weak ones too, or empty
+  std::string etag;           // as sent, weak ones (W/"...") too, or empty
   std::int64_t modified = 0;  // Last-Modified, seconds since the epoch (0: none given)
+  // The ETag every read asks If-Match: a strong one only, since a weak ETag does not name the bytes.
+  std::string strong_etag() const { return etag.starts_with("W/") ? std::string() : etag; }
 };
 
 class Object {

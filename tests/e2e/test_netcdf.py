@@ -1,4 +1,4 @@
-"""netCDF-4 / xarray files (issue 15): written by xarray (both engines) and by
+"""netCDF-4 / xarray files: written by xarray (both engines) and by
 netCDF4-python, split with the detected netcdf preset, each piece read back by
 xarray (both engines) and compared with xarray's own slicing of the input,
 the merged file (plain and --virtual) compared with the input, and read by

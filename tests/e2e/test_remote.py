@@ -1,4 +1,4 @@
-"""Remote inputs (issue 16): split and inspect read a batch by URL (http://,
+"""Remote inputs: split and inspect read a batch by URL (http://,
 https://, s3://), merge reads a split's files by URL; outputs stay local.
 Real servers on 127.0.0.1 (servers.py): nginx over HTTP and HTTPS, s3rver
 (it verifies Signature V4), and a server that misbehaves on purpose. Every

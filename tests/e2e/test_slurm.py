@@ -185,7 +185,9 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
         assert states[victim][1] == "1:0", states
         assert "File too large" in log and log.count("\n") == 1, log
     elif kill == "scancel":
-        assert "interrupted by signal 15" in log, log
+        # "interrupted by signal 15", or, when the write it was held in outlasts the 3 s grace (a loaded
+        # machine), "interrupted, and the current read did not return in time": both remove what it wrote.
+        assert "interrupted" in log and "partial outputs removed" in log, log
         assert not any(".h5.tmp-" in n for n in listing(out)), listing(out)  # partial outputs removed
     else:
         assert states[victim][1] == "0:9", states
