@@ -2,16 +2,18 @@
 
 #include <fmt/core.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -22,8 +24,13 @@
 namespace mb::io::run {
 namespace {
 
-// How long a stop request waits for the copy loop to unwind cleanly.
+// How long a stop request waits for the copy loop to unwind cleanly. A
+// worker's grace is shorter than its parent's, so that a worker stuck in a
+// library call still removes its own temporaries before the parent, at the
+// end of its grace, kills it (a team ends only when all of it has ended).
 constexpr unsigned kGraceSeconds = 3;
+constexpr unsigned kWorkerGraceSeconds = 2;
+constinit std::atomic<unsigned> g_grace{kGraceSeconds};
 
 // Set by the stop-signal handler, read by the copy loops. A lock-free atomic
 // is async-signal-safe and, unlike a volatile sig_atomic_t, stays correct
@@ -106,6 +113,28 @@ class Activity {
 };
 constinit Activity g_activity;
 
+// This process's live workers (run_workers), killed and reaped by a forced
+// exit: a worker left running would go on holding the output's lock after
+// the run is seen to have ended (by a shell, by Slurm), and a rerun would be
+// refused. Atomics, as the handlers read them; only the main thread writes.
+constinit std::array<std::atomic<pid_t>, kMaxWorkers> g_workers{};
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+// Returns whether there were any.
+bool kill_workers() {
+  bool any = false;
+  for (auto& slot : g_workers) {
+    const pid_t pid = slot.load();
+    if (pid <= 0) continue;
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    slot.store(0);
+    any = true;
+  }
+  return any;
+}
+
 // The registry is changed by the main thread under the mutex and read by the
 // watchdog under it; the signal handlers read it without locking, which is
 // safe because they run on the main thread (see BlockedInWatchdog) while it is
@@ -129,6 +158,7 @@ void write_all(const char* text) {
 // Async-signal-safe: unlink, rmdir, write, _exit (and atomic loads). Last
 // registered first: files go before the directory a split created for them.
 [[noreturn]] void remove_temporaries_and_exit(const char* what, int status) {
+  const bool killed = kill_workers();  // first: their writes end before the lock is released
   const auto& list = temps();
   for (auto it = list.rbegin(); it != list.rend(); ++it)
     if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
@@ -138,13 +168,18 @@ void write_all(const char* text) {
   write_all(activity[0] ? activity : "(starting)");
   write_all(": ");
   write_all(what);
-  write_all("; partial outputs removed\n");
+  write_all("; partial outputs removed");
+  // A worker still running now had its own, shorter grace to remove its
+  // temporaries; killed, it could not: the next run into the output does.
+  if (killed) write_all(", but for those of workers that did not stop in time (the next run removes them)");
+  write_all("\n");
   ::_exit(status);
 }
 
+// The grace runs from the first stop request: repeating the signal (a parent
+// passing it on, a user pressing Ctrl-C again) does not extend it.
 extern "C" void on_stop_signal(int sig) {
-  g_signal.store(sig, std::memory_order_relaxed);
-  alarm(kGraceSeconds);
+  if (g_signal.exchange(sig, std::memory_order_relaxed) == 0) alarm(g_grace.load(std::memory_order_relaxed));
 }
 
 extern "C" void on_grace_expired(int) {
@@ -263,6 +298,30 @@ NotStalled::NotStalled() { g_not_stalled.fetch_add(1); }
 NotStalled::~NotStalled() {
   note_progress();  // the wait ends now: the time since it began is not counted either
   g_not_stalled.fetch_sub(1);
+}
+
+void register_worker(pid_t pid) {
+  for (auto& slot : g_workers) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pid)) return;
+  }
+  throw Error(fmt::format("more than {} worker processes", kMaxWorkers));
+}
+
+void unregister_worker(pid_t pid) {
+  for (auto& slot : g_workers) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+void enter_worker() {
+  {
+    std::lock_guard<std::mutex> lock(g_temps_mutex);
+    temps().clear();  // the parent's (its lock among them): a worker's forced exit must not remove them
+  }
+  for (auto& slot : g_workers) slot.store(0);  // its siblings are the parent's to stop
+  g_grace.store(kWorkerGraceSeconds);
 }
 
 void register_temporary(const std::string& path) {

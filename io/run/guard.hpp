@@ -2,6 +2,8 @@
 // What keeps a run from leaving half-written outputs behind, whatever stops
 // it: interrupting signals, crashes inside libhdf5, and library calls that
 // never return. Every temporary output is registered here while it exists.
+#include <sys/types.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -75,5 +77,17 @@ void note_progress();
 // directories a run created (removed only when empty by then).
 void register_temporary(const std::string& path);
 void unregister_temporary(const std::string& path);
+
+// Worker processes of this one (run_workers). A forced exit kills and reaps
+// them before it removes the temporaries and exits, so that no process of
+// the run outlives it.
+inline constexpr std::size_t kMaxWorkers = 256;  // split's -j bound
+void register_worker(pid_t pid);
+void unregister_worker(pid_t pid);
+
+// Called in a new worker process: it forgets the temporaries and workers it
+// inherited (they are its parent's to remove and stop) and takes a grace
+// shorter than its parent's.
+void enter_worker();
 
 }  // namespace mb::io::run

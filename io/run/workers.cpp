@@ -43,11 +43,14 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     ::close(fds[0]);
     // A worker must not outlive this process: killed with SIGKILL (scancel
     // --batch --signal=KILL, the OOM killer), it cannot stop the workers, and
-    // an orphan would go on writing and holding the output's lock, so that a
-    // rerun is refused. SIGTERM stops the worker as an interrupted run stops.
-    // (run_workers runs on the main thread, whose end is the process's.)
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // it died before prctl
+    // an orphan would go on writing and holding the output's lock after the
+    // run is seen to have ended, so that a rerun is refused. So it dies as
+    // its parent did, at once, and its temporaries stay for the next run to
+    // remove, as the parent's do. (run_workers runs on the main thread, whose
+    // end is the process's.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(128 + SIGKILL);  // it died before prctl
+    enter_worker();
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
     int status = 0;
     std::string message;
@@ -72,6 +75,7 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     ::_exit(status);
   }
   ::close(fds[1]);
+  register_worker(pid);
   return {pid, fds[0]};
 }
 
@@ -86,12 +90,13 @@ struct Outcome {
 Outcome finish_worker(const Worker& w, const std::function<void()>& waiting) {
   std::string message;
   char buf[4096];
+  bool told = false;
   while (true) {
     pollfd pfd{w.pipe_fd, POLLIN, 0};
     const int ready = ::poll(&pfd, 1, waiting ? 200 : 1000);
     note_progress();  // waiting is not stalling; the worker has its own watchdog
     if (waiting) waiting();
-    if (interrupted()) ::kill(w.pid, SIGTERM);  // pass a stop request on; the worker cleans up and exits
+    if (interrupted() && !told) told = ::kill(w.pid, SIGTERM) == 0;  // pass a stop request on, once
     if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     const ssize_t n = ::read(w.pipe_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -99,6 +104,12 @@ Outcome finish_worker(const Worker& w, const std::function<void()>& waiting) {
     message.append(buf, static_cast<std::size_t>(n));
   }
   ::close(w.pipe_fd);
+  // Unregistered while it is a zombie, before it is reaped: a forced exit
+  // in between kills nothing (its pid cannot have been reused yet).
+  siginfo_t ended{};
+  while (::waitid(P_PID, static_cast<id_t>(w.pid), &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  unregister_worker(w.pid);
   int status = 0;
   while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -130,12 +130,15 @@ def signalled(args, delay, sig, env=None):
 # MB_TEST_PAUSE_CLOSE, it holds instead just before it closes the first file
 # whose name contains that text (after the last byte is written, before the
 # output is published). With MB_TEST_RESUME, it goes on as soon as that file
-# exists (a test changes something meanwhile). A signal ends the wait early,
-# and a test run that dies leaves no process behind for long.
+# exists (a test changes something meanwhile). A signal ends the wait early
+# (with MB_TEST_PAUSE_DEAF it does not: a call stuck in the library), and a
+# test run that dies leaves no process behind for long. Each held process
+# also creates MB_TEST_PAUSED.PID.
 PAUSE_SHIM = r"""#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -149,10 +152,14 @@ static void hold(void) {
   const char* marker = getenv("MB_TEST_PAUSED");
   if (!marker) return;
   unsetenv("MB_TEST_PAUSED");
+  char mine[4096];  /* MARKER.PID as well: which of a run's processes are held */
+  snprintf(mine, sizeof mine, "%s.%d", marker, (int)getpid());
+  close(open(mine, O_CREAT | O_WRONLY, 0644));
   close(open(marker, O_CREAT | O_WRONLY, 0644));
   const char* resume = getenv("MB_TEST_RESUME");
+  const int deaf = getenv("MB_TEST_PAUSE_DEAF") != NULL;  /* a call stuck in the library: signals do not end it */
   for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i)
-    if (usleep(10000) != 0) break;  /* a signal */
+    if (usleep(10000) != 0 && !deaf) break;  /* a signal */
 }
 hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);

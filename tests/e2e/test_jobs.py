@@ -107,3 +107,88 @@ def test_workers_do_not_outlive_a_killed_split(tmp_path):
     for name in listing(tmp_path / "one"):
         if name.endswith(".h5"):
             assert h5diff(tmp_path / "one" / name, tmp_path / "mb" / name) == 0, name
+
+
+def held_split(tmp_path, deaf):
+    """split -j 2 with both processes held in their first output file (`deaf`: signals do not end the wait,
+    as a library call that is stuck); returns (process, worker pid, args)."""
+    src = tmp_path / "in.h5"
+    make_mixed_batch(src, **BATCH)
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
+    args = [BINARY, "split", src, "-s", spec, "-n", 4, "-o", tmp_path / "mb", "-j", 2]
+    env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"),
+               MB_TEST_RESUME=str(tmp_path / "resume"))
+    if deaf:
+        env["MB_TEST_PAUSE_DEAF"] = "1"
+    # stderr into a file: a pipe would let the test wait for the worker as well (its copy of the pipe).
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen([str(a) for a in args], env=env, stdin=subprocess.DEVNULL, stderr=err)
+    wait_until((tmp_path / "paused").exists, "split did not create an output")
+    [worker] = children(proc.pid)
+    for pid in proc.pid, worker:
+        wait_until((tmp_path / f"paused.{pid}").exists, f"process {pid} did not create an output")
+    return proc, worker, args
+
+
+def reap(proc, worker):
+    proc.kill()
+    proc.wait()
+    if alive(worker):
+        os.kill(worker, signal.SIGKILL)
+
+
+def test_a_killed_split_frees_its_output_at_once(tmp_path):
+    """A stuck worker of a SIGKILLed split dies with it: the rerun that
+    follows at once (a batch system reporting the job ended) is not refused
+    for a lock the orphan still holds."""
+    proc, worker, args = held_split(tmp_path, deaf=True)
+    try:
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: not alive(worker), "a worker outlived the killed split", timeout=1)
+    finally:
+        reap(proc, worker)
+    run(*args[1:], check=0)
+    assert not any(".tmp-" in n for n in listing(tmp_path / "mb")), listing(tmp_path / "mb")
+
+
+def test_a_stuck_worker_ends_before_its_interrupted_split(tmp_path):
+    """SIGTERM to the split alone, with every process stuck in a library
+    call: at the end of its grace the split kills its worker and only then
+    exits 130, so that no process of it is left once it is seen to end."""
+    proc, worker, args = held_split(tmp_path, deaf=True)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert not alive(worker), "the worker outlived its split"
+    finally:
+        reap(proc, worker)
+    err = (tmp_path / "err").read_text()
+    assert proc.returncode == 130, err
+    assert "did not return in time" in err and "workers that did not stop in time" in err, err
+    assert not (tmp_path / "mb" / ".microbatch.lock").exists()
+    run(*args[1:], check=0)  # what the killed worker left is removed
+    assert not any(".tmp-" in n for n in listing(tmp_path / "mb")), listing(tmp_path / "mb")
+
+
+def test_a_crashed_worker_keeps_its_split_s_lock(tmp_path):
+    """A worker's forced exit removes its own temporaries only: the lock and
+    the files of the split it belongs to are that split's, which goes on
+    (and fails), and no other run gets into the output meanwhile."""
+    proc, worker, args = held_split(tmp_path, deaf=False)
+    try:
+        os.kill(worker, signal.SIGSEGV)
+        wait_until(lambda: not alive(worker), "the worker did not end")
+        names = listing(tmp_path / "mb")
+        assert ".microbatch.lock" in names, names
+        assert not any(n.endswith(f".tmp-{worker}") for n in names), names  # the worker's own, removed
+        assert any(n.endswith(f".tmp-{proc.pid}") for n in names), names  # the split's, kept
+        other = run(*args[1:])
+        assert_one_line_error(other, 3, "another microbatch run is writing this output")
+        (tmp_path / "resume").touch()
+        proc.wait(timeout=60)
+    finally:
+        reap(proc, worker)
+    err = (tmp_path / "err").read_text()
+    assert proc.returncode == 1 and "SIGSEGV" in err, err
+    assert not (tmp_path / "mb").exists()
