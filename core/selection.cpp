@@ -46,6 +46,22 @@ std::vector<SegmentPlace> place_segments(const RowMap& map, std::size_t axis, co
   return places;
 }
 
+bool moves_as_stored(const std::vector<RowMap>& maps, std::uint64_t chunk, std::uint64_t length) {
+  if (chunk == 0) return false;
+  for (const RowMap& map : maps) {
+    const std::uint64_t piece = rows_in(map);
+    std::uint64_t at = 0;  // in the piece
+    for (const Segment& seg : map) {
+      if (seg.count == 0) continue;
+      if ((seg.stride != 1 && seg.count > 1) || seg.begin % chunk != 0 || at % chunk != 0) return false;
+      const bool edge = seg.begin + seg.count == length && at + seg.count == piece;
+      if (seg.count % chunk != 0 && !edge) return false;
+      at += seg.count;
+    }
+  }
+  return true;
+}
+
 std::vector<SegmentPlace> place_positions(const std::vector<SegmentPlace>& places, const RowMap& positions,
                                           std::size_t axis) {
   std::vector<SegmentPlace> out;

@@ -49,6 +49,13 @@ struct SegmentPlace {
 std::vector<SegmentPlace> place_segments(const RowMap& map, std::size_t axis, const Shape& batch_dims,
                                          const Shape& piece_dims);
 
+// Whether every row of a merge moves as stored chunks (io/transfer/chunks):
+// each segment of every input's map (`maps`, its rows packed one after the
+// other in its piece) is unit-stride, starts on a boundary of `chunk` rows
+// on both sides, and spans whole chunks, but for a short last one that ends
+// both the batch (`length` rows) and its piece (an edge chunk in both).
+bool moves_as_stored(const std::vector<RowMap>& maps, std::uint64_t chunk, std::uint64_t length);
+
 // The same places cut again along a second axis (context parallelism's
 // sequence axis): `positions` of the batch, one after the other in the
 // piece.

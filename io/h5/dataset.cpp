@@ -128,6 +128,16 @@ Id create_dataset(const Prototype& prototype, const Shape& dims, const ExtentOpt
   return create_dataset(prototype, make_extent(prototype, dims, options, where), parent, name, where);
 }
 
+Id create_like(hid_t dataset, hid_t file, const std::string& path, const Location& where) {
+  const Id type(H5Dget_type(dataset), where, "cannot read the datatype");
+  const Id space(H5Dget_space(dataset), where, "cannot read the dataspace");
+  const Id dcpl(H5Dget_create_plist(dataset), where, "cannot read the creation properties");
+  const Id lcpl(H5Pcreate(H5P_LINK_CREATE), where, "cannot create link properties");
+  check(H5Pset_create_intermediate_group(lcpl.get(), 1), where, "cannot set link properties");
+  return Id(H5Dcreate2(file, path.c_str(), type.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT), where,
+            "cannot create the dataset");
+}
+
 H5D_layout_t layout_of(hid_t dcpl, const Location& where) {
   const H5D_layout_t layout = H5Pget_layout(dcpl);
   if (layout < 0) fail(where, "cannot read the dataset's layout");

@@ -70,6 +70,11 @@ Id create_dataset(const Prototype& prototype, const Extent& extent, hid_t parent
 Id create_dataset(const Prototype& prototype, const Shape& dims, const ExtentOptions& options, hid_t parent,
                   const std::string& name, const Location& where);
 
+// A dataset at `path` of `file` made as `dataset` was (datatype, dataspace,
+// creation properties), with the groups on the way: its chunks are then the
+// chunks `dataset` stores, byte for byte, for H5Dwrite_chunk to move.
+Id create_like(hid_t dataset, hid_t file, const std::string& path, const Location& where);
+
 // Checked creation-property queries (their error values look like answers).
 H5D_layout_t layout_of(hid_t dcpl, const Location& where);
 int filter_count(hid_t dcpl, const Location& where);

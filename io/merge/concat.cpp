@@ -68,9 +68,10 @@ h5::Buffer* assembly(const Context& ctx, MergeState& state, const DatasetPair& i
 
 void concatenate(const Context& ctx, MergeState& state, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
   const std::string& path = in.node.path;
-  // A team merge: this rank's share of a shared dataset; rank 0 writes the others whole.
-  const std::optional<Segment> share = ctx.job.team ? team_rows(ctx, state.team, path, leaf, dst) : std::nullopt;
-  if (ctx.job.team && !share && ctx.job.team->rank != 0) return;
+  // This rank's share of a shared dataset, into its scratch file; rank 0 writes the others whole.
+  const std::optional<Share> share = team_share(ctx, state.team, path, leaf, dst);
+  if (share) dst = share->target;
+  if (!share && !leads(ctx.job)) return;
   const h5::Location out_where = ctx.out_where(path);
   h5::Buffer* whole = assembly(ctx, state, in, leaf, dst);
   if (ctx.first()) note_model_data(ctx, state.copies, in, whole);
@@ -88,14 +89,14 @@ void concatenate(const Context& ctx, MergeState& state, const DatasetPair& in, c
   }
   auto places = place_segments(leaf.maps[ctx.input], leaf.axis, leaf.dims, in.space.dims);
   if (leaf.sequence_axis) places = place_positions(places, leaf.positions[ctx.input], *leaf.sequence_axis);
-  if (share) places = clip_places(places, leaf.axis, *share);
+  if (share) places = clip_places(places, leaf.axis, share->rows);
   for (const auto& place : places) transfer::copy(from, place.piece, to, place.batch, ctx.job.policy);
   if (whole) write_assembled(ctx, state, path, leaf, dst);
 }
 
 void allocate_assembly(const Context& ctx, const std::string& path, const MergedLeaf& leaf, h5::Prototype& prototype) {
   const h5::Location at = ctx.out_where(path);
-  if (ctx.job.team || prototype.space.null_space) return;
+  if (!leads(ctx.job) || prototype.space.null_space) return;  // the other ranks' output is scratch
   const hid_t dcpl = prototype.dcpl.get();
   const std::uint64_t bytes = element_count(leaf.dims) * h5::size_of(prototype.type.get(), at);
   if (bytes == 0 || bytes > transfer::kWholeInMemory || !h5::contiguous_in_file(dcpl, at) ||

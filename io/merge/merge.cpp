@@ -131,7 +131,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   for (const auto& source : read) publish::watch_input(source);
   // The output is checked and locked before any work (rank 0 for a team), and what killed merges onto it left
   // goes: the lock tells no live run is writing it.
-  const bool lead = !job.team || job.team->rank == 0;
+  const bool lead = leads(job);
   std::optional<publish::FileIdentity> replaces;
   std::optional<publish::OutputLock> lock;
   if (lead) {
@@ -158,7 +158,8 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, inputs.size());
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
-  // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output.
+  // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output
+  // (and its share of the shared datasets into a scratch file too, see team.hpp).
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
@@ -169,13 +170,14 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   merge_inputs(ctx, state, {tree, meter, sizes}, out.get());
   finish_output(ctx, state, tree, out.get());
   if (!lead) out.close({temp, ""});
+  close_own_scratch(state.team);
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
     job.team->agree();  // and published it: a rank 0 stopped before that fails every rank
     return {};
   }
-  if (job.team) gather_team_chunks(ctx, state.team, out.get());
+  gather_shared_chunks(ctx, state.team, out.get());  // last, in one order: the same bytes whatever the team
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
   outputs.publish();

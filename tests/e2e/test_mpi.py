@@ -326,8 +326,10 @@ def creation(path):
                        f[name].compression_opts, f[name].shuffle, f[name].fillvalue) for name in f}
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_merge_as_ranks_gives_the_one_process_merge(compressed_split, tmp_path, mpi_binary, ranks):
+    """The same bytes whatever the number of ranks (3 and 4 interleave the
+    bands of y, shared out along axis 1), one process included."""
     src, split, one = compressed_split
     out = tmp_path / f"np{ranks}.h5"
     res = mpirun(ranks, mpi_binary, "merge", split, "-o", out)
@@ -335,10 +337,36 @@ def test_merge_as_ranks_gives_the_one_process_merge(compressed_split, tmp_path, 
     assert h5diff(one, out) == 0 and h5diff(src, out) == 0
     assert creation(out) == creation(one)
     assert not [n for n in listing(tmp_path) if n.startswith(".")], listing(tmp_path)
-    again = tmp_path / f"again{ranks}.h5"
-    res = mpirun(ranks, mpi_binary, "merge", split, "-o", again)
+    assert filecmp.cmp(one, out, shallow=False)
+
+
+def test_chunks_that_line_up_give_the_same_bytes_too(tmp_path, mpi_binary):
+    """Chunks that line up with the pieces move as stored, not shared out."""
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(2).integers(0, 50, (8000, 128)).astype(np.float32),
+                         chunks=(500, 128), compression="gzip")
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    one, team = tmp_path / "one.h5", tmp_path / "team.h5"
+    run("merge", tmp_path / "mb", "-o", one, check=0)
+    res = mpirun(2, mpi_binary, "merge", tmp_path / "mb", "-o", team)
     assert res.code == 0, res.err
-    assert filecmp.cmp(out, again, shallow=False)  # the same ranks give the same bytes
+    assert h5diff(src, team) == 0
+    assert filecmp.cmp(one, team, shallow=False)
+
+
+def test_a_team_merge_is_the_bytes_of_a_merge_by_copies(tmp_path, mpi_binary):
+    """One process merges these inputs as copies of the first (file bytes,
+    past libhdf5); a team merges them through libhdf5: the same file."""
+    from test_clones import small_datasets
+    src = tmp_path / "in.h5"
+    small_datasets(src, count=30)
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    one, team = tmp_path / "one.h5", tmp_path / "team.h5"
+    assert "merged as a copy of the model" in run("merge", tmp_path / "mb", "-o", one, "-v", check=0).err
+    res = mpirun(2, mpi_binary, "merge", tmp_path / "mb", "-o", team)
+    assert res.code == 0, res.err
+    assert filecmp.cmp(one, team, shallow=False)
 
 
 def test_merge_with_a_rank_failing_publishes_nothing(compressed_split, tmp_path, mpi_binary):

@@ -119,3 +119,22 @@ TEST_CASE("copy_selected: takes the elements a selection names, in order, as byt
                     mb::Error);
   }
 }
+
+TEST_CASE("moves_as_stored: only rows that start on chunk boundaries on both sides and span whole chunks") {
+  using mb::moves_as_stored;
+  using mb::Segment;
+  // 100 rows in chunks of 10: pieces of 30, 30, 40 at chunk boundaries.
+  const std::vector<RowMap> aligned{{Segment{0, 30, 1}}, {Segment{30, 30, 1}}, {Segment{60, 40, 1}}};
+  CHECK(moves_as_stored(aligned, 10, 100));
+  // A short last chunk is an edge chunk on both sides: 95 rows.
+  CHECK(moves_as_stored({{Segment{0, 30, 1}}, {Segment{30, 30, 1}}, {Segment{60, 35, 1}}}, 10, 95));
+  // Pieces of 25 rows: the second starts inside a chunk of the output.
+  CHECK_FALSE(moves_as_stored({{Segment{0, 25, 1}}, {Segment{25, 25, 1}}}, 10, 50));
+  // A short piece that does not end the batch.
+  CHECK_FALSE(moves_as_stored({{Segment{0, 15, 1}}, {Segment{20, 30, 1}}}, 10, 50));
+  // Two segments in one piece: the second starts at piece row 10, batch row 40, both boundaries.
+  CHECK(moves_as_stored({{Segment{0, 10, 1}, Segment{40, 10, 1}}, {Segment{10, 30, 1}}}, 10, 50));
+  // Strided rows (data-parallel interleaving) never move as chunks.
+  CHECK_FALSE(moves_as_stored({{Segment{0, 10, 2}}, {Segment{1, 10, 2}}}, 10, 20));
+  CHECK_FALSE(moves_as_stored(aligned, 0, 100));
+}
