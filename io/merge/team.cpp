@@ -85,8 +85,8 @@ std::optional<Share> team_share(const Context &ctx, TeamState &state, const std:
   if (leaf.sequence_axis || (rule.mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1)) return std::nullopt;
   const h5::Location at = ctx.out_where(path);
   const h5::Id type = h5::type_of(dst, at);
-  if (h5::contains_class(type.get(), H5T_VLEN, at) || h5::class_of(type.get(), at) == H5T_REFERENCE)
-    return std::nullopt;
+  // Stored bytes of variable-length data are addresses in its own file's heap: they cannot move as chunks.
+  if (h5::has_variable_length(type.get()) || h5::class_of(type.get(), at) == H5T_REFERENCE) return std::nullopt;
   if (element_count(leaf.dims) * h5::size_of(type.get(), at) < kSharedBytes) return std::nullopt;
   const auto chunk = compressed_chunk(dst, at);
   if (!chunk || leaf.dims[leaf.axis] <= (*chunk)[leaf.axis]) return std::nullopt;
