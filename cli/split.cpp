@@ -19,6 +19,7 @@
 #include "io/split/parts.hpp"
 #include "io/split/split.hpp"
 #include "io/split/team.hpp"
+#include "io/run/guard.hpp"
 #include "io/run/team.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
@@ -181,7 +182,7 @@ void setup_split(CLI::App& app) {
                   "per-object work are per file, so they spread over cores; default 1). The local case of "
                   "--shard: worker w of W writes the same contiguous share shard w of W would")
       ->transform(whole_number("-j/--jobs"))
-      ->check(within(1, 256))
+      ->check(within(1, io::run::kMaxWorkers))
       ->type_name("J");
   sub->add_option("--shard", cmd->shard,
                   "K/P: write only shard K's contiguous share of the files (0 <= K < P) and its part record "

@@ -34,14 +34,14 @@ namespace {
 constexpr std::uint64_t kSharedBytes = 1 << 20;
 
 // The dataset's chunk dims when it is chunked and filtered, else none.
-std::optional<Shape> compressed_chunk(hid_t dst, const h5::Location &where) {
+std::optional<Shape> compressed_chunk(hid_t dst, const h5::Location& where) {
   const h5::Id dcpl = h5::creation_of(dst, where);
   if (h5::layout_of(dcpl.get(), where) != H5D_CHUNKED || h5::filter_count(dcpl.get(), where) <= 0) return std::nullopt;
   return h5::chunk_layout(dst, where).chunk;
 }
 
-std::uint64_t team_size(const MergeJob &job) { return job.team ? job.team->size : 1; }
-std::uint64_t team_rank(const MergeJob &job) { return job.team ? job.team->rank : 0; }
+std::uint64_t team_size(const MergeJob& job) { return job.team ? job.team->size : 1; }
+std::uint64_t team_rank(const MergeJob& job) { return job.team ? job.team->rank : 0; }
 
 // Rank `rank`'s rows of a dataset `length` rows long in bands of `band`:
 // its share of the bands, the last one cut at the end.
@@ -54,7 +54,7 @@ Segment band_rows(std::uint64_t length, std::uint64_t band, std::uint64_t size, 
 // Where this rank writes the shared dataset `dst`: for rank 0, a copy of it
 // in its scratch file (made with the first); the other ranks' output is
 // their scratch file.
-h5::Id own_copy(const Context &ctx, TeamState &state, const std::string &path, hid_t dst) {
+h5::Id own_copy(const Context& ctx, TeamState& state, const std::string& path, hid_t dst) {
   if (!leads(ctx.job)) return h5::Id();
   const std::string name = scratch_path(ctx.job.output, 0, team_size(ctx.job));
   if (!state.own) {
@@ -64,29 +64,28 @@ h5::Id own_copy(const Context &ctx, TeamState &state, const std::string &path, h
   return h5::create_like(dst, state.file.get(), path, {name, path});
 }
 
-Share to_share(const SharedLeaf &leaf, hid_t dst) {
+Share to_share(const SharedLeaf& leaf, hid_t dst) {
   return {leaf.rows, leaf.scratch.valid() ? leaf.scratch.get() : dst};
 }
 
 }  // namespace
 
-bool leads(const MergeJob &job) { return team_rank(job) == 0; }
+bool leads(const MergeJob& job) { return team_rank(job) == 0; }
 
-std::optional<Share> team_share(const Context &ctx, TeamState &state, const std::string &path, const MergedLeaf &leaf,
+std::optional<Share> team_share(const Context& ctx, TeamState& state, const std::string& path, const MergedLeaf& leaf,
                                 hid_t dst) {
   if (!ctx.first()) {
     const auto it = state.shared.find(path);
     if (it == state.shared.end()) return std::nullopt;
     return to_share(it->second, dst);
   }
-  const LeafRule &rule = ctx.resolution.dataset_rule(path);
+  const LeafRule& rule = ctx.resolution.dataset_rule(path);
   // Positions along a sequence axis, and packed documents under CP, move in
   // pieces too small to share out.
   if (leaf.sequence_axis || (rule.mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1)) return std::nullopt;
   const h5::Location at = ctx.out_where(path);
   const h5::Id type = h5::type_of(dst, at);
-  // Stored bytes of variable-length data are addresses in its own file's heap: they cannot move as chunks.
-  if (h5::has_variable_length(type.get()) || h5::class_of(type.get(), at) == H5T_REFERENCE) return std::nullopt;
+  if (!h5::copyable_as_bytes(type.get())) return std::nullopt;  // its stored bytes are addresses in its own file
   if (element_count(leaf.dims) * h5::size_of(type.get(), at) < kSharedBytes) return std::nullopt;
   const auto chunk = compressed_chunk(dst, at);
   if (!chunk || leaf.dims[leaf.axis] <= (*chunk)[leaf.axis]) return std::nullopt;
@@ -97,16 +96,16 @@ std::optional<Share> team_share(const Context &ctx, TeamState &state, const std:
   if (moves_as_stored(leaf.maps, (*chunk)[leaf.axis], leaf.dims[leaf.axis])) return std::nullopt;
   const std::uint64_t size = team_size(ctx.job), rank = team_rank(ctx.job);
   const Segment rows = band_rows(leaf.dims[leaf.axis], (*chunk)[leaf.axis], size, rank);
-  const SharedLeaf &added = state.shared[path] =
+  const SharedLeaf& added = state.shared[path] =
       SharedLeaf{leaf.axis, leaf.dims, *chunk, rows, own_copy(ctx, state, path, dst)};
   spdlog::debug("{}: rank {} of {} writes rows [{}, {})", at.describe(), rank, size, rows.begin,
                 rows.begin + rows.count);
   return to_share(added, dst);
 }
 
-std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace> &places, std::size_t axis, const Segment &rows) {
+std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace>& places, std::size_t axis, const Segment& rows) {
   std::vector<SegmentPlace> out;
-  for (const SegmentPlace &place : places) {
+  for (const SegmentPlace& place : places) {
     const std::uint64_t begin = place.batch.start[axis], end = begin + place.batch.count[axis];
     const std::uint64_t lo = std::max(begin, rows.begin), hi = std::min(end, rows.begin + rows.count);
     if (lo >= hi) continue;
@@ -120,14 +119,14 @@ std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace> &places, s
   return out;
 }
 
-std::string scratch_path(const std::string &output, std::uint64_t rank, std::uint64_t size) {
+std::string scratch_path(const std::string& output, std::uint64_t rank, std::uint64_t size) {
   const std::filesystem::path out(output);
   return (out.parent_path() / fmt::format(".{}.rank-{}-of-{}.scratch", out.filename().string(), rank, size)).string();
 }
 
-void close_own_scratch(TeamState &state) {
+void close_own_scratch(TeamState& state) {
   if (!state.own) return;
-  for (auto &[path, leaf] : state.shared) leaf.scratch.close({state.own->path(), path});
+  for (auto& [path, leaf] : state.shared) leaf.scratch.close({state.own->path(), path});
   state.file.close({state.own->path(), ""});
 }
 
@@ -136,7 +135,7 @@ namespace {
 // Calls `fn(offset)` for every chunk of a dataset of `dims` in chunks of
 // `chunk`, in row-major order of their offsets.
 template <typename Fn>
-void for_each_chunk(const Shape &dims, const Shape &chunk, Fn &&fn) {
+void for_each_chunk(const Shape& dims, const Shape& chunk, Fn&& fn) {
   const std::size_t n = dims.size();
   for (std::size_t d = 0; d < n; ++d)
     if (dims[d] == 0) return;
@@ -144,8 +143,7 @@ void for_each_chunk(const Shape &dims, const Shape &chunk, Fn &&fn) {
   for (;;) {
     fn(at);
     std::size_t d = n;
-    for (;;) {  // the next offset, as an odometer whose digits step by the
-                // chunk's dims
+    for (;;) {  // the next offset, as an odometer whose digits step by the chunk's dims
       if (d == 0) return;
       --d;
       at[d] += chunk[d];
@@ -156,7 +154,7 @@ void for_each_chunk(const Shape &dims, const Shape &chunk, Fn &&fn) {
 }
 
 // The rank whose band holds the chunk row starting at `row`.
-std::uint64_t owner(const SharedLeaf &leaf, std::uint64_t row, std::uint64_t size) {
+std::uint64_t owner(const SharedLeaf& leaf, std::uint64_t row, std::uint64_t size) {
   for (std::uint64_t q = 0; q + 1 < size; ++q) {
     const Segment rows = band_rows(leaf.dims[leaf.axis], leaf.chunk[leaf.axis], size, q);
     if (row < rows.begin + rows.count) return q;
@@ -170,7 +168,7 @@ struct Scratches {
   std::vector<h5::Id> files;
 };
 
-void move_chunks(const Context &ctx, const Scratches &from, const std::string &path, const SharedLeaf &leaf,
+void move_chunks(const Context& ctx, const Scratches& from, const std::string& path, const SharedLeaf& leaf,
                  hid_t out) {
   const h5::Location to = ctx.out_where(path);
   const std::uint64_t size = from.files.size();
@@ -179,7 +177,7 @@ void move_chunks(const Context &ctx, const Scratches &from, const std::string &p
     sources.push_back(h5::open_object(from.files[q].get(), path, {from.names[q], path}));
   h5::Id dst = h5::open_object(out, path, to);
   h5::RawChunk chunk;
-  for_each_chunk(leaf.dims, leaf.chunk, [&](const std::vector<hsize_t> &offset) {
+  for_each_chunk(leaf.dims, leaf.chunk, [&](const std::vector<hsize_t>& offset) {
     const std::uint64_t q = owner(leaf, offset[leaf.axis], size);
     const h5::Location where{from.names[q], path};
     if (!h5::read_chunk(sources[q].get(), offset.data(), chunk, where))
@@ -190,7 +188,7 @@ void move_chunks(const Context &ctx, const Scratches &from, const std::string &p
 
 }  // namespace
 
-void gather_shared_chunks(const Context &ctx, const TeamState &state, hid_t out) {
+void gather_shared_chunks(const Context& ctx, const TeamState& state, hid_t out) {
   if (state.shared.empty()) return;
   Scratches scratches;
   const std::uint64_t size = team_size(ctx.job);
@@ -198,7 +196,7 @@ void gather_shared_chunks(const Context &ctx, const TeamState &state, hid_t out)
     scratches.names.push_back(scratch_path(ctx.job.output, q, size));
     scratches.files.push_back(h5::open_local(scratches.names.back(), h5::Cache::Evict));
   }
-  for (const auto &[path, leaf] : state.shared) move_chunks(ctx, scratches, path, leaf, out);
+  for (const auto& [path, leaf] : state.shared) move_chunks(ctx, scratches, path, leaf, out);
   for (std::uint64_t q = 0; q < size; ++q) scratches.files[q].close({scratches.names[q], ""});
 }
 

@@ -21,8 +21,7 @@ struct SharedLeaf {
   std::size_t axis = 0;
   Shape dims, chunk;
   Segment rows;    // this rank's rows (whole bands but at the end)
-  h5::Id scratch;  // rank 0: its copy in rank 0's scratch file (the others write
-                   // theirs as their output)
+  h5::Id scratch;  // rank 0: its copy in its scratch file (the others' output is their scratch file)
 };
 
 // The split datasets shared out, decided at input 0, and rank 0's scratch
@@ -34,7 +33,7 @@ struct TeamState {
 };
 
 // Whether this process writes the output: rank 0 of a team, or the only one.
-bool leads(const MergeJob &job);
+bool leads(const MergeJob& job);
 
 // Where this rank writes its rows of the split dataset at `path` (created
 // as `dst` in its output) when it is shared out; none when rank 0 writes it
@@ -43,16 +42,16 @@ struct Share {
   Segment rows;
   hid_t target;
 };
-std::optional<Share> team_share(const Context &ctx, TeamState &state, const std::string &path, const MergedLeaf &leaf,
+std::optional<Share> team_share(const Context& ctx, TeamState& state, const std::string& path, const MergedLeaf& leaf,
                                 hid_t dst);
 // The places, cut to the rows `rows` along `axis` of the batch side.
-std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace> &places, std::size_t axis, const Segment &rows);
+std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace>& places, std::size_t axis, const Segment& rows);
 // Rank 0, once every input is merged: closes its scratch file.
-void close_own_scratch(TeamState &state);
+void close_own_scratch(TeamState& state);
 // Rank 0, once every rank has written its share: every shared dataset's
 // chunks, moved as stored from the ranks' scratch files into `out`.
-void gather_shared_chunks(const Context &ctx, const TeamState &state, hid_t out);
+void gather_shared_chunks(const Context& ctx, const TeamState& state, hid_t out);
 // Rank q's scratch file: DIR/.NAME.rank-q-of-P.scratch
-std::string scratch_path(const std::string &output, std::uint64_t rank, std::uint64_t size);
+std::string scratch_path(const std::string& output, std::uint64_t rank, std::uint64_t size);
 
 }  // namespace mb::io::merge

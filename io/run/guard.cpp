@@ -116,7 +116,7 @@ constinit Activity g_activity;
 // This process's live workers (run_workers), killed and reaped by a forced
 // exit: a worker left running would go on holding the output's lock after
 // the run is seen to have ended (by a shell, by Slurm), and a rerun would be
-// refused. Atomics, as the handlers read them; only the main thread writes.
+// refused. Atomics: the handlers and the watchdog's exit read them.
 constinit std::array<std::atomic<pid_t>, kMaxWorkers> g_workers{};
 static_assert(std::atomic<pid_t>::is_always_lock_free);
 
@@ -305,7 +305,6 @@ void register_worker(pid_t pid) {
     pid_t empty = 0;
     if (slot.compare_exchange_strong(empty, pid)) return;
   }
-  throw Error(fmt::format("more than {} worker processes", kMaxWorkers));
 }
 
 void unregister_worker(pid_t pid) {

@@ -80,8 +80,9 @@ void unregister_temporary(const std::string& path);
 
 // Worker processes of this one (run_workers). A forced exit kills and reaps
 // them before it removes the temporaries and exits, so that no process of
-// the run outlives it.
-inline constexpr std::size_t kMaxWorkers = 256;  // split's -j bound
+// the run outlives it. A run has at most kMaxWorkers processes, itself
+// included (split's -j bound), so there is always a free slot.
+inline constexpr std::size_t kMaxWorkers = 256;
 void register_worker(pid_t pid);
 void unregister_worker(pid_t pid);
 

@@ -129,6 +129,8 @@ void stop_workers(const std::vector<Worker>& started) {
 
 void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>& work, unsigned stall_seconds,
                  const std::function<void()>& waiting) {
+  // Checked before any fork: a worker started past the bound could not be registered, nor stopped.
+  if (workers > kMaxWorkers) throw Error(fmt::format("internal: {} worker processes, more than {}", workers, kMaxWorkers));
   std::vector<Worker> started;
   if (workers > 1) started.reserve(workers - 1);  // push_back cannot then throw after a fork
   // Whatever this process throws (worker 0, or starting the others): any

@@ -55,7 +55,8 @@ def test_a_failing_worker_fails_the_whole_split_and_leaves_nothing(tmp_path):
 def test_jobs_option_is_checked(tmp_path):
     src = tmp_path / "in.h5"
     make_mixed_batch(src, **BATCH)
-    assert_one_line_error(run("split", src, "-n", 2, "-j", 0, "-o", tmp_path / "mb"), 2, "--jobs")
+    for jobs in 0, 257:  # 256 processes at most: a run registers every worker to stop it
+        assert_one_line_error(run("split", src, "-n", 2, "-j", jobs, "-o", tmp_path / "mb"), 2, "--jobs")
 
 
 def test_stop_signal_reaches_the_workers(tmp_path):

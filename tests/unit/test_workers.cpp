@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "io/run/guard.hpp"
 #include "io/run/workers.hpp"
 
 namespace {
@@ -114,4 +115,15 @@ TEST_CASE("a worker's exit status 3 keeps its kind: a retry may help") {
     CHECK(e.kind() == ErrorKind::Environment);
     CHECK(std::string(e.what()).find("no space") != std::string::npos);
   }
+}
+
+TEST_CASE("more processes than the registry holds are refused before any fork") {
+  bool ran = false;
+  CHECK_THROWS_WITH_AS(
+      mb::io::run::run_workers(mb::io::run::kMaxWorkers + 1, [&](std::uint64_t) { ran = true; }, 0, {}),
+      doctest::Contains("more than 256"), mb::Error);
+  CHECK_FALSE(ran);
+  errno = 0;
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);  // no child was started
+  CHECK(errno == ECHILD);
 }
