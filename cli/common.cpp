@@ -11,6 +11,7 @@
 
 #include "core/presets.hpp"
 #include "core/remote.hpp"
+#include "core/units.hpp"
 #include "io/publish/identity.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/team.hpp"
@@ -90,10 +91,13 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
                 ->transform(whole_number("-n/--chunks"))
                 ->type_name("N");
   auto* m = app.add_option("--micro-batch-size", options.micro_batch_size,
-                           "rows per microbatch, the last one shorter (torch.split)")
+                           "rows per microbatch, the last one shorter (torch.split) unless --drop-last")
                 ->transform(whole_number("--micro-batch-size"))
                 ->type_name("M");
   n->excludes(m);
+  app.add_flag("--drop-last", options.drop_last,
+               "with --micro-batch-size: leave out the rows after the last whole microbatch (DataLoader's drop_last)")
+      ->needs(m);
   app.add_option_function<std::string>(
          "--on-short",
          [&options](const std::string& v) {
@@ -145,30 +149,12 @@ void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
       ->type_name("MiB");
 }
 
-std::string byte_text(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  std::size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  if (unit == 0) return fmt::format("{:.0f} B", bytes);
-  const int decimals = bytes < 10 ? 2 : bytes < 100 ? 1 : 0;
-  return fmt::format("{:.{}f} {}", bytes, decimals, kUnits[unit]);
-}
-
 std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds) {
   const double percent = total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
-  std::string left = "--";
-  if (rate > 0) {
-    const auto s = static_cast<std::uint64_t>(static_cast<double>(total - done) / rate + 0.5);
-    left = s >= 3600 ? fmt::format("{}h{:02}m", s / 3600, s / 60 % 60)
-           : s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60)
-                     : fmt::format("{}s", s);
-  }
   return fmt::format("{}: {} / {}  {:3.0f}%  {}/s  {} left", verb, byte_text(static_cast<double>(done)),
-                     byte_text(static_cast<double>(total)), percent, byte_text(rate), left);
+                     byte_text(static_cast<double>(total)), percent, byte_text(rate),
+                     time_left_text(static_cast<double>(total - done), rate));
 }
 
 ProgressLine::ProgressLine(std::string verb)

@@ -74,8 +74,6 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// "1.2 GiB", "640 KiB", "17 B": binary units, three significant digits.
-std::string byte_text(double bytes);
 // The progress line's text (without the redraw codes).
 std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds);
 

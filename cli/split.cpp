@@ -70,7 +70,8 @@ void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prep
   nlohmann::ordered_json extra{{"input", specs::printable_text(prepared.input.shown())},
                                {"output_dir", specs::printable_text(cmd.output_dir)},
                                {"split_datasets", plan.pieces.size()},
-                               {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1}};
+                               {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1},
+                               {"dropped_rows", plan.dropped}};
   print_summary(summary_json(summary, extra));
 }
 

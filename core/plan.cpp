@@ -1,6 +1,7 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -74,15 +75,35 @@ void to_shard_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
 
 std::string describe(const CutLength& c) { return fmt::format("{} has {} {}", c.path, c.length, c.unit); }
 
-std::uint64_t count_by_size(const std::vector<CutLength>& cuts, std::uint64_t size) {
+// --micro-batch-size: the microbatch count, and with --drop-last the rows of
+// every cut left out (each cut then shortened to whole microbatches).
+std::uint64_t count_by_size(std::vector<CutLength>& cuts, const SplitOptions& options, SplitPlan& plan) {
+  const std::uint64_t size = *options.micro_batch_size;
   if (cuts.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
   for (const auto& c : cuts)
     if (c.length != cuts.front().length)
       throw Error(fmt::format("--micro-batch-size needs every split axis to have the same length: {}, {}",
                               describe(cuts.front()), describe(c)));
-  if (cuts.front().length == 0) throw Error(fmt::format("nothing to split: {}", describe(cuts.front())));
-  const std::uint64_t length = cuts.front().length;
-  return length / size + (length % size != 0);  // length + size - 1 could wrap
+  const CutLength& first = cuts.front();
+  if (first.length == 0) throw Error(fmt::format("nothing to split: {}", describe(first)));
+  const std::uint64_t rest = first.length % size;
+  const bool sequences = first.unit == std::string_view("sequences");
+  if (rest != 0 && options.drop_last) {
+    if (first.length < size)
+      throw Error(fmt::format("--drop-last leaves nothing: {}, fewer than --micro-batch-size {}", describe(first),
+                              size));
+    plan.dropped = rest * options.dp.degree;
+    const char* noun = sequences ? (plan.dropped == 1 ? "sequence" : "sequences") : plan.dropped == 1 ? "row" : "rows";
+    plan.warnings.push_back(fmt::format("--drop-last left out the last {} {} of every split dataset ({}, {} more "
+                                        "than a multiple of --micro-batch-size {})",
+                                        plan.dropped, noun, describe(first), rest, size));
+    for (auto& c : cuts) c.length -= rest;
+  } else if (rest != 0) {
+    plan.warnings.push_back(fmt::format("the last microbatch is shorter than the others: {}, {} more than a multiple "
+                                        "of --micro-batch-size {} (--drop-last leaves them out)",
+                                        describe(first), rest, size));
+  }
+  return first.length / size + (first.length % size != 0);  // length + size - 1 could wrap
 }
 
 std::uint64_t count_for_n(const std::vector<CutLength>& cuts, std::uint64_t n, OnShort on_short,
@@ -270,10 +291,12 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
   }
 
+  if (options.drop_last && !options.micro_batch_size)
+    throw usage_error("--drop-last needs --micro-batch-size (-n cuts every row into N microbatches)");
   if (options.micro_batch_size) {
     const std::uint64_t size = *options.micro_batch_size;
     if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
-    plan.count = count_by_size(cuts, size);
+    plan.count = count_by_size(cuts, options, plan);
     if (plan.count > kMaxMicrobatches)
       throw usage_error(fmt::format("--micro-batch-size {} gives {} microbatches, more than the limit of {}", size,
                                     plan.count, kMaxMicrobatches));
@@ -300,7 +323,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (plan.sequences) {
     SequencePlan& seq = *plan.sequences;
     if (options.micro_batch_size) {
-      seq.runs = split_by_size(seq.sequences, *options.micro_batch_size);
+      seq.runs = split_by_size(cuts.back().length, *options.micro_batch_size);  // without the sequences dropped
     } else if (options.balance == Balance::Sequences) {
       seq.runs = array_split(seq.sequences, plan.count);
     } else {

@@ -2,8 +2,9 @@
 // The split plan: how many microbatches, and which rows of each split dataset
 // go into each. -n N cuts every split axis as numpy.array_split does (the
 // first L mod N pieces get floor(L/N)+1 rows, the rest floor(L/N)),
-// --micro-batch-size M into pieces of M rows, the last shorter (torch.split);
-// packed sequences are never cut in half.
+// --micro-batch-size M into pieces of M rows, the last shorter (torch.split),
+// or left out with --drop-last (DataLoader's drop_last); packed sequences are
+// never cut in half.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,6 +37,9 @@ struct SplitOptions {
   FileLayout layout = FileLayout::PerMicrobatch;  // --layout
   Balance balance = Balance::Tokens;              // --balance
   std::uint64_t cp_degree = 1;                    // --cp-degree C
+  // --drop-last: the split is that of the longest prefix of whole
+  // microbatches (of M * D rows, or M sequences); the rows after it are left out.
+  bool drop_last = false;
 };
 
 // Values of every "offsets" dataset, by path, exact as read (io reads them
@@ -69,6 +73,9 @@ struct SplitPlan {
   // every offsets dataset's documents and of each sequence length marked.
   std::vector<CpLoad> cp_loads;
   std::optional<SequencePlan> sequences;  // when the spec has packed sequences
+  // --drop-last: the rows (of every split axis; sequences when packed) left
+  // out at the end of the batch.
+  std::uint64_t dropped = 0;
   std::vector<std::string> warnings;
 };
 

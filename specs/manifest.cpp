@@ -45,6 +45,7 @@ json manifest_head(const Manifest& m) {
   j["source"] = escape_name(m.source);  // a file name is bytes too
   j["chunks"] = m.microbatches;
   j["options"] = options_json(m.options);
+  if (m.options.drop_last) j["dropped_rows"] = m.dropped_rows;
   auto files = json::array();
   for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
   j["split_id"] = m.split_id;
@@ -216,6 +217,7 @@ std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::Per
 json options_json(const SplitOptions& o) {
   return {{"chunks", o.count ? json(*o.count) : nullptr},
           {"micro_batch_size", o.micro_batch_size ? json(*o.micro_batch_size) : nullptr},
+          {"drop_last", o.drop_last},
           {"on_short", kOnShortNames[static_cast<int>(o.on_short)]},
           {"dp_degree", o.dp.degree},
           {"align", o.dp.align},
@@ -228,6 +230,7 @@ SplitOptions options_from_json(const json& j) {
   SplitOptions o;
   o.count = optional_count(j, "chunks");
   o.micro_batch_size = optional_count(j, "micro_batch_size");
+  o.drop_last = j.value("drop_last", false);
   o.on_short = named(j, "on_short", kOnShortNames, OnShort::Error);
   o.dp.degree = j.value("dp_degree", std::uint64_t{1});
   o.dp.align = j.value("align", false);
@@ -333,6 +336,7 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
                               kManifestVersion));
     m.microbatches = j.at("chunks").get<std::uint64_t>();
     m.options = options_from_json(j.at("options"));
+    m.dropped_rows = j.value("dropped_rows", std::uint64_t{0});
     for (const auto& f : j.at("files"))
       m.files.push_back({f.at("name").get<std::string>(), f.at("size").get<std::uint64_t>(),
                          f.at("xxh3_128").get<std::string>()});

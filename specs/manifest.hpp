@@ -49,6 +49,9 @@ struct Manifest {
   std::string split_id;
   std::map<std::string, SplitDatasetRecord> datasets;
   std::optional<SequencePlan> sequences;  // packed sequences: runs and tokens per microbatch
+  // --drop-last: rows of every split axis (sequences, when packed) left out
+  // at the end of the batch; the files hold the rows before them.
+  std::uint64_t dropped_rows = 0;
 
   // Per-rank layout: files per microbatch (the data-parallel degree); else 1.
   std::uint64_t ranks() const;

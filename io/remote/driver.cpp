@@ -96,7 +96,7 @@ void put_blocks(std::uint64_t serial, std::uint64_t first, const char* bytes, st
 // cached, and every answer must show the version the first one did (see
 // Version), so a reopen cannot mix a replaced object with the cached one.
 struct Known {
-  Version version;
+  Served served;
   std::uint64_t serial = 0;
 };
 
@@ -136,12 +136,12 @@ struct Opened {
 Opened open_object(const RemoteAddress& address) {
   const std::string& name = address.name;
   const Settings settings = settings_from(environment);
-  if (const auto k = known().find(name)) return {std::make_unique<Object>(address, settings, k->version), k->serial};
+  if (const auto k = known().find(name)) return {std::make_unique<Object>(address, settings, k->served), k->serial};
   auto object = std::make_unique<Object>(address, settings, kBlock);
   const std::uint64_t serial = known().next_serial();
   put_blocks(serial, 0, object->head().data(), object->head().size());
   object->release_head();
-  known().add(name, {object->version(), serial});
+  known().add(name, {object->served(), serial});
   return {std::move(object), serial};
 }
 

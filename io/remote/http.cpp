@@ -7,12 +7,15 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::remote {
@@ -55,11 +58,21 @@ std::string xml_element(const std::string& body, const std::string& tag) {
   return close == std::string::npos ? "" : body.substr(from, close - from);
 }
 
-// One response, as the callbacks see it.
+// One response, as the callbacks see it. `out` receives bytes [skip, skip +
+// capacity) of the body: all of a 206's, those of the range asked for when
+// a server that ignores Range sends the whole file (a 200).
 struct Response {
   char* out = nullptr;
-  std::uint64_t capacity = 0, got = 0;
-  bool overflow = false;  // more bytes than asked for: the server ignored the Range
+  std::uint64_t capacity = 0, got = 0, skip = 0;
+  std::uint64_t body = 0;    // bytes of the body so far
+  std::uint64_t length = 0;  // Content-Length, when given
+  bool may_be_whole = false;  // a 200 is expected: the first request, or a server known to ignore Range
+  bool keeps_whole = false;   // the first request: a whole body larger than `out` goes into a LocalCopy
+  bool overflow = false;      // more bytes than asked for: the server ignored the Range
+  std::shared_ptr<LocalCopy> copy;
+  std::exception_ptr failed;  // the copy's failure (a full disk), thrown once the transfer has stopped
+  std::chrono::steady_clock::time_point shown_at;
+  const std::string* shown = nullptr;
   std::string status_line, content_range, etag, last_modified, error_body;
   CURL* curl = nullptr;
 
@@ -77,7 +90,9 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
     // "HTTP/1.1 404 Not Found" -> "404 Not Found"
     const auto space = line.find(' ');
     r.status_line = space == std::string_view::npos ? "" : header_value("s:" + std::string(line.substr(space)));
-    r.content_range.clear(), r.etag.clear(), r.last_modified.clear();
+    r.content_range.clear(), r.etag.clear(), r.last_modified.clear(), r.length = 0;
+  } else if (header_is(line, "content-length")) {
+    r.length = std::strtoull(header_value(line).c_str(), nullptr, 10);
   } else if (header_is(line, "content-range")) {
     r.content_range = header_value(line);
   } else if (header_is(line, "etag")) {
@@ -88,6 +103,41 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return size * count;
 }
 
+// How far a whole file's download into its LocalCopy has got, every few seconds.
+constexpr auto kDownloadReport = std::chrono::seconds(10);
+
+void report_download(Response& r) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - r.shown_at < kDownloadReport) return;
+  r.shown_at = now;
+  const std::string of = r.length ? fmt::format(" of {}", byte_text(static_cast<double>(r.length))) : "";
+  spdlog::info("{}: {}{} read into the temporary copy", *r.shown, byte_text(static_cast<double>(r.body)), of);
+}
+
+// The first answer is the whole file and larger than the head: it goes on
+// into a LocalCopy (the head's bytes first). False, with the failure kept,
+// when the copy cannot be made or written.
+bool keep_whole(Response& r, const char* data, std::size_t n) {
+  try {
+    if (!r.copy && r.body + n > r.capacity) {
+      r.copy = std::make_shared<LocalCopy>(*r.shown);
+      const std::string size = r.length ? fmt::format(" ({})", byte_text(static_cast<double>(r.length))) : "";
+      spdlog::info("{}: the server answers range requests with the whole file (HTTP 200); reading it{} into a "
+                   "temporary copy in {}",
+                   *r.shown, size, r.copy->directory());
+      r.copy->append(r.out, r.body);
+      r.shown_at = std::chrono::steady_clock::now();
+    }
+    if (!r.copy) return true;
+    r.copy->append(data, n);
+    report_download(r);
+    return true;
+  } catch (...) {
+    r.failed = std::current_exception();
+    return false;
+  }
+}
+
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
   auto& r = *static_cast<Response*>(user);
   const std::size_t n = size * count;
@@ -96,12 +146,18 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     r.error_body.append(data, std::min(n, kErrorBodyLimit - std::min(kErrorBodyLimit, r.error_body.size())));
     return n;
   }
-  if (r.got + n > r.capacity) {
+  const bool whole = r.status() == 200;
+  if ((!whole || !r.may_be_whole) && r.body + n > r.capacity) {
     r.overflow = true;
     return 0;  // aborts the transfer
   }
-  std::memcpy(r.out + r.got, data, n);
-  r.got += n;
+  if (whole && r.keeps_whole && !keep_whole(r, data, n)) return 0;
+  // The part of these bytes in [skip, skip + capacity) of a whole body, or in [0, capacity) of a range's.
+  const std::uint64_t skip = whole ? r.skip : 0;
+  const std::uint64_t at = r.body, lo = std::max(at, skip), hi = std::min(at + n, skip + r.capacity);
+  if (lo < hi) std::memcpy(r.out + (lo - skip), data + (lo - at), hi - lo);
+  r.got += lo < hi ? hi - lo : 0;
+  r.body += n;
   return n;
 }
 
@@ -163,7 +219,7 @@ Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
-      return {fmt::format("the connection closed after {} of {} bytes ({})", r.got, expected, d), true};
+      return {fmt::format("the connection closed after {} of {} bytes ({})", r.body, expected, d), true};
     case CURLE_PEER_FAILED_VERIFICATION:
       return {fmt::format("the server's certificate is not trusted ({}); give its CA in AWS_CA_BUNDLE", d), false};
     default:
@@ -213,7 +269,7 @@ struct Object::State {
   CURL* curl = nullptr;
   curl_slist* headers = nullptr;
   char error[CURL_ERROR_SIZE] = {};
-  Version version;  // of the first answer
+  Served served;  // by the first answer
   std::vector<char> head;
   Traffic traffic;
 
@@ -274,14 +330,15 @@ void Object::State::set_headers(bool with_etag) {
     if (!address.signing->token.empty())
       headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
   }
-  if (const std::string etag = version.strong_etag(); with_etag && !etag.empty())
+  if (const std::string etag = served.version.strong_etag(); with_etag && !etag.empty())
     headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 }
 
 std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_t n, char* out, bool first) {
   Response r;
-  r.curl = curl, r.out = out, r.capacity = n;
+  r.curl = curl, r.out = out, r.capacity = n, r.shown = &shown;
+  r.may_be_whole = first || !served.ranges, r.keeps_whole = first, r.skip = offset;
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
   const std::string range = fmt::format("{}-{}", offset, offset + n - 1);
@@ -295,22 +352,22 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
     const run::NotStalled waiting;
     code = curl_easy_perform(curl);
   }
-  traffic.bytes += r.got;
+  traffic.bytes += r.body;
+  if (r.failed) std::rethrow_exception(r.failed);
   const long status = r.status();
   if (r.overflow && status == 206)
     return Failure{fmt::format("answered more than the bytes {} asked for", range), false};
-  if (r.overflow || (code == CURLE_OK && status == 200 && !first))
-    return Failure{"the server does not answer range requests (HTTP 200 to a Range request); download the file "
-                   "first", false};
+  if (r.overflow)  // a whole file from a server that answered the first request with a range
+    return Failure{"the server stopped answering range requests (HTTP 200 to a Range request)", false};
   if (code == CURLE_ABORTED_BY_CALLBACK) run::throw_if_interrupted();
-  if (code != CURLE_OK) return curl_failure(code, error, r, n, settings);
+  if (code != CURLE_OK) return curl_failure(code, error, r, status == 200 && r.length ? r.length : n, settings);
   if (status == 416 && first) {  // an empty object
-    version.size = 0;
+    served.version.size = 0;
     return std::nullopt;
   }
   if (status >= 300 || status < 200) return http_failure(status, r);
-  std::uint64_t total = r.got;  // a 200 to the first request: the whole object fitted in the head
-  if (!first || status != 200) {
+  std::uint64_t total = r.body;  // a 200: the whole object, whatever the Range asked
+  if (status != 200) {
     const auto c = parse_content_range(r.content_range);
     if (!c || c->whole_unknown || c->first != offset || (!first && c->last != offset + n - 1) || c->last >= c->total)
       return Failure{fmt::format("answered bytes \"{}\" to a request for bytes {}", r.content_range, range), false};
@@ -319,12 +376,14 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
     total = c->total;
   }
   if (first) {
-    version.size = total;
-    version.etag = r.etag;
-    if (!r.last_modified.empty()) version.modified = curl_getdate(r.last_modified.c_str(), nullptr);
+    served.version.size = total;
+    served.version.etag = r.etag;
+    if (!r.last_modified.empty()) served.version.modified = curl_getdate(r.last_modified.c_str(), nullptr);
+    served.ranges = status != 200;
+    served.copy = std::move(r.copy);
     head.resize(r.got);
     set_headers(true);
-  } else if (const std::string d = difference(version, r, total); !d.empty()) {
+  } else if (const std::string d = difference(served.version, r, total); !d.empty()) {
     // A server that ignores If-Match (or has no strong ETag) answers with the new version.
     return Failure{.what = fmt::format("changed while it was read ({})", d), .changed = true};
   }
@@ -354,9 +413,9 @@ Object::Object(const RemoteAddress& address, const Settings& settings, std::uint
   s_->fetch(0, s_->head.size(), s_->head.data(), true);
 }
 
-Object::Object(const RemoteAddress& address, const Settings& settings, const Version& known)
+Object::Object(const RemoteAddress& address, const Settings& settings, const Served& known)
     : s_(new State(address, settings)) {
-  s_->version = known;
+  s_->served = known;
   s_->set_headers(true);
 }
 
@@ -364,18 +423,22 @@ Object::~Object() {
   spdlog::debug("{}: {} requests, {} bytes fetched", s_->shown, s_->traffic.requests, s_->traffic.bytes);
 }
 
-std::uint64_t Object::size() const { return s_->version.size; }
+std::uint64_t Object::size() const { return s_->served.version.size; }
 const std::vector<char>& Object::head() const { return s_->head; }
 void Object::release_head() { std::vector<char>().swap(s_->head); }
-Version Object::version() const { return s_->version; }
+Version Object::version() const { return s_->served.version; }
+const Served& Object::served() const { return s_->served; }
 const std::string& Object::shown() const { return s_->shown; }
 
 void Object::read(std::uint64_t offset, std::uint64_t n, char* out) {
   if (n == 0) return;
-  if (offset + n > s_->version.size || offset + n < offset)
+  if (offset + n > s_->served.version.size || offset + n < offset)
     throw Error(fmt::format("{}: a read of bytes {}-{} past its end ({} bytes)", s_->shown, offset, offset + n - 1,
-                            s_->version.size));
-  s_->fetch(offset, n, out, false);
+                            s_->served.version.size));
+  if (s_->served.copy)
+    s_->served.copy->read(offset, n, out);
+  else
+    s_->fetch(offset, n, out, false);
 }
 
 std::string fetch_text(const RemoteAddress& address, const Settings& settings, std::uint64_t limit) {

@@ -4,7 +4,8 @@
 // its address says so. Every failure is an mb::Error of one line naming the
 // object (shown_name: no query, no credentials) and what happened; faults
 // that a retry can cure (a dropped or truncated response, a stall, 5xx,
-// 429) are retried before that.
+// 429) are retried before that. Servers that ignore Range requests are
+// read whole (see Served).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
+#include "io/remote/local_copy.hpp"
 
 namespace mb::io::remote {
 
@@ -48,15 +50,26 @@ struct Version {
   std::string strong_etag() const { return etag.starts_with("W/") ? std::string() : etag; }
 };
 
+// What the first request found: the object's version and how its server
+// answers. A server that ignores Range sends the whole file (HTTP 200):
+// one larger than the first request is then kept in a LocalCopy, which
+// every later read is served from; a smaller one is read again whole
+// whenever bytes of it are needed (it fits in the first request).
+struct Served {
+  Version version;
+  bool ranges = true;  // the server answers Range requests
+  std::shared_ptr<const LocalCopy> copy;
+};
+
 class Object {
  public:
   // Fetches the object's first `head` bytes (fewer when it is smaller),
   // which tells its size; later reads require the same version of it
   // (If-Match its ETag), so an object replaced while being read is an error.
   Object(const RemoteAddress& address, const Settings& settings, std::uint64_t head);
-  // Without a request: the `known` version, which an earlier Object found
-  // (and every read must show).
-  Object(const RemoteAddress& address, const Settings& settings, const Version& known);
+  // Without a request: what an earlier Object found (every read must show
+  // the same version).
+  Object(const RemoteAddress& address, const Settings& settings, const Served& known);
   ~Object();
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
@@ -67,6 +80,7 @@ class Object {
   // Drops the head's copy once the caller has kept what it needs of it.
   void release_head();
   Version version() const;
+  const Served& served() const;
   // Reads exactly [offset, offset + n) (within size()) into `out`.
   void read(std::uint64_t offset, std::uint64_t n, char* out);
   const std::string& shown() const;

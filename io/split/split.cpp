@@ -52,6 +52,7 @@ specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepare
   m.microbatches = plan.count;
   m.files = files;
   m.sequences = plan.sequences;
+  m.dropped_rows = plan.dropped;
   for (const auto& [path, rows] : plan.pieces) {
     specs::SplitDatasetRecord record;
     record.axis = prepared.resolution->dataset_rule(path).axis;

@@ -251,3 +251,14 @@ def summary(res, name):
     obj = json.loads(res.out)  # the whole of stdout is one object
     jsonschema.validate(obj, schema(name))
     return obj
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (as root; skipped where mounting is not allowed), unmounted at the end."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)

@@ -18,7 +18,9 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   when there is one, else every byte inverted; 412 to an If-Match of "v1").
   `validators()` changes what it sends and honours, as servers differ: a
   weak ETag, none, a Last-Modified (one second later for v2), If-Match
-  ignored.
+  ignored, Range ignored (the whole file, HTTP 200).
+- python_http(root): Python's own `python3 -m http.server`, which answers
+  every request with the whole file, as some simple servers and CDNs do.
 - unreachable(): a URL on a port that nothing listens on.
 
 Every server has `put(file, key)`, which publishes a local file under `key`
@@ -34,6 +36,7 @@ import hmac
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -324,7 +327,7 @@ def s3(root=None):
 
 # --- the faulty server -------------------------------------------------------
 
-DEFAULT_STYLE = {"etag": "strong", "last_modified": False, "if_match": True}
+DEFAULT_STYLE = {"etag": "strong", "last_modified": False, "if_match": True, "ranges": True}
 FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed", "trickle")
 
 
@@ -425,7 +428,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode == "changed" and os.path.isfile(file + ".v2"):
             file = file + ".v2"
         size = os.path.getsize(file)
-        rng = parse_range(self.headers.get("Range"), size)
+        rng = parse_range(self.headers.get("Range"), size) if style["ranges"] else None
         if rng == "bad":
             self.send_response(416)
             self.send_header("Content-Range", f"bytes */{size}")
@@ -527,11 +530,11 @@ class Faults(Server):
             else:
                 self.rules.append(("/" + prefix.lstrip("/"), Fault(mode, after, times)))
 
-    def validators(self, etag="strong", last_modified=False, if_match=True):
+    def validators(self, etag="strong", last_modified=False, if_match=True, ranges=True):
         """What every answer carries from now on: `etag` "strong", "weak" or None; a Last-Modified or not;
-        whether If-Match is honoured (412) or ignored."""
+        whether If-Match is honoured (412) or ignored; whether Range is (206) or the whole file sent (200)."""
         with self.lock:
-            self.style = {"etag": etag, "last_modified": last_modified, "if_match": if_match}
+            self.style = {"etag": etag, "last_modified": last_modified, "if_match": if_match, "ranges": ranges}
 
     def clear(self):
         with self.lock:
@@ -586,6 +589,37 @@ def faults(root=None, stall_seconds=60):
             server.httpd.shutdown()
             server.httpd.server_close()
             thread.join(timeout=10)
+
+
+class PythonHttp(Server):
+    """`python3 -m http.server` over `root`: it answers every GET with the whole file (no Range)."""
+
+    def __init__(self, root, log):
+        self.root, self.log = root, log
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def requests(self, prefix=None):
+        """Its log lines ('"GET /uri HTTP/1.1" 200 -') as dicts: method, uri, status."""
+        entries = []
+        with open(self.log) as f:
+            for m in re.finditer(r'"(\w+) (\S+) HTTP/[\d.]+" (\d+)', f.read()):
+                entries.append({"method": m.group(1), "uri": m.group(2), "status": int(m.group(3))})
+        return under(entries, prefix)
+
+
+@contextlib.contextmanager
+def python_http(root=None):
+    """Starts Python's own http.server over `root` (a new temp dir when None); yields a PythonHttp."""
+    with tempfile.TemporaryDirectory(prefix="mb-pyhttp-") as state:
+        root = os.path.abspath(root or os.path.join(state, "www"))
+        os.makedirs(root, exist_ok=True)
+        server = PythonHttp(root, os.path.join(state, "log"))
+        with open(server.log, "w") as log, process_group(
+                [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", root, str(server.port)],
+                stdout=log, stderr=log) as proc:
+            wait_for_port(server.port, proc, what="python3 -m http.server")
+            yield server
 
 
 @contextlib.contextmanager

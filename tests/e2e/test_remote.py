@@ -818,3 +818,79 @@ def test_data_stored_in_other_files_is_refused_in_a_remote_file(web, tmp_path, k
         res = remote("split", url, "-n", 2, "-o", out)
         refused(res, url, "stored in other files")
         nothing_published(out)
+
+
+# --- servers that answer a Range request with the whole file ------------------------------
+
+@pytest.fixture(scope="module")
+def simple():
+    with servers.python_http() as server:
+        yield server
+
+
+WHOLE_FILE_LINE = "the server answers range requests with the whole file (HTTP 200)"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_server_without_range_is_read_whole_once_into_a_temporary_copy(simple, big, tmp_path, key, jobs):
+    # python3 -m http.server answers every GET with the whole file: it is read once, into an unnamed
+    # temporary file in TMPDIR that nothing outlives, and the split is the local split.
+    src, spec, plain = big
+    url = simple.put(src, f"{key}/big.h5")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    res = run("split", url, "-s", spec, "-n", 8, "-j", jobs, "-o", out, env=env(TMPDIR=tmp), check=0)
+    same_split(plain, out)
+    assert res.err.count(WHOLE_FILE_LINE) == 1, res
+    assert str(tmp) in res.err, res
+    assert [e["status"] for e in simple.requests(f"{key}/")] == [200], simple.requests(f"{key}/")
+    assert listing(tmp) == []
+    # merge reads the pieces from such a server too
+    base = simple.put_dir(out, f"{key}/split")
+    merged = tmp_path / "m.h5"
+    run("merge", f"{base}/manifest.json", "-o", merged, env=env(TMPDIR=tmp), check=0)
+    assert h5diff(src, merged) == 0
+    assert listing(tmp) == []
+
+
+def test_small_files_of_a_server_without_range_are_read_again_whole(bad, big, tmp_path, key):
+    # Pieces smaller than the first request are not copied to disk: their bytes come from the block
+    # cache, and once the cache has let them go (128 pieces of 512 KiB: more than it keeps), from the
+    # whole file read again.
+    src, spec, _ = big
+    pieces = tmp_path / "pieces"
+    run("split", src, "-s", spec, "-n", 128, "-o", pieces, check=0)
+    bad.validators(ranges=False)
+    base = bad.put_dir(pieces, f"{key}/split")
+    merged = tmp_path / "m.h5"
+    res = remote("merge", f"{base}/manifest.json", "-o", merged)
+    assert res.code == 0, res
+    assert h5diff(src, merged) == 0
+    asked = [e["uri"] for e in bad.requests(f"{key}/split/") if e["uri"].endswith(".h5")]
+    assert all(e["status"] == 200 for e in bad.requests(f"{key}/split/")), bad.requests(f"{key}/split/")
+    assert len(asked) > len(set(asked)) == 128, "no piece was read again: the test proves nothing"
+
+
+def test_a_dropped_whole_file_is_read_again_and_the_split_exact(bad, big, tmp_path, key):
+    src, spec, plain = big
+    url = bad.put(src, f"{key}/big.h5")
+    bad.validators(ranges=False)
+    bad.fault("drop", prefix=f"/{key}/", times=1)
+    out = tmp_path / "out"
+    run("split", url, "-s", spec, "-n", 8, "-o", out, env=BASE_ENV, check=0)
+    same_split(plain, out)
+    assert [e["fault"] for e in bad.requests(f"{key}/")] == ["drop", None]
+
+
+def test_a_full_temporary_directory_is_exit_3_and_publishes_nothing(simple, big, small_disk, tmp_path, key):
+    src, spec, _ = big
+    url = simple.put(src, f"{key}/big.h5")
+    out = tmp_path / "out"
+    res = remote("split", url, "-s", spec, "-n", 8, "-o", out, environ=env(TMPDIR=small_disk))
+    # the info line that the copy was being made, then the one error line
+    said = error_line(res, url, code=3)
+    assert "temporary copy" in said and "No space left on device" in said, res
+    assert WHOLE_FILE_LINE in res.err
+    nothing_published(out)
+    assert listing(small_disk) == []

@@ -122,6 +122,7 @@ TEST_CASE("manifest: one line per split dataset, slices as [start, stop, step]")
 TEST_CASE("manifest: the options schema round-trips every option") {
   SplitOptions o;
   o.micro_batch_size = 3;
+  o.drop_last = true;
   o.on_short = mb::OnShort::Empty;
   o.dp = {4, false};
   o.balance = mb::Balance::Sequences;
@@ -132,6 +133,7 @@ TEST_CASE("manifest: the options schema round-trips every option") {
   const SplitOptions back = mb::specs::options_from_json(json);
   CHECK_FALSE(back.count);
   CHECK(back.micro_batch_size == 3);
+  CHECK(back.drop_last);
   CHECK(back.on_short == mb::OnShort::Empty);
   CHECK(back.dp.degree == 4);
   CHECK(back.balance == mb::Balance::Sequences);

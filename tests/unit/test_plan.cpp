@@ -191,3 +191,65 @@ TEST_CASE("packed sequences: uint64 offsets past 2^63 are planned exactly") {
       t2, mb::specs::parse_spec(R"({"cu": "offsets", "cu_k": "offsets", "ids": {"per_sequence": "/cu"}})", "s"), "s");
   CHECK_THROWS_AS(mb::plan_split(t2, r2, cut_into(2), {{"/cu", cu}, {"/cu_k", cu}}), mb::Error);
 }
+
+namespace {
+mb::SplitOptions by_size(std::uint64_t size, bool drop_last, mb::DataParallel dp = {}) {
+  mb::SplitOptions o;
+  o.micro_batch_size = size;
+  o.drop_last = drop_last;
+  o.dp = dp;
+  return o;
+}
+const char* kOnlyA = R"({"a": 0, "*": "replicate"})";
+}  // namespace
+
+TEST_CASE("micro-batch size: a shorter last microbatch is warned of, and --drop-last leaves it out") {
+  const auto kept = plan(kOnlyA, by_size(3, false));
+  CHECK(kept.pieces.at("/a") == ranges({{0, 3}, {3, 6}, {6, 9}, {9, 10}}));
+  CHECK(kept.dropped == 0);
+  REQUIRE(kept.warnings.size() == 1);
+  CHECK(kept.warnings[0] ==
+        "the last microbatch is shorter than the others: /a has 10 rows on its split axis, 1 more than a multiple "
+        "of --micro-batch-size 3 (--drop-last leaves them out)");
+
+  const auto dropped = plan(kOnlyA, by_size(3, true));
+  CHECK(dropped.count == 3);
+  CHECK(dropped.pieces.at("/a") == ranges({{0, 3}, {3, 6}, {6, 9}}));
+  CHECK(dropped.dropped == 1);
+  REQUIRE(dropped.warnings.size() == 1);
+  CHECK(dropped.warnings[0].starts_with("--drop-last left out the last 1 row of every split dataset (/a has 10"));
+
+  const auto whole = plan(kOnlyA, by_size(5, true));  // nothing to leave out: no warning
+  CHECK(whole.pieces.at("/a") == ranges({{0, 5}, {5, 10}}));
+  CHECK(whole.dropped == 0);
+  CHECK(whole.warnings.empty());
+}
+
+TEST_CASE("--drop-last: needs --micro-batch-size, and refuses to leave nothing") {
+  mb::SplitOptions n = cut_into(3);
+  n.drop_last = true;
+  CHECK(error_of(kOnlyA, n) == "--drop-last needs --micro-batch-size (-n cuts every row into N microbatches)");
+  CHECK(error_of(kOnlyA, by_size(11, true)) ==
+        "--drop-last leaves nothing: /a has 10 rows on its split axis, fewer than --micro-batch-size 11");
+}
+
+TEST_CASE("--drop-last with data-parallel slices splits the longest prefix of whole microbatches") {
+  // 10 rows, D = 2, M = 2: the first 8 rows, as slices of 4 ([0,4) and [4,8)), each cut into 2 + 2
+  const auto p = plan(kOnlyA, by_size(2, true, {2, false}));
+  CHECK(p.dropped == 2);
+  CHECK(p.pieces.at("/a") == std::vector<RowMap>{{{0, 2, 1}, {4, 2, 1}}, {{2, 2, 1}, {6, 2, 1}}});
+  const auto aligned = plan(kOnlyA, by_size(2, true, {2, true}));  // slices: even and odd rows of [0, 8)
+  CHECK(aligned.pieces.at("/a") == std::vector<RowMap>{{{0, 2, 2}, {1, 2, 2}}, {{4, 2, 2}, {5, 2, 2}}});
+}
+
+TEST_CASE("--drop-last with packed sequences leaves out whole sequences") {
+  mb::SplitOptions o;
+  o.micro_batch_size = 3;
+  o.drop_last = true;
+  const auto p = packed_plan(o, kValues);
+  CHECK(p.dropped == 1);
+  CHECK(p.sequences->runs == std::vector<mb::Range>{{0, 3}});
+  CHECK(p.pieces.at("/tokens") == ranges({{0, 8}}));
+  CHECK(p.pieces.at("/seq_id") == ranges({{0, 3}}));
+  CHECK(p.pieces.at("/cu_q") == ranges({{0, 4}}));
+}
