@@ -98,6 +98,8 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
   app.add_flag("--drop-last", options.drop_last,
                "with --micro-batch-size: leave out the rows after the last whole microbatch (DataLoader's drop_last)")
       ->needs(m);
+  app.add_flag("--allow-copies", options.allow_copies,
+               "allow a spec that splits no dataset: every file a whole copy of the input");
   app.add_option_function<std::string>(
          "--on-short",
          [&options](const std::string& v) {
@@ -197,13 +199,17 @@ void add_spec_options(CLI::App& app, SpecSource& source, const std::string& help
 }
 
 void add_preset_option(CLI::App& app, std::string& preset) {
+  std::string names = "auto,none";
+  for (const auto& p : presets()) names += "," + p.name;
   app.add_option("--preset", preset,
                  "without -s/--spec-json: auto (default) uses the spec of the kind of file detected (" +
                      preset_names() + "), none the default spec; or name one")
       ->check([](const std::string& name) {
         check_preset_name(name);
         return std::string();
-      });
+      })
+      // The choices, shown as CLI11 shows a closed set: the man page and completions are checked against them.
+      ->type_name("NAME:{" + names + "}");
 }
 
 io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& preset) {

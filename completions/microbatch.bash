@@ -15,7 +15,7 @@ _microbatch() {
     case ${COMP_WORDS[i]} in split | merge | inspect | finish) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
-  local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --on-short --balance --dp-degree --align --layout --cp-degree"
+  local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
     --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
@@ -30,7 +30,7 @@ _microbatch() {
       fi
       return ;;
     --spec-json) return ;;
-    --preset) COMPREPLY=($(compgen -W "auto none netcdf" -- "$cur")); return ;;
+    --preset) COMPREPLY=($(compgen -W "auto none netcdf anndata pandas" -- "$cur")); return ;;
     -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
     --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac

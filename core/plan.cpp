@@ -311,6 +311,11 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     throw usage_error(fmt::format("{} microbatches for {} ranks and {} CP ranks make more files than the limit of {}",
                                   plan.count, plan.ranks, options.cp_degree, kMaxMicrobatches));
 
+  if (leaves.split.empty() && leaves.offsets.empty() && !options.allow_copies)
+    throw Error(fmt::format("the spec splits no dataset: each of the {} files would be a whole copy of the input "
+                            "(give a spec that splits one, or --allow-copies if copies are meant)",
+                            plan.count));
+
   // Regular split leaves: array_split (or torch.split) of each shard.
   for (std::size_t i = 0; i < split_cuts; ++i) {
     const CutLength& c = cuts[i];

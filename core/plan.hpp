@@ -40,6 +40,9 @@ struct SplitOptions {
   // --drop-last: the split is that of the longest prefix of whole
   // microbatches (of M * D rows, or M sequences); the rows after it are left out.
   bool drop_last = false;
+  // --allow-copies: a spec that splits no dataset is taken as meant (every
+  // file a whole copy of the input), not refused.
+  bool allow_copies = false;
 };
 
 // Values of every "offsets" dataset, by path, exact as read (io reads them

@@ -34,6 +34,7 @@ class Resolver {
 
   Resolution run(const NodeInfo& root, const SpecNode& spec) {
     visit(root, spec);
+    check_dimensions_found();
     check_walked(root, out_, walked_, spec_name_);
     return std::move(out_);
   }
@@ -70,10 +71,13 @@ class Resolver {
   }
 
   // {"dim": NAME}: the axis of that dimension, or Replicate without it.
-  LeafRule dimension_rule(const NodeInfo& ds, const SpecNode& spec) const {
+  LeafRule dimension_rule(const NodeInfo& ds, const SpecNode& spec) {
     std::vector<int> axes;
     for (std::size_t a = 0; a < ds.dimensions.size(); ++a)
       if (ds.dimensions[a] == spec.leaf.dim) axes.push_back(static_cast<int>(a));
+    dimensions_.names.insert(ds.dimensions.begin(), ds.dimensions.end());
+    bool& found = dimensions_.found.try_emplace(&spec, false).first->second;
+    found = found || !axes.empty();
     // netCDF-C's scale of an unlimited dimension without a coordinate
     // variable is empty (the variables give the length): nothing to cut.
     const bool empty_unlimited_scale = ds.is_scale && ds.rank() == 1 && ds.shape[0] == 0 &&
@@ -248,8 +252,27 @@ class Resolver {
   }
 
   const std::string& spec_name_;
+  // A {"dim": NAME} that no dataset has is a typo or the wrong file, not a
+  // spec that means "copy everything".
+  void check_dimensions_found() const {
+    for (const auto& [spec, found] : dimensions_.found) {
+      if (found) continue;
+      std::vector<std::string> names;
+      for (const auto& n : dimensions_.names)
+        if (!n.empty()) names.push_back(n);
+      std::string known = names.empty() ? "none has a named dimension" : "theirs are ";
+      for (std::size_t i = 0; i < names.size(); ++i) known += (i ? ", " : "") + fmt::format("\"{}\"", names[i]);
+      fail(*spec, fmt::format("no dataset it applies to has dimension \"{}\" ({}){}", spec->leaf.dim, known,
+                              did_you_mean(spec->leaf.dim, names, "")));
+    }
+  }
+
   Resolution out_;
   Walked walked_;
+  struct {
+    std::map<const SpecNode*, bool> found;  // per {"dim": NAME} leaf: whether a dataset has NAME
+    std::set<std::string> names;            // the dimensions of the datasets those leaves applied to
+  } dimensions_;
 };
 
 }  // namespace

@@ -19,11 +19,13 @@ void check_alike(const Context& ctx, const std::string& what, const KeptValue& a
     shapes_differ(ctx, what, a.shape.dims, b.shape.dims);
 }
 
-void check_equal(const Context& ctx, const std::string& what, const KeptValue& a, const h5::AttributeValue& b) {
+void check_equal(const Context& ctx, const std::string& what, const KeptValue& a, const h5::AttributeValue& b,
+                 const std::string& name) {
   const ValueType t = h5::value_type_of(a.type, ctx.model_where(what));
   const std::uint64_t n = a.shape.elements();
   if (auto at = first_difference(t, a.data.data(), b.data.data(), n))
-    ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, *at}));
+    ctx.differ(what, difference_text(t, a.shape.dims, {a.data.data(), b.data.data(), n, 0, *at}) +
+                         reducer_hint(ctx, what, "@" + name));
 }
 
 // A derived element's neighbours (a sparse matrix's column count beside its
@@ -122,7 +124,7 @@ void merge_attributes(const Context& ctx, MergeState& state, const NodeInfo& nod
     // A phony dimension's NAME states its length: each file's own, the
     // merged one written after the walk (h5::attach_scales).
     if (h5::is_phony_dimension_name(node, name) && ctx.resolution.dataset_rule(node.path).cuts_rows()) continue;
-    check_equal(ctx, what, model, value);
+    check_equal(ctx, what, model, value, name);
   }
 }
 

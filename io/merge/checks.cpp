@@ -49,6 +49,15 @@ void Context::differ(const std::string& what, const std::string& detail) const {
                           detail));
 }
 
+std::string reducer_hint(const Context& ctx, const std::string& what, const std::string& key) {
+  std::string weights;
+  for (const auto& [path, rule] : ctx.resolution.datasets)
+    if (rule.weighted() && rule.weight_text() == what) weights = fmt::format(", the weight of the mean of {},", path);
+  return fmt::format(" (a replicated value{} must be equal in every input: if it is meant to differ, give it a "
+                     "reducer in the spec, e.g. \"{}\": {{\"reduce\": \"sum\"}})",
+                     weights, key);
+}
+
 void check_members(const Context& ctx, const NodeInfo& group, hid_t object) {
   std::set<std::string> ours;
   for (const auto& child : group.children) ours.insert(child.name);
@@ -159,8 +168,11 @@ namespace {
 
 // The input's dataset holds the values of `other` (of the model's type,
 // shape `shape`, in input `other_input`).
+// A difference of a replicated dataset says how values meant to differ merge;
+// one of CP twins, that they hold the same rows.
+enum class Copies { Replicated, Twins };
 void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::size_t other_input,
-                  const Shape& shape) {
+                  const Shape& shape, Copies copies) {
   const hid_t type = in.model.type;
   const std::string& path = in.node.path;
   const h5::Location other_where{ctx.job.inputs[other_input].source.shown(), path};
@@ -176,7 +188,9 @@ void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::s
       throw Error(fmt::format("{} differs between {} and {}: {}", path, ctx.job.inputs[other_input].label,
                               ctx.job.inputs[ctx.input].label,
                               difference_text(t, shape,
-                                              {a.data(), b.data(), a.elements(), flat_index(shape, start), *at})));
+                                              {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}) +
+                                  (copies == Copies::Twins ? std::string(" (every CP rank holds the same rows)")
+                                                           : reducer_hint(ctx, path, in.node.name))));
   });
 }
 
@@ -185,7 +199,7 @@ void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::s
 void compare_replicated(const Context& ctx, const DatasetPair& in) {
   if (ctx.first() || in.model.space.null_space) return;
   const h5::Id model = open_model(ctx, in.node.path);
-  compare_with(ctx, in, model.get(), 0, in.model.space.dims);
+  compare_with(ctx, in, model.get(), 0, in.model.space.dims, Copies::Replicated);
 }
 
 void compare_with_twin(const Context& ctx, const DatasetPair& in) {
@@ -201,7 +215,7 @@ void compare_with_twin(const Context& ctx, const DatasetPair& in) {
     throw Error(fmt::format("{} differs between {} and {}: shape {} vs {} (every CP rank holds the same rows)",
                             in.node.path, ctx.job.inputs[twin].label, ctx.job.inputs[ctx.input].label,
                             shape_text(space.dims), shape_text(in.space.dims)));
-  compare_with(ctx, in, other.get(), twin, in.space.dims);
+  compare_with(ctx, in, other.get(), twin, in.space.dims, Copies::Twins);
 }
 
 }  // namespace mb::io::merge

@@ -55,4 +55,9 @@ struct Difference {
 // Both values when short, else the first differing element and its index.
 std::string difference_text(const ValueType& type, const Shape& shape, const Difference& difference);
 
+// What to say after a replicated value (`what`: "/path" or "/path@name")
+// differs: values meant to differ want a reducer, under the spec key `key`
+// ("name" or "@name"); and when it weights a mean, whose.
+std::string reducer_hint(const Context& ctx, const std::string& what, const std::string& key);
+
 }  // namespace mb::io::merge

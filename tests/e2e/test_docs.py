@@ -40,7 +40,7 @@ def choices(text):
     """Option -> its closed set of values, from CLI11's 'TEXT:{a,b,c}'."""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^  (?:-\w,)?(--[\w-]+) TEXT:\{([^}]*)\}", line)
+        m = re.match(r"^  (?:-\w,)?(--[\w-]+) [A-Z]+:\{([^}]*)\}", line)
         if m:
             out[m.group(1)] = m.group(2).split(",")
     return out
@@ -181,3 +181,21 @@ def test_the_readme_names_every_command():
         assert f"microbatch {command}" in text, command
 
 
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_zsh_and_fish_offer_the_values_the_command_accepts(command):
+    zsh, fish = open(ZSH).read(), open(FISH).read()
+    for option, values in choices(help_text(command)).items():
+        offered = re.findall(rf"{re.escape(option)}\[[^\]]*\]:[\w ]+:\(([^)]*)\)", zsh)
+        assert offered and all(sorted(v.split()) == sorted(values) for v in offered), f"zsh: {option}"
+        offered = re.findall(rf"-l {re.escape(option[2:])} .*?-a '([^']*)'", fish)
+        assert offered and all(sorted(v.split()) == sorted(values) for v in offered), f"fish: {option}"
+
+
+def test_the_man_page_describes_every_value_an_option_takes():
+    man = open(MAN).read().replace("\\-", "-")
+    for command in COMMANDS:
+        for option, values in choices(help_text(command)).items():
+            missing = [v for v in values if not re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", man)]
+            assert missing == [], f"{option} takes {missing}, which docs/microbatch.1 does not name"

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, listing, run, signalled
+from conftest import assert_one_line_error, h5diff, listing, run, signalled
 
 
 def digest(path):
@@ -180,3 +180,33 @@ def test_signal_mid_run_leaves_nothing_that_passes_for_output(tmp_path, sig):
         assert "interrupted by signal" in err
         interrupted += 1
     assert interrupted > 0  # the clean-up path did run
+
+
+def test_a_spec_that_splits_nothing_is_refused_unless_copies_are_asked_for(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(6)
+        f["y"] = np.arange(6.0)
+    res = run("split", src, "--spec-json", '{"*": "replicate"}', "-n", 3, "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, "the spec splits no dataset", "each of the 3 files would be a whole copy",
+                          "--allow-copies")
+    assert not (tmp_path / "mb").exists()
+    res = run("inspect", src, "--spec-json", '{"*": "replicate"}', "-n", 3)
+    assert_one_line_error(res, 1, "the spec splits no dataset")
+    run("split", src, "--spec-json", '{"*": "replicate"}', "-n", 3, "--allow-copies", "-o", tmp_path / "mb",
+        check=0)
+    for k in range(3):
+        assert h5diff(src, tmp_path / "mb" / f"microbatch-{k:05}.h5") == 0
+
+
+def test_a_dimension_no_dataset_has_is_refused_naming_those_there_are(tmp_path):
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["time"] = np.arange(4.0)
+        f["time"].make_scale("time")
+        f["v"] = np.zeros((4, 3))
+        f["v"].dims[0].attach_scale(f["time"])
+    for dim, needles in [("depth", []), ("tme", ['did you mean "time"?'])]:
+        res = run("split", src, "--spec-json", f'{{"*": {{"dim": "{dim}"}}}}', "-n", 2, "-o", tmp_path / "mb")
+        assert_one_line_error(res, 1, "--spec-json:1:7", f'has dimension "{dim}"', '(theirs are "time")', *needles)
+        assert not (tmp_path / "mb").exists()

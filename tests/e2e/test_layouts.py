@@ -151,3 +151,55 @@ def test_per_rank_merge_errors(tmp_path):
     assert_one_line_error(run("merge", *files, "-s", spec, "--layout", "sideways", "-o", tmp_path / "m.h5"), 2,
                           "--layout")
     assert not (tmp_path / "m.h5").exists()
+
+
+def with_drop_last_summary(res):
+    from conftest import summary
+    return summary(res, "split-summary")
+
+
+@pytest.mark.parametrize("d,align,size,length", [(1, False, 6, 64), (2, False, 3, 26), (2, True, 3, 26),
+                                                 (4, True, 2, 36)])
+def test_drop_last_splits_the_longest_prefix_of_whole_microbatches(tmp_path, d, align, size, length):
+    # --drop-last is the split of the first `kept` rows (whole microbatches of every slice), and merge gives
+    # those rows back; without it the last microbatch is shorter, and a warning says so.
+    kept = length // (d * size) * (d * size)
+    assert 0 < kept < length
+    src = tmp_path / "in.h5"
+    make_layout_batch(src, length)
+    spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
+    flags = ["--micro-batch-size", size, "--dp-degree", d] + (["--align"] if align else [])
+    res = run("split", src, "-s", spec, *flags, "-o", tmp_path / "all", check=0)
+    assert "warning: the last microbatch is shorter than the others" in res.err, res
+
+    res = run("split", src, "-s", spec, *flags, "--drop-last", "-o", tmp_path / "mb", "--json", check=0)
+    assert f"warning: --drop-last left out the last {length - kept} rows of every split dataset" in res.err, res
+    s = with_drop_last_summary(res)
+    assert s["dropped_rows"] == length - kept and s["microbatches"] == kept // (d * size)
+    with open(tmp_path / "mb" / "manifest.json") as f:
+        m = json.load(f)
+    assert m["dropped_rows"] == length - kept and m["options"]["drop_last"] is True
+    files = sorted(f for f in listing(tmp_path / "mb") if f.endswith(".h5"))
+    with h5py.File(src) as f:
+        expect_ids = reference_split(f["ids"][:kept], d, None, align, size)
+        expect_text = reference_split(f["text"][:kept], d, None, align, size)
+        ids, cols, text = f["ids"][()], f["cols"][()], list(f["text"][()])
+    assert len(files) == len(expect_ids)
+    for name, want_ids, want_text in zip(files, expect_ids, expect_text):
+        with h5py.File(tmp_path / "mb" / name) as piece:
+            assert np.array_equal(piece["ids"][()], want_ids)
+            assert list(piece["text"][()]) == list(want_text)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    with h5py.File(tmp_path / "m.h5") as merged:
+        assert np.array_equal(merged["ids"][()], ids[:kept])
+        assert np.array_equal(merged["cols"][()], cols[:, :kept])
+        assert list(merged["text"][()]) == text[:kept]
+        assert merged["scale"][()] == 2.5
+
+
+def test_drop_last_without_micro_batch_size_is_a_usage_error(tmp_path):
+    src = tmp_path / "in.h5"
+    make_layout_batch(src, 8)
+    res = run("split", src, "-n", 3, "--drop-last", "-o", tmp_path / "mb")
+    assert_one_line_error(res, 2, "--drop-last")
+    assert not (tmp_path / "mb").exists()

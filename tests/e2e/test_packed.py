@@ -309,3 +309,22 @@ def test_merge_of_untampered_packed_microbatches_still_round_trips(tmp_path):
     assert h5diff(tmp_path / "in.h5", tmp_path / "out.h5") == 0
     run("merge", *sorted(mb.glob("*.h5")), "-s", tmp_path / "s.json", "-o", tmp_path / "files.h5", check=0)
     assert h5diff(tmp_path / "in.h5", tmp_path / "files.h5") == 0
+
+
+def test_drop_last_leaves_out_whole_sequences(tmp_path):
+    lengths = [3, 1, 4, 1, 5]
+    src = tmp_path / "in.h5"
+    offsets = make_packed(src, lengths)
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    res = run("split", src, "-s", spec, "--micro-batch-size", 2, "--drop-last", "-o", tmp_path / "mb", check=0)
+    assert "left out the last 1 sequence of every split dataset" in res.err, res
+    assert sorted(f for f in listing(tmp_path / "mb") if f.endswith(".h5")) == \
+        ["microbatch-00000.h5", "microbatch-00001.h5"]
+    run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0)
+    end = int(offsets[4])  # the tokens of the first four sequences
+    with h5py.File(src) as f, h5py.File(tmp_path / "m.h5") as m:
+        assert np.array_equal(m["tokens"][()], f["tokens"][:end])
+        assert np.array_equal(m["labels"][()], f["labels"][:, :end])
+        assert np.array_equal(m["cu_seqlens"][()], f["cu_seqlens"][:5])
+        assert list(m["seq_ids"][()]) == list(f["seq_ids"][:4])
+        assert m["max_len"][()] == f["max_len"][()]

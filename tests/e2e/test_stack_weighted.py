@@ -497,4 +497,21 @@ def test_weight_errors_in_the_spec_name_its_line_and_column(tmp_path):
 def test_differing_weights_left_to_replicate_are_refused_as_unequal(tmp_path):
     """The weight is an ordinary leaf: a rank-0 dataset replicates by default, so differing weights need a rule."""
     res, _ = weight_case(tmp_path, lambda f, i: None, weight_spec="replicate")
-    assert_one_line_error(res, 1, "/w differs between microbatch 0", "microbatch 1", "1 vs 2")
+    assert_one_line_error(res, 1, "/w differs between microbatch 0", "microbatch 1", "1 vs 2",
+                          "the weight of the mean of /loss", 'give it a reducer in the spec, e.g. "w": {"reduce": '
+                          '"sum"}')
+
+
+def test_a_differing_weight_attribute_left_to_replicate_says_it_needs_a_reducer(tmp_path):
+    paths = write_files(tmp_path, 2, lambda f, i: (f.__setitem__("loss", np.ones(3, np.float32)),
+                                                   f.attrs.__setitem__("num_tokens", np.int64(2749 + 348 * i))))
+    spec = write_spec(tmp_path / "s.json", {"loss": {"reduce": "mean", "weight": "/@num_tokens"}})
+    res = run("merge", *paths, "-s", spec, "-o", tmp_path / "m.h5")
+    assert_one_line_error(res, 1, "/@num_tokens differs", "2749 vs 3097", "the weight of the mean of /loss",
+                          '"@num_tokens": {"reduce": "sum"}')
+    # following the hint merges
+    spec = write_spec(tmp_path / "s2.json", {"loss": {"reduce": "mean", "weight": "/@num_tokens"},
+                                             "@num_tokens": {"reduce": "sum"}})
+    run("merge", *paths, "-s", spec, "-o", tmp_path / "m.h5", check=0)
+    with h5py.File(tmp_path / "m.h5") as f:
+        assert f.attrs["num_tokens"] == 2749 + 3097
