@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/hints.hpp"
+#include "cli/summary.hpp"
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/run/guard.hpp"
@@ -35,6 +36,21 @@ void raise_open_file_limit() {
     setrlimit(RLIMIT_NOFILE, &lim);
   }
 }
+
+// The one error line on stderr (a presigned URL's query holds a signature,
+// maybe a session token: never shown), and with --json the same as an
+// object on stdout; returns the exit status.
+struct Failure {
+  int argc;
+  char** argv;
+  int report(const std::string& message, int status, const mb::Where& where = {}) const {
+    const std::string shown = mb::scrub_urls(message);
+    spdlog::error("{}", shown);
+    if (mb::cli::failure_json_wanted(argc, argv))
+      mb::cli::print_failure(shown, status, {mb::scrub_urls(where.file), where.object});
+    return status;
+  }
+};
 
 }  // namespace
 
@@ -84,10 +100,8 @@ int run(int argc, char** argv) {
   // CLI11 would only say that a subcommand is required; name the typo instead.
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
-  if (!known) {
-    spdlog::error("{}", mb::cli::unknown_command_message(app, argv[1]));
-    return 2;
-  }
+  const Failure failure{argc, argv};
+  if (!known) return failure.report(mb::cli::unknown_command_message(app, argv[1]), 2);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -98,22 +112,14 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // A misspelt option also shows as a missing required one or a stray value: name the typo instead.
-    if (const auto typo = mb::cli::misspelt_option(app, argc, argv)) {
-      spdlog::error("{}", *typo);
-    } else {
-      spdlog::error("{} (see --help)", mb::scrub_urls(e.what()));
-    }
-    return 2;
+    const auto typo = mb::cli::misspelt_option(app, argc, argv);
+    return failure.report(typo ? *typo : std::string(e.what()) + " (see --help)", 2);
   } catch (const mb::Error& e) {
-    // A presigned URL's query holds a signature, maybe a session token: never shown.
-    spdlog::error("{}", mb::scrub_urls(e.what()));
-    return e.exit_code();
+    return failure.report(e.what(), e.exit_code(), e.where());
   } catch (const std::bad_alloc&) {
-    spdlog::error("{}", mb::scrub_urls(mb::io::run::out_of_memory_message()));
-    return 1;
+    return failure.report(mb::io::run::out_of_memory_message(), 1);
   } catch (const std::exception& e) {
-    spdlog::error("internal error: {}", mb::scrub_urls(e.what()));
-    return 1;
+    return failure.report(std::string("internal error: ") + e.what(), 1);
   }
   return 0;
 }

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 
+#include "core/launcher.hpp"
 #include "specs/emit.hpp"
 
 namespace mb::cli {
@@ -71,6 +74,20 @@ nlohmann::ordered_json summary_json(const Summary& s, const nlohmann::ordered_js
 void print_summary(const nlohmann::ordered_json& summary) {
   std::printf("%s\n", summary.dump(2).c_str());
   std::fflush(stdout);
+}
+
+bool failure_json_wanted(int argc, char** argv) {
+  bool asked = false;
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) asked = asked || std::string_view(argv[i]) == "--json";
+  const auto launch = detect_launch(std::getenv);
+  return asked && (!launch || launch->rank == 0);
+}
+
+void print_failure(const std::string& message, int exit_status, const Where& where) {
+  nlohmann::ordered_json error{{"message", specs::printable_text(message)}, {"exit_status", exit_status}};
+  if (!where.file.empty()) error["path"] = specs::printable_text(where.file);
+  if (!where.object.empty()) error["object"] = specs::printable_text(where.object);
+  print_summary({{"format", "microbatch-error"}, {"version", 1}, {"error", error}});
 }
 
 }  // namespace mb::cli

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
+
 namespace mb::cli {
 
 // Collects every warning logged while it lives, whatever the log level
@@ -45,5 +47,16 @@ nlohmann::ordered_json summary_json(const Summary& summary, const nlohmann::orde
 
 // Prints it on standard output, the only thing there.
 void print_summary(const nlohmann::ordered_json& summary);
+
+// Whether a failure prints --json's error object: --json is on the command
+// line (read from argv, since a command line that does not parse has no
+// options), and this process is the only one or rank 0 of a team (one
+// object on a job's standard output).
+bool failure_json_wanted(int argc, char** argv);
+
+// The failure as one object on standard output
+// (docs/schema/error.schema.json): {"format", "version", "error":
+// {"message", "exit_status", "path", "object"}}, the last two where known.
+void print_failure(const std::string& message, int exit_status, const Where& where);
 
 }  // namespace mb::cli

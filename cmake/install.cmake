@@ -29,7 +29,7 @@ install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs/performance.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
-              docs/schema/merge-summary.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
+              docs/schema/merge-summary.schema.json docs/schema/error.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME microbatch)

@@ -27,15 +27,25 @@ inline ErrorKind kind_of_errno(int error) {
   }
 }
 
+// Where a failure happened, when the code that throws knows: a file (or a
+// URL, as shown) and an HDF5 object path in it. For --json's failure object;
+// the message names them too.
+struct Where {
+  std::string file;
+  std::string object;
+};
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string message, ErrorKind kind = ErrorKind::Data)
-      : std::runtime_error(std::move(message)), kind_(kind) {}
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::Data, Where where = {})
+      : std::runtime_error(std::move(message)), kind_(kind), where_(std::move(where)) {}
   ErrorKind kind() const noexcept { return kind_; }
   int exit_code() const noexcept { return static_cast<int>(kind_); }
+  const Where& where() const noexcept { return where_; }
 
  private:
   ErrorKind kind_;
+  Where where_;
 };
 
 inline Error usage_error(std::string message) { return Error(std::move(message), ErrorKind::Usage); }

@@ -98,8 +98,9 @@ void fail(const Location& where, const std::string& action) {
   spdlog::debug("HDF5 error stack for {} ({}):{}", where.describe(), action, stack.all);
   const std::string cause = root_cause(stack.innermost);
   const ErrorKind kind = kind_of_errno(errno_in(stack.innermost));
-  if (cause.empty()) throw Error(fmt::format("{}: {}", where.describe(), action), kind);
-  throw Error(fmt::format("{}: {} ({})", where.describe(), action, cause), kind);
+  const Where at{where.file, where.path};
+  if (cause.empty()) throw Error(fmt::format("{}: {}", where.describe(), action), kind, at);
+  throw Error(fmt::format("{}: {} ({})", where.describe(), action, cause), kind, at);
 }
 
 void forget_error() {

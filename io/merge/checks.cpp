@@ -46,7 +46,8 @@ const char* kind_name(H5I_type_t type) {
 
 void Context::differ(const std::string& what, const std::string& detail) const {
   throw Error(fmt::format("{} differs between {} and {}: {}", what, job.inputs[0].label, job.inputs[input].label,
-                          detail));
+                          detail),
+              ErrorKind::Data, {job.inputs[input].source.shown(), what});
 }
 
 std::string reducer_hint(const Context& ctx, const std::string& what, const std::string& key) {
@@ -190,7 +191,8 @@ void compare_with(const Context& ctx, const DatasetPair& in, hid_t other, std::s
                               difference_text(t, shape,
                                               {a.data(), b.data(), a.elements(), flat_index(shape, start), *at}) +
                                   (copies == Copies::Twins ? std::string(" (every CP rank holds the same rows)")
-                                                           : reducer_hint(ctx, path, in.node.name))));
+                                                           : reducer_hint(ctx, path, in.node.name))),
+                  ErrorKind::Data, {ctx.job.inputs[ctx.input].source.shown(), path});
   });
 }
 

@@ -39,7 +39,8 @@ bool kernel_copy_unsupported(int error) {
 }
 
 [[noreturn]] void fail_io(const h5::Location& where, const char* action, int error) {
-  throw Error(fmt::format("{}: {} ({})", where.describe(), action, std::strerror(error)), kind_of_errno(error));
+  throw Error(fmt::format("{}: {} ({})", where.describe(), action, std::strerror(error)), kind_of_errno(error),
+              {where.file, where.path});
 }
 
 [[noreturn]] void fail_short(const h5::Location& where) {

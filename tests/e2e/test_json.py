@@ -55,11 +55,49 @@ def test_without_json_stdout_is_empty(batch, tmp_path):
     assert run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", check=0).out == ""
 
 
-def test_a_failed_run_prints_no_summary(batch, tmp_path):
-    res = run("split", batch, "-n", "50", "-o", tmp_path / "mb", "--json")
+def failure(res, code):
+    """The one error object on stdout of a failed --json run: its exit status, and the stderr line's message."""
+    obj = summary(res, "error")
+    assert res.code == code and obj["error"]["exit_status"] == code, res
+    lines = [line for line in res.err.splitlines() if line.startswith("microbatch: error: ")]
+    assert lines == ["microbatch: error: " + obj["error"]["message"]], res
+    return obj["error"]
+
+
+def test_a_failed_run_prints_one_error_object_and_no_summary(batch, tmp_path):
+    e = failure(run("split", batch, "-n", "50", "-o", tmp_path / "mb", "--json"), 1)  # the data: fix the input
+    assert "cannot cut into 50 microbatches" in e["message"]
+    e = failure(run("merge", tmp_path / "nothing", "-o", tmp_path / "m.h5", "--json"), 1)
+    assert "nothing" in e["message"]
+    e = failure(run("split", batch, "-n", "2", "--jsn", "-o", tmp_path / "mb", "--json"), 2)  # the command line
+    assert "--jsn" in e["message"]
+    e = failure(run("inspect", batch, "--spec-json", "{", "--json"), 1)
+    assert "--spec-json" in e["message"]
+    assert not (tmp_path / "mb").exists() and not (tmp_path / "m.h5").exists()
+
+
+def test_the_error_object_names_the_file_and_object_where_known(batch, tmp_path):
+    broken = tmp_path / "broken.h5"
+    broken.write_bytes(b"not an HDF5 file at all" * 100)
+    e = failure(run("split", broken, "-n", "2", "-o", tmp_path / "mb", "--json"), 1)
+    assert e["path"] == str(broken)
+    locked = tmp_path / "out"
+    locked.mkdir()
+    (locked / "manifest.json").write_text("{}")
+    e = failure(run("split", batch, "-n", "2", "-o", locked, "--json"), 1)  # an earlier output: no HDF5 object
+    assert "object" not in e
+    inputs = [tmp_path / "a.h5", tmp_path / "b.h5"]
+    for k, path in enumerate(inputs):
+        with h5py.File(path, "w") as f:
+            f["x"] = np.arange(4)
+            f["t"] = np.int64(k)
+    e = failure(run("merge", *inputs, "-o", tmp_path / "m.h5", "--json"), 1)  # a replicated value differs
+    assert e["path"] == str(inputs[1]) and e["object"] == "/t", e
+
+
+def test_without_json_a_failure_prints_nothing_on_stdout(batch, tmp_path):
+    res = run("split", batch, "-n", "50", "-o", tmp_path / "mb")
     assert res.code == 1 and res.out == ""
-    res = run("merge", tmp_path / "nothing", "-o", tmp_path / "m.h5", "--json")
-    assert res.code != 0 and res.out == ""
 
 
 def test_per_rank_split_summary(tmp_path):

@@ -200,7 +200,7 @@ def test_inspect_detects_netcdf_and_preset_none_gives_the_default_spec(tmp_path)
     assert rules(none)["/w"] == {"mode": "split", "axis": 0}
     assert "preset:" not in run("inspect", src, "--preset", "none", check=0).out
     # a spec given is used as it is
-    spec = run("inspect", src, "-n", 2, "--json", "--spec-json", '{"*": "replicate"}', check=0)
+    spec = run("inspect", src, "-n", 2, "--json", "--spec-json", '{"*": "replicate"}', "--allow-copies", check=0)
     assert json.loads(spec.out)["preset"] is None and rules(spec)["/t2"] == {"mode": "replicate"}
     # a file of another kind: nothing detected, as before
     plain = tmp_path / "plain.h5"

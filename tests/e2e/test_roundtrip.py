@@ -178,8 +178,9 @@ def test_manifest_lists_everything_and_files_glob_in_order(tmp_path, batch):
         assert len(f["xxh3_128"]) == 32 and int(f["xxh3_128"], 16) >= 0
     assert len(m["split_id"]) == 32
     assert m["datasets"]["/y"] == {"axis": 0, "length": 10, "rows": [[[i, i + 1, 1]] for i in range(10)] + [[], []]}
-    assert m["options"] == {"chunks": 12, "micro_batch_size": None, "on_short": "empty", "dp_degree": 1,
-                            "align": False, "balance": "tokens", "layout": "per-microbatch", "cp_degree": 1}
+    assert m["options"] == {"chunks": 12, "micro_batch_size": None, "drop_last": False, "on_short": "empty",
+                            "dp_degree": 1, "align": False, "balance": "tokens", "layout": "per-microbatch",
+                            "cp_degree": 1}
 
 
 def test_sample_data_round_trip(tmp_path):
