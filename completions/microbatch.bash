@@ -3,9 +3,10 @@
 # with or without the bash-completion package. The option lists follow
 # `microbatch COMMAND --help` (tests/e2e/test_docs.py checks them).
 
-_microbatch_files() {  # files matching the glob $1, and directories
-  local IFS=$'\n'
-  COMPREPLY=($(compgen -d -S / -- "$cur") $(compgen -f -X "!$1" -- "$cur"))
+_microbatch_files() {  # files matching any of the globs given, and directories
+  local IFS=$'\n' glob
+  COMPREPLY=($(compgen -d -S / -- "$cur"))
+  for glob in "$@"; do COMPREPLY+=($(compgen -f -X "!$glob" -- "$cur")); done
   compopt -o nospace -o filenames 2>/dev/null
 }
 
@@ -26,7 +27,7 @@ _microbatch() {
       if [[ $cmd == split ]]; then
         COMPREPLY=($(compgen -d -S / -- "$cur")); compopt -o nospace 2>/dev/null
       else
-        _microbatch_files '*.h5'
+        _microbatch_files '*.h5' '*.hdf5' '*.nc' '*.h5ad'
       fi
       return ;;
     --spec-json) return ;;
@@ -53,7 +54,7 @@ _microbatch() {
     COMPREPLY=($(compgen -d -S / -- "$cur")); compopt -o nospace 2>/dev/null
     return
   fi
-  _microbatch_files '*.h5'
+  _microbatch_files '*.h5' '*.hdf5' '*.nc' '*.h5ad'
 }
 
 complete -F _microbatch microbatch

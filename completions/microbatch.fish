@@ -45,4 +45,4 @@ complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Mach
 complete -c microbatch -n "__fish_seen_subcommand_from split merge" -l json -d 'Summary object on stdout'
 
 # Batch and microbatch files
-complete -c microbatch -n "__fish_seen_subcommand_from $commands" -k -a "(__fish_complete_suffix .h5)"
+complete -c microbatch -n "__fish_seen_subcommand_from $commands" -k -a "(__fish_complete_suffix .h5) (__fish_complete_suffix .hdf5) (__fish_complete_suffix .nc) (__fish_complete_suffix .h5ad)"

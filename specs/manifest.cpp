@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,8 +80,10 @@ void check_files(const Manifest& m, const std::string& path) {
       throw Error(fmt::format("{}: manifest file name \"{}\" is not a plain file name", path, f.name));
   // A file's place in the list is its place in the split (its rows): the
   // name says which place that is, so entries moved or renamed are refused.
+  // The pieces keep their input's extension: the first file tells which.
+  const std::string extension = m.files.empty() ? ".h5" : piece_extension(m.files.front().name);
   for (std::uint64_t i = 0; i < m.files.size(); ++i) {
-    const std::string expected = output_file_name(m.grid(), m.options.layout, i);
+    const std::string expected = output_file_name(m.grid(), m.options.layout, i, extension);
     if (m.files[i].name != expected)
       throw Error(fmt::format("{}: entry {} of \"files\" is \"{}\", but file {} of this split is \"{}\" (were "
                               "entries reordered or renamed?)",
@@ -355,15 +359,52 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
   return m;
 }
 
-std::string output_file_name(const FileGrid& grid, FileLayout layout, std::uint64_t file) {
-  std::string name = "microbatch-" + padded(grid.microbatch_of(file), grid.microbatches) + ".h5";
+namespace {
+
+bool valid_extension(std::string_view ext) {  // without its dot
+  return !ext.empty() && ext.size() <= 8 &&
+         std::all_of(ext.begin(), ext.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+// Digits then `end` at the front of `rest`, consumed; false when they are not there.
+bool take_number(std::string_view& rest, char end) {
+  std::size_t n = 0;
+  while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
+  if (n == 0 || n >= rest.size() || rest[n] != end) return false;
+  rest.remove_prefix(n + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string piece_extension(const std::string& input_file_name) {
+  const auto dot = input_file_name.rfind('.');
+  if (dot == std::string::npos || dot == 0) return ".h5";
+  const std::string ext = input_file_name.substr(dot + 1);
+  return valid_extension(ext) ? "." + ext : ".h5";
+}
+
+bool is_output_file_name(std::string_view name) {
+  for (const std::string_view prefix : {"rank-", "cp-"}) {
+    if (!name.starts_with(prefix)) continue;
+    name.remove_prefix(prefix.size());
+    if (!take_number(name, '-')) return false;
+  }
+  if (!name.starts_with("microbatch-")) return false;
+  name.remove_prefix(std::string_view("microbatch-").size());
+  return take_number(name, '.') && valid_extension(name);
+}
+
+std::string output_file_name(const FileGrid& grid, FileLayout layout, std::uint64_t file,
+                             const std::string& extension) {
+  std::string name = "microbatch-" + padded(grid.microbatch_of(file), grid.microbatches) + extension;
   if (grid.cp > 1) name = "cp-" + padded(grid.cp_rank_of(file), grid.cp) + "-" + name;
   if (layout == FileLayout::PerRank) name = "rank-" + padded(grid.rank_of(file), grid.ranks) + "-" + name;
   return name;
 }
 
-std::string output_file_name(const SplitPlan& plan, std::uint64_t file) {
-  return output_file_name(plan.grid(), plan.layout, file);
+std::string output_file_name(const SplitPlan& plan, std::uint64_t file, const std::string& extension) {
+  return output_file_name(plan.grid(), plan.layout, file, extension);
 }
 
 }  // namespace mb::specs

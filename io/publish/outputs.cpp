@@ -32,9 +32,9 @@ Error system_error(const std::string& what) { return Error(what + ": " + errno_t
 }  // namespace
 
 bool is_split_output(const std::string& name) {
-  const bool h5 = name.ends_with(".h5");
-  const bool microbatch = (name.rfind("microbatch-", 0) == 0 || name.rfind("rank-", 0) == 0) && h5;
+  const bool microbatch = specs::is_output_file_name(name);
   const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".rank-", 0) == 0 ||
+                         name.rfind(".cp-", 0) == 0 ||
                          name.rfind(".manifest.json.tmp-", 0) == 0 || name.rfind(".part-", 0) == 0;
   // split --shard's part records (part-00001-of-00004.json)
   const bool part = name.rfind("part-", 0) == 0 && name.ends_with(".json");

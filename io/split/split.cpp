@@ -74,9 +74,9 @@ specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepare
 
 // The files of a plan by name only (size 0, no digest): a manifest's
 // placement and names before the files are written.
-std::vector<specs::FileRecord> placeholder_records(const SplitPlan& plan) {
+std::vector<specs::FileRecord> placeholder_records(const SplitPlan& plan, const std::string& extension) {
   std::vector<specs::FileRecord> out;
-  for (std::uint64_t i = 0; i < plan.files(); ++i) out.push_back({specs::output_file_name(plan, i), 0, ""});
+  for (std::uint64_t i = 0; i < plan.files(); ++i) out.push_back({specs::output_file_name(plan, i, extension), 0, ""});
   return out;
 }
 
@@ -175,7 +175,8 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   // This run's files: all, or its shard's share (the partition -j uses too).
   const FileRange mine = job.shard ? share_of(plan.files(), job.shard->count, job.shard->index) : FileRange{0, plan.files()};
-  const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan));
+  const std::string extension = specs::piece_extension(job.input.file_name());  // x.nc -> microbatch-00000.nc
+  const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
   // Held until the manifest (part record) is written: a second split (of this
@@ -188,7 +189,7 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   OutputFiles files;
   std::vector<std::string> temps, finals;  // this run's
   for (std::uint64_t i = 0; i < plan.files(); ++i) {
-    files.names.push_back(specs::output_file_name(plan, i));
+    files.names.push_back(specs::output_file_name(plan, i, extension));
     files.finals.push_back((fs::path(job.output_dir) / files.names.back()).string());
     files.temps.push_back(i >= mine.begin && i < mine.end ? outputs.add(files.finals.back()) : "");
     if (!files.temps.back().empty()) temps.push_back(files.temps.back()), finals.push_back(files.finals.back());

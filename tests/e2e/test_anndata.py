@@ -132,7 +132,7 @@ def assert_same_adata(piece, expected, obs=None):
 def split_pieces(tmp_path, src, count, *args):
     out = tmp_path / "mb"
     run("split", src, *args, "-n", count, "-o", out, check=0)
-    return out, [out / f"microbatch-{i:05d}.h5" for i in range(count)]
+    return out, [out / f"microbatch-{i:05d}.h5ad" for i in range(count)]
 
 
 @pytest.mark.parametrize("balance", ["tokens", "sequences"])
@@ -223,7 +223,7 @@ def test_split_refuses_a_shape_that_is_not_its_indptr(tmp_path):
         f["X"].attrs["shape"] = np.array([N_OBS + 1, N_VARS], dtype=np.int64)
     res = run("split", src, "-s", write_spec(tmp_path / "spec.json", SPEC), "-n", 2, "-o", tmp_path / "mb")
     assert_one_line_error(res, 1, "/X@shape", f"num_sequences {N_OBS + 1}", f"give num_sequences {N_OBS}")
-    assert not os.path.exists(tmp_path / "mb" / "microbatch-00000.h5")
+    assert not os.path.exists(tmp_path / "mb" / "microbatch-00000.h5ad")
 
 
 def test_index_needs_a_1d_integer_attribute(tmp_path):

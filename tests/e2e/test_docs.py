@@ -84,10 +84,11 @@ def test_bash_completes_subcommands_and_files(tmp_path):
     (tmp_path / "batch.h5").touch()
     (tmp_path / "spec.json").touch()
     (tmp_path / "notes.txt").touch()
+    (tmp_path / "cells.h5ad").touch()
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        assert bash_complete("split", "") == ["batch.h5"]
+        assert sorted(bash_complete("split", "")) == ["batch.h5", "cells.h5ad"]
         assert bash_complete("split", "batch.h5", "-s", "") == ["spec.json"]
     finally:
         os.chdir(cwd)

@@ -4,6 +4,7 @@ xarray (both engines) and compared with xarray's own slicing of the input,
 the merged file (plain and --virtual) compared with the input, and read by
 netCDF4-python (netCDF-C). Object references other than dimension scales are
 refused naming the path; inspect shows them."""
+import glob
 import json
 import os
 import re
@@ -117,7 +118,7 @@ def nc_input(request, tmp_path):
 def test_split_pieces_and_merges_are_identical_to_xarray_slicing(nc_input, tmp_path, n):
     out = tmp_path / "mb"
     run("split", nc_input, "-n", n, "-o", out, check=0)
-    pieces = sorted(str(out / f) for f in os.listdir(out) if f.endswith(".h5"))
+    pieces = sorted(str(out / f) for f in os.listdir(out) if f.endswith(".nc"))
     assert len(pieces) == n
     length = open_ds(nc_input, "netcdf4", "/").sizes["time"]
     rows = np.array_split(np.arange(length), n)
@@ -161,7 +162,7 @@ def test_the_same_scales_are_attached_to_the_same_dimensions(tmp_path):
     run("merge", tmp_path / "mb", "-o", tmp_path / "v.nc", "--virtual", check=0)
     expected = scales_of(src)
     assert expected["a"] == [["/x"], ["/time"]]
-    for f in [tmp_path / "mb" / "microbatch-00000.h5", tmp_path / "m.nc", tmp_path / "v.nc"]:
+    for f in [tmp_path / "mb" / "microbatch-00000.nc", tmp_path / "m.nc", tmp_path / "v.nc"]:
         assert scales_of(f) == expected, f
         with h5py.File(f, "r") as h:  # netCDF's own attributes kept
             assert h["a"].attrs["_Netcdf4Coordinates"].tolist() == [1, 0]
@@ -176,8 +177,8 @@ def test_a_phony_dimension_name_states_each_files_length(tmp_path):
     run("merge", tmp_path / "mb", "-o", tmp_path / "m.nc", check=0)
     name = lambda p: h5py.File(p, "r")["time"].attrs["NAME"]
     assert name(src).endswith(b"         7")
-    assert name(tmp_path / "mb" / "microbatch-00000.h5").endswith(b"         4")
-    assert name(tmp_path / "mb" / "microbatch-00001.h5").endswith(b"         3")
+    assert name(tmp_path / "mb" / "microbatch-00000.nc").endswith(b"         4")
+    assert name(tmp_path / "mb" / "microbatch-00001.nc").endswith(b"         3")
     assert name(tmp_path / "m.nc") == name(src)
 
 
@@ -225,7 +226,7 @@ def test_dim_spec_cuts_along_a_named_dimension_wherever_it_is(tmp_path):
     out = tmp_path / "mb"
     run("split", src, "-n", 2, "-o", out, "--spec-json", '{"*": {"dim": "x"}}', check=0)
     original = open_ds(src, "netcdf4", "/")
-    pieces = sorted(f for f in os.listdir(out) if f.endswith(".h5"))
+    pieces = sorted(f for f in os.listdir(out) if f.endswith(".nc"))
     for piece, r in zip(pieces, np.array_split(np.arange(3), 2)):
         assert open_ds(out / piece, "h5netcdf", "/").identical(original.isel(x=r))
     manifest = json.load(open(out / "manifest.json"))
@@ -250,9 +251,9 @@ def test_merge_of_files_without_a_manifest_detects_the_preset(tmp_path):
     run("split", src, "-n", 2, "-o", tmp_path / "mb", check=0)
     loose = tmp_path / "loose"
     loose.mkdir()
-    for f in ["microbatch-00000.h5", "microbatch-00001.h5"]:
+    for f in ["microbatch-00000.nc", "microbatch-00001.nc"]:
         shutil.copy(tmp_path / "mb" / f, loose / f)
-    run("merge", loose / "microbatch-00000.h5", loose / "microbatch-00001.h5", "-o", tmp_path / "m.nc", check=0)
+    run("merge", loose / "microbatch-00000.nc", loose / "microbatch-00001.nc", "-o", tmp_path / "m.nc", check=0)
     for engine in ENGINES:
         assert open_ds(tmp_path / "m.nc", engine, "/").identical(open_ds(src, engine, "/"))
 
@@ -301,3 +302,22 @@ def test_guide_netcdf_example_runs_as_shown(tmp_path):
                               text=True, timeout=300)
         assert proc.returncode == 0, (command, proc.stderr)
         assert proc.stdout == shown, command
+
+
+def test_pieces_keep_the_input_s_extension_so_a_glob_finds_them(tmp_path):
+    # *.nc globs (xarray's open_mfdataset, ncks, shell loops) find the pieces of x.nc; merge finds them by
+    # the manifest as ever, and a --force split replaces them.
+    src = tmp_path / "x.nc"
+    xarray_dataset().to_netcdf(src, engine="netcdf4")
+    out = tmp_path / "mb"
+    run("split", src, "-n", 3, "-o", out, check=0)
+    pieces = sorted(glob.glob(str(out / "*.nc")))
+    assert [os.path.basename(p) for p in pieces] == [f"microbatch-{i:05d}.nc" for i in range(3)]
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(p) for p in pieces] + ["manifest.json"])
+    original = open_ds(src, "netcdf4", "/")
+    together = xr.concat([open_ds(p, "netcdf4", "/") for p in pieces], dim="time", data_vars="minimal")
+    assert together["temp"].identical(original["temp"])
+    run("merge", out, "-o", tmp_path / "m.nc", check=0)
+    assert open_ds(tmp_path / "m.nc", "netcdf4", "/").identical(original)
+    run("split", src, "-n", 2, "-o", out, "--force", check=0)
+    assert sorted(os.listdir(out)) == ["manifest.json", "microbatch-00000.nc", "microbatch-00001.nc"]

@@ -141,16 +141,37 @@ TEST_CASE("manifest: the options schema round-trips every option") {
   CHECK(mb::specs::options_from_json(nlohmann::ordered_json::object()).dp.degree == 1);  // defaults
 }
 
+TEST_CASE("manifest: pieces keep their input's extension") {
+  CHECK(mb::specs::piece_extension("x.nc") == ".nc");
+  CHECK(mb::specs::piece_extension("cells.h5ad") == ".h5ad");
+  CHECK(mb::specs::piece_extension("a.b.hdf5") == ".hdf5");
+  CHECK(mb::specs::piece_extension("batch") == ".h5");
+  CHECK(mb::specs::piece_extension(".hidden") == ".h5");
+  CHECK(mb::specs::piece_extension("x.") == ".h5");
+  CHECK(mb::specs::piece_extension("x.way-too-long") == ".h5");
+  CHECK(mb::specs::piece_extension("x.n c") == ".h5");
+  mb::SplitPlan plan;
+  plan.count = 2;
+  plan.cp = 2;
+  CHECK(mb::specs::output_file_name(plan, 1, ".nc") == "cp-00000-microbatch-00001.nc");
+  for (const char* name : {"microbatch-00000.h5", "microbatch-00001.nc", "rank-00001-microbatch-00003.h5ad",
+                           "cp-00001-microbatch-00000.nc", "rank-00000-cp-00001-microbatch-00002.h5"})
+    CHECK(mb::specs::is_output_file_name(name));
+  for (const char* name : {"microbatch-.h5", "microbatch-00000", "microbatch-00000.", "rank-microbatch-00000.h5",
+                           "notes.txt", "microbatch-00000.h5.bak-x", "cp-1microbatch-00000.h5", "manifest.json"})
+    CHECK_FALSE(mb::specs::is_output_file_name(name));
+}
+
 TEST_CASE("manifest: per-rank placement and file names") {
   mb::SplitPlan plan;
   plan.count = 3;
   plan.layout = FileLayout::PerRank;
   plan.ranks = 2;
-  CHECK(mb::specs::output_file_name(plan, 4) == "rank-00001-microbatch-00001.h5");
+  CHECK(mb::specs::output_file_name(plan, 4, ".h5") == "rank-00001-microbatch-00001.h5");
   plan.layout = FileLayout::PerMicrobatch;
   plan.ranks = 1;
   plan.count = 123456;
-  CHECK(mb::specs::output_file_name(plan, 7) == "microbatch-000007.h5");  // wide enough for the last index
+  CHECK(mb::specs::output_file_name(plan, 7, ".h5") == "microbatch-000007.h5");  // wide enough for the last index
   Manifest m = sample();
   m.options.layout = FileLayout::PerRank;
   m.files = {{"a.h5", 1, "a"}, {"b.h5", 1, "b"}, {"c.h5", 1, "c"}, {"d.h5", 1, "d"}};
