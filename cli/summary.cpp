@@ -78,7 +78,8 @@ void print_summary(const nlohmann::ordered_json& summary) {
 
 bool failure_json_wanted(int argc, char** argv) {
   bool asked = false;
-  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) asked = asked || std::string_view(argv[i]) == "--json";
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i)
+    asked = asked || std::string_view(argv[i]) == "--json";
   const auto launch = detect_launch(std::getenv);
   return asked && (!launch || launch->rank == 0);
 }

@@ -91,6 +91,21 @@ class Resolver {
     return rule;
   }
 
+  // A {"dim": NAME} that no dataset has is a typo or the wrong file, not a
+  // spec that means "copy everything".
+  void check_dimensions_found() const {
+    for (const auto& [spec, found] : dimensions_.found) {
+      if (found) continue;
+      std::vector<std::string> names;
+      for (const auto& n : dimensions_.names)
+        if (!n.empty()) names.push_back(n);
+      std::string known = names.empty() ? "none has a named dimension" : "theirs are ";
+      for (std::size_t i = 0; i < names.size(); ++i) known += (i ? ", " : "") + fmt::format("\"{}\"", names[i]);
+      fail(*spec, fmt::format("no dataset it applies to has dimension \"{}\" ({}){}", spec->leaf.dim, known,
+                              did_you_mean(spec->leaf.dim, names, "")));
+    }
+  }
+
   LeafRule checked_rule(const NodeInfo& ds, const SpecNode& spec) {
     LeafRule rule = spec.leaf.dim.empty() ? spec.leaf : dimension_rule(ds, spec);
     if (rule.weighted()) walked_.weights.push_back({ds.path, rule.weight, rule.weight_attribute, spec.pos});
@@ -252,21 +267,6 @@ class Resolver {
   }
 
   const std::string& spec_name_;
-  // A {"dim": NAME} that no dataset has is a typo or the wrong file, not a
-  // spec that means "copy everything".
-  void check_dimensions_found() const {
-    for (const auto& [spec, found] : dimensions_.found) {
-      if (found) continue;
-      std::vector<std::string> names;
-      for (const auto& n : dimensions_.names)
-        if (!n.empty()) names.push_back(n);
-      std::string known = names.empty() ? "none has a named dimension" : "theirs are ";
-      for (std::size_t i = 0; i < names.size(); ++i) known += (i ? ", " : "") + fmt::format("\"{}\"", names[i]);
-      fail(*spec, fmt::format("no dataset it applies to has dimension \"{}\" ({}){}", spec->leaf.dim, known,
-                              did_you_mean(spec->leaf.dim, names, "")));
-    }
-  }
-
   Resolution out_;
   Walked walked_;
   struct {

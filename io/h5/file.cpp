@@ -23,7 +23,7 @@ Id open_by_driver(const std::string& name, Id fapl, Cache cache, const Location&
   if (file.valid()) return file;
   if (!driver_failed() && stack_says_not_hdf5()) {  // the bytes came, and hold no HDF5 file
     forget_error();
-    throw Error(where.file + ": not an HDF5 file", ErrorKind::Data, {where.file});
+    throw Error(where.file + ": not an HDF5 file", ErrorKind::Data, {where.file, ""});
   }
   fail(where, "cannot open the file read-only");
 }
@@ -32,11 +32,12 @@ Id open_local(const std::string& path, Cache cache) {
   const Location where{path, ""};
   // Checked first: opening a FIFO would block, a directory gives an obscure error.
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file", ErrorKind::Data, {path});
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": not a regular file", ErrorKind::Data, {path});
+  if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file", ErrorKind::Data, {path, ""});
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(path + ": not a regular file", ErrorKind::Data, {path, ""});
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     forget_error();
-    throw Error(path + ": not an HDF5 file, or not readable", ErrorKind::Data, {path});
+    throw Error(path + ": not an HDF5 file, or not readable", ErrorKind::Data, {path, ""});
   }
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), where, "cannot create file access properties");
   evict_on_close(fapl.get(), cache, where);

@@ -397,11 +397,11 @@ void Object::State::fetch(std::uint64_t offset, std::uint64_t n, char* out, bool
     if (!failure) return;
     if (!failure->transient || attempt_no >= settings.attempts) {
       const std::string tries = attempt_no > 1 ? fmt::format(" (after {} attempts)", attempt_no) : "";
-      if (failure->missing) throw Missing(fmt::format("{}: {}{}", shown, failure->what, tries), ErrorKind::Data, {shown});
+      const std::string message = fmt::format("{}: {}{}", shown, failure->what, tries);
+      if (failure->missing) throw Missing(message, ErrorKind::Data, {shown, ""});
       // The network failing, or the object replaced meanwhile: a retry may succeed; a 403 or 404 will not.
       const bool retry = failure->transient || failure->changed;
-      throw Error(fmt::format("{}: {}{}", shown, failure->what, tries), retry ? ErrorKind::Environment : ErrorKind::Data,
-                  {shown});
+      throw Error(message, retry ? ErrorKind::Environment : ErrorKind::Data, {shown, ""});
     }
     spdlog::debug("{}: {}; trying again", shown, failure->what);
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << (2 * (attempt_no - 1))));

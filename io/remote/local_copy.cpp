@@ -33,7 +33,10 @@ int open_unnamed(const std::string& dir) {
 
 }  // namespace
 
-LocalCopy::LocalCopy(std::string shown) : shown_(std::move(shown)), directory_(temporary_directory()) {
+LocalCopy::LocalCopy(std::string shown)
+    : shown_(std::move(shown)),
+      directory_(temporary_directory()),
+      where_{fmt::format("{} (its temporary copy in {}; TMPDIR)", shown_, directory_), ""} {
   fd_ = open_unnamed(directory_);
   if (fd_ < 0)
     throw Error(fmt::format("{}: cannot make a temporary file in {} ({}; set TMPDIR)", shown_, directory_,
@@ -44,8 +47,7 @@ LocalCopy::LocalCopy(std::string shown) : shown_(std::move(shown)), directory_(t
 LocalCopy::~LocalCopy() { ::close(fd_); }
 
 void LocalCopy::append(const char* bytes, std::size_t n) {
-  const h5::Location where{fmt::format("{} (its temporary copy in {}; TMPDIR)", shown_, directory_), ""};
-  transfer::write_bytes(fd_, bytes, n, size_, where);
+  transfer::write_bytes(fd_, bytes, n, size_, where_);
   size_ += n;
 }
 

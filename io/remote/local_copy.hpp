@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "io/h5/handle.hpp"
+
 namespace mb::io::remote {
 
 class LocalCopy {
@@ -25,12 +27,12 @@ class LocalCopy {
   void append(const char* bytes, std::size_t n);
   // Reads exactly [offset, offset + n), which must lie within size().
   void read(std::uint64_t offset, std::uint64_t n, char* out) const;
-  std::uint64_t size() const { return size_; }
   // The directory it is kept in, for messages.
   const std::string& directory() const { return directory_; }
 
  private:
   std::string shown_, directory_;
+  h5::Location where_;  // what write errors name: the URL and its copy
   int fd_ = -1;
   std::uint64_t size_ = 0;
 };

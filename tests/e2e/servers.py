@@ -13,7 +13,8 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   /500/, /500once/, /drop/, /truncate/, /stall/, /trickle/) or by `fault()`
   (that and /silent/: connections accepted and never answered), and counts
   requests and bytes. trickle sends the headers, then 2 bytes a second. drop sends half the body and resets the connection;
-  truncate sends all but the last byte and closes it cleanly. Files carry an
+  truncate sends all but the last byte and closes it cleanly; whole
+  answers with the whole file (HTTP 200), whatever the Range. Files carry an
   ETag ("v1"); changed answers as the file replaced (ETag "v2", FILE.v2
   when there is one, else every byte inverted; 412 to an If-Match of "v1").
   `validators()` changes what it sends and honours, as servers differ: a
@@ -328,7 +329,8 @@ def s3(root=None):
 # --- the faulty server -------------------------------------------------------
 
 DEFAULT_STYLE = {"etag": "strong", "last_modified": False, "if_match": True, "ranges": True}
-FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed", "trickle")
+FAULTS = ("403", "404", "429", "500", "500once", "drop", "truncate", "stall", "silent", "changed", "trickle",
+          "whole")
 
 
 class Fault:
@@ -428,7 +430,7 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
         if mode == "changed" and os.path.isfile(file + ".v2"):
             file = file + ".v2"
         size = os.path.getsize(file)
-        rng = parse_range(self.headers.get("Range"), size) if style["ranges"] else None
+        rng = parse_range(self.headers.get("Range"), size) if style["ranges"] and mode != "whole" else None
         if rng == "bad":
             self.send_response(416)
             self.send_header("Content-Range", f"bytes */{size}")

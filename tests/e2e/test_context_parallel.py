@@ -352,3 +352,13 @@ def test_many_documents_move_in_windows(tmp_path, storage, buffer):
             assert np.array_equal(g["tok"][()], tok[rows])
     run("merge", out, "-o", tmp_path / "m.h5", *extra, check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_a_cp_split_is_replaced_by_force(padded, tmp_path):
+    # --force recognises the cp-NNNNN- files (and their temporaries) as an earlier split's own.
+    src, spec = padded
+    out = tmp_path / "mb"
+    run("split", src, "-s", spec, "-n", 2, "--cp-degree", 2, "-o", out, check=0)
+    (out / ".cp-00000-microbatch-00000.h5.tmp-999999").write_bytes(b"left by a killed run")
+    run("split", src, "-s", spec, "-n", 1, "--cp-degree", 2, "-o", out, "--force", check=0)
+    assert listing(out) == ["cp-00000-microbatch-00000.h5", "cp-00001-microbatch-00000.h5", "manifest.json"]

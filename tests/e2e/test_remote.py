@@ -894,3 +894,26 @@ def test_a_full_temporary_directory_is_exit_3_and_publishes_nothing(simple, big,
     assert WHOLE_FILE_LINE in res.err
     nothing_published(out)
     assert listing(small_disk) == []
+
+
+def test_a_server_that_stops_answering_ranges_is_refused(bad, big, tmp_path, key):
+    # The first request got a range (206); a later one the whole file (200): not a server that ignores
+    # Range from the start, but one whose answers cannot be trusted to be the bytes asked for.
+    src, spec, _ = big
+    url = bad.put(src, f"{key}/big.h5")
+    bad.fault("whole", prefix=f"/{key}/", after=1)
+    out = tmp_path / "out"
+    res = remote("split", url, "-s", spec, "-n", 8, "-o", out)
+    refused(res, url, "stopped answering range requests")
+    nothing_published(out)
+
+
+def test_an_unusable_temporary_directory_is_one_line_naming_it(simple, big, tmp_path, key):
+    src, spec, _ = big
+    url = simple.put(src, f"{key}/big.h5")
+    missing = tmp_path / "no-such-dir"
+    out = tmp_path / "out"
+    res = remote("split", url, "-s", spec, "-n", 8, "-o", out, environ=env(TMPDIR=missing))
+    said = error_line(res, url, code=1)  # a directory that is not there: fix TMPDIR, not a retry
+    assert f"cannot make a temporary file in {missing}" in said and "set TMPDIR" in said, res
+    nothing_published(out)
