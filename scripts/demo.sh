@@ -4,8 +4,8 @@
 # per-microbatch model outputs with reducers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh >/dev/null
+scripts/install-deps.sh demo
+scripts/build.sh -DBUILD_TESTING=OFF -DMB_MPI=AUTO >/dev/null
 mb=build/microbatch
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Installs what microbatch needs to build, test and demo, from Debian 12
-# packages only. Skips apt entirely when everything is already there.
+# Installs what microbatch needs, from Debian 12 packages only, by purpose:
+#   scripts/install-deps.sh demo      build microbatch and run scripts/demo.sh
+#   scripts/install-deps.sh package   build both binaries and their Debian packages
+#   scripts/install-deps.sh test      all of the above and what the tests add (the default)
+# Skips apt entirely when everything asked for is already there.
 set -euo pipefail
 
-packages=(
-  cmake g++ make                                    # build
-  libhdf5-dev libcli11-dev nlohmann-json3-dev       # libraries
-  libspdlog-dev libfmt-dev doctest-dev libxxhash-dev pkg-config
+# Building microbatch: the compiler, CMake and the libraries it links.
+build=(
+  cmake g++ make pkg-config
+  libhdf5-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libxxhash-dev
   libcurl4-openssl-dev                              # inputs named by URL (HTTP(S), S3)
-  hdf5-tools hdf5-filter-plugin                     # h5diff/h5dump, plugin filters (lz4, bzip2)
-  python3-h5py python3-numpy python3-pytest         # sample data and end-to-end tests
+)
+mpi=(libopenmpi-dev openmpi-bin)                    # microbatch-mpi: mpi.h to build, mpirun to run
+demo=(hdf5-tools)                                   # h5diff and h5dump, which scripts/demo.sh shows
+package=(dpkg-dev file)                             # CPack's Debian packages: dpkg-shlibdeps for Depends
+# What only the tests use, on top of all the above.
+test=(
+  doctest-dev                                       # the unit tests
+  hdf5-filter-plugin                                # plugin filters (lz4, bzip2) in test inputs
+  python3-h5py python3-numpy python3-pytest         # end-to-end tests
   python3-jsonschema                                # the --json outputs checked against docs/schema
   python3-xarray python3-netcdf4 python3-h5netcdf   # netCDF-4 inputs written and outputs read back (test_netcdf)
   python3-anndata python3-scipy python3-pandas python3-tables  # AnnData and pandas files (test_anndata, test_pandas)
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
-  dpkg-dev file man-db                              # the Debian package (cpack, dpkg-shlibdeps) and its test
-  slurm-wlm munge openmpi-bin libopenmpi-dev        # the Slurm tests' one-node cluster, srun --mpi=pmix, mpicc
+  man-db                                            # the installed package's man page, read back
+  slurm-wlm munge                                   # the Slurm tests' one-node cluster
   nginx-light openssl curl nodejs                   # remote inputs' servers (tests/e2e/servers.py): nginx, s3rver
 )
+
+purpose=${1:-test}
+case "$purpose" in
+  demo) packages=("${build[@]}" "${demo[@]}") ;;
+  package) packages=("${build[@]}" "${mpi[@]}" "${package[@]}") ;;
+  test) packages=("${build[@]}" "${mpi[@]}" "${demo[@]}" "${package[@]}" "${test[@]}") ;;
+  *) echo "usage: scripts/install-deps.sh [demo|package|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -38,14 +56,11 @@ s3_modules() {
   npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null  # (it says node >= 24; it works on 20)
 }
 
-if [ ${#missing[@]} -eq 0 ]; then
-  s3_modules
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "installing: ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-s3_modules
+if [ "$purpose" = test ]; then s3_modules; fi

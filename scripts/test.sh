@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: install dependencies, then
-#   1. build (gcc, RelWithDebInfo; microbatch and microbatch-mpi) and run every
+#   1. build (gcc, RelWithDebInfo; microbatch and microbatch-mpi: -DMB_MPI=ON,
+#      so that a build without MPI fails here instead of skipping) and run every
 #      test through ctest: doctest unit tests and the end-to-end suite, the
 #      MPI (mpirun) and Slurm (a one-node cluster) tests included;
 #   2. build again without MPI (-DMB_MPI=OFF: the build a machine without MPI
@@ -8,15 +9,13 @@
 #      (and the libFuzzer targets) and run the whole suite on that binary;
 #   3. fuzz each target for FUZZ_SECONDS (default 30) from its seeds and the grown
 #      corpus kept outside git (scripts/fuzz.sh);
-#   4. build the Debian package, install it, run it from PATH, remove it
-#      (scripts/test-package.sh; needs root or sudo).
+#   4. build the two Debian packages, install both, run them from PATH, remove
+#      them (scripts/test-package.sh; needs root or sudo).
 # `scripts/test.sh --quick` stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
-# The MPI tests need microbatch-mpi: a build that silently lacks it would skip them.
-[ -x build/microbatch-mpi ] || { echo "build/microbatch-mpi was not built: CMake found no MPI (libopenmpi-dev)"; exit 1; }
+scripts/install-deps.sh test
+scripts/build.sh -DBUILD_TESTING=ON -DMB_MPI=ON
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 [ "${1:-}" = "--quick" ] && exit 0
 
