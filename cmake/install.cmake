@@ -1,47 +1,89 @@
-# Install rules and the Debian package, where Debian puts things:
+# Install rules and the two Debian packages, where Debian puts things.
+# Package microbatch (CMake component "cli"):
 #   /usr/bin/microbatch
 #   /usr/share/man/man1/microbatch.1.gz
 #   /usr/share/bash-completion/completions/microbatch
 #   /usr/share/zsh/vendor-completions/_microbatch
 #   /usr/share/fish/vendor_completions.d/microbatch.fish
-#   /usr/share/doc/microbatch/README.md, CHANGELOG.md, docs/*.md (the manual)
+#   /usr/share/doc/microbatch/copyright, LICENSE, README.md, CHANGELOG.md, docs/*.md (the manual)
 #   /usr/share/doc/microbatch/schema/*.schema.json (the --json outputs' JSON Schemas)
-# `scripts/package.sh` builds build/microbatch_VERSION_ARCH.deb (CPack; its
-# Depends line comes from dpkg-shlibdeps, not from a hand-written list).
+# Package microbatch-mpi (component "mpi", where MPI was found):
+#   /usr/bin/microbatch-mpi
+#   /usr/share/man/man1/microbatch-mpi.1.gz
+#   /usr/share/doc/microbatch-mpi/copyright, LICENSE
+# `scripts/package.sh` builds build/microbatch_VERSION_ARCH.deb and
+# build/microbatch-mpi_VERSION_ARCH.deb (CPack; their Depends come from
+# dpkg-shlibdeps, not from a hand-written list), so that a machine without
+# MPI installs microbatch without OpenMPI.
 include(GNUInstallDirs)
 
-# Debian ships man pages gzipped, without a time stamp (-n) so that the
-# package is the same on every build.
-set(MB_MANPAGE ${CMAKE_CURRENT_BINARY_DIR}/microbatch.1.gz)
-add_custom_command(OUTPUT ${MB_MANPAGE}
-  COMMAND gzip -9n -c ${CMAKE_CURRENT_SOURCE_DIR}/docs/microbatch.1 > ${MB_MANPAGE}
-  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/microbatch.1
-  COMMENT "gzip the man page")
-add_custom_target(manpage ALL DEPENDS ${MB_MANPAGE})
+# Man pages carry the version of project(); Debian ships them gzipped,
+# without a time stamp (-n) so that the package is the same on every build.
+function(mb_manpage name)
+  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/docs/${name}.1 ${CMAKE_CURRENT_BINARY_DIR}/${name}.1 @ONLY)
+  set(gz ${CMAKE_CURRENT_BINARY_DIR}/${name}.1.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND gzip -9n -c ${CMAKE_CURRENT_BINARY_DIR}/${name}.1 > ${gz}
+    DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name}.1
+    COMMENT "gzip the man page ${name}(1)")
+  add_custom_target(manpage-${name} ALL DEPENDS ${gz})
+  set(MB_MANPAGE_${name} ${gz} PARENT_SCOPE)
+endfunction()
 
-install(TARGETS microbatch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES ${MB_MANPAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# What both packages carry in /usr/share/doc/PACKAGE/.
+function(mb_install_legal component package)
+  install(FILES cmake/copyright LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${package} COMPONENT ${component})
+endfunction()
+
+mb_manpage(microbatch)
+install(TARGETS microbatch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+install(FILES ${MB_MANPAGE_microbatch} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
 install(FILES completions/microbatch.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
-        RENAME microbatch)
-install(FILES completions/_microbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
-install(FILES completions/microbatch.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
-install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+        RENAME microbatch COMPONENT cli)
+install(FILES completions/_microbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT cli)
+install(FILES completions/microbatch.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d
+        COMPONENT cli)
+mb_install_legal(cli microbatch)
+install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch COMPONENT cli)
 install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs/performance.md
-        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/docs COMPONENT cli)
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
-              docs/schema/merge-summary.schema.json docs/schema/error.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
+              docs/schema/merge-summary.schema.json docs/schema/error.schema.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/schema COMPONENT cli)
+
+if(MB_MPI)
+  mb_manpage(microbatch-mpi)
+  install(TARGETS microbatch-mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT mpi)
+  install(FILES ${MB_MANPAGE_microbatch-mpi} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT mpi)
+  mb_install_legal(mpi microbatch-mpi)
+endif()
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME microbatch)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "cut HDF5 batches into microbatches and glue them back")
-set(CPACK_PACKAGE_DESCRIPTION
-    "microbatch splits a batch stored as HDF5 into one file per microbatch, as pipeline-parallel trainers do in memory, and merges them back exactly, checking what must be equal.")
 set(CPACK_PACKAGE_CONTACT "microbatch developers <microbatch@localhost>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL cli)
+if(MB_MPI)
+  list(APPEND CPACK_COMPONENTS_ALL mpi)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_STRIP_FILES ON)  # the build keeps debug info; the package does not
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "hdf5-tools")
+set(CPACK_STRIP_FILES ON)  # the build keeps debug info; the packages do not
+
+set(CPACK_DEBIAN_CLI_PACKAGE_NAME microbatch)
+set(CPACK_DEBIAN_CLI_DESCRIPTION "cut HDF5 batches into microbatches and glue them back
+ microbatch splits a batch stored as HDF5 into one file per microbatch, as
+ pipeline-parallel trainers do in memory, and merges them back exactly,
+ checking what must be equal.")
+set(CPACK_DEBIAN_CLI_PACKAGE_RECOMMENDS "hdf5-tools")
+
+set(CPACK_DEBIAN_MPI_PACKAGE_NAME microbatch-mpi)
+set(CPACK_DEBIAN_MPI_DESCRIPTION "microbatch split and merge as the ranks of mpirun or srun
+ microbatch-mpi is microbatch built with OpenMPI: started by mpirun or srun as
+ P tasks, its split writes one shard per rank and its merge shares out the
+ compression among the ranks, with the same output bytes as one process.")
+set(CPACK_DEBIAN_MPI_PACKAGE_RECOMMENDS "microbatch (= ${PROJECT_VERSION}), openmpi-bin")
 include(CPack)

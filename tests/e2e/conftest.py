@@ -3,6 +3,7 @@ files with h5py, judge results with h5diff (an independent implementation)."""
 import filecmp
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -237,6 +238,12 @@ def children(pid):
 
 
 SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "schema")
+
+
+def project_version():
+    """The version CMake's project() declares: the one place it is written."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")) as f:
+        return re.search(r"^project\(microbatch VERSION (\d+\.\d+\.\d+)", f.read(), re.M).group(1)
 
 
 def schema(name):

@@ -1,6 +1,10 @@
-"""The build's MB_MPI choice: AUTO, ON or OFF, said at configure time; any other value is refused."""
+"""The build's MB_MPI choice: AUTO, ON or OFF, said at configure time; any other value is refused.
+The source archive is the commit, and configures."""
 import os
 import subprocess
+import tarfile
+
+from conftest import project_version
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -20,3 +24,26 @@ def test_mb_mpi_takes_only_auto_on_or_off(tmp_path):
     proc = configure(tmp_path, "sometimes")
     assert proc.returncode != 0
     assert "MB_MPI must be AUTO, ON or OFF, not 'SOMETIMES'" in proc.stderr
+
+
+def test_the_source_archive_holds_the_commit_and_configures(tmp_path):
+    """scripts/source-archive.sh: every tracked file of HEAD, with its mode, and nothing else;
+    unpacked, CMake configures it (tests included) as it does a checkout."""
+    proc = subprocess.run([os.path.join(ROOT, "scripts", "source-archive.sh"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    archive = proc.stdout.strip()
+    version = project_version()
+    assert archive == str(tmp_path / f"microbatch-{version}.tar.gz")
+    tracked = subprocess.run(["git", "-C", ROOT, "ls-tree", "-r", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    modes = {line.split("\t", 1)[1]: line.split()[0] for line in tracked}
+    with tarfile.open(archive) as tar:
+        members = {m.name.removeprefix(f"microbatch-{version}/"): m for m in tar.getmembers() if m.isfile()}
+        assert sorted(members) == sorted(modes)
+        for name in ("scripts/demo.sh", "scripts/test.sh"):
+            assert members[name].mode & 0o111 and modes[name] == "100755", name
+        tar.extractall(tmp_path / "src")
+    build = subprocess.run(["cmake", "-S", str(tmp_path / "src" / f"microbatch-{version}"), "-B",
+                            str(tmp_path / "build")], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr

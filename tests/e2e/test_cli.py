@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, signalled, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, project_version, run, signalled, write_spec
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -210,7 +210,7 @@ def test_uncovered_member_says_how_to_cover_it(tmp_path, named):
 # --- small things -------------------------------------------------------------
 
 def test_version_names_the_tool_and_the_hdf5_library():
-    expected = f"microbatch 0.1.0 (HDF5 {h5py.version.hdf5_version})"
+    expected = f"microbatch {project_version()} (HDF5 {h5py.version.hdf5_version})"
     assert re.fullmatch(r"microbatch \d+\.\d+\.\d+ \(HDF5 1\.10\.\d+\)", expected)
     for flag in ("--version", "-V"):
         res = run(flag, check=0)

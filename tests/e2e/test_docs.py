@@ -3,7 +3,9 @@ command takes is documented in microbatch(1) and completed by bash, zsh and
 fish; option values offered by completion are the ones the command accepts.
 Bash completion is driven for real (compgen through the completion function).
 The README names every command and option; every relative link in the README,
-CHANGELOG.md and docs/*.md leads to a file (and heading) that exists."""
+CHANGELOG.md and docs/*.md leads to a file (and heading) that exists. The
+version is written once, in CMake's project(): --version, the man pages and
+CHANGELOG.md's newest entry follow it."""
 import glob
 import os
 import re
@@ -11,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import run
+from conftest import project_version, run
 
 REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 MAN = os.path.join(REPO, "docs", "microbatch.1")
@@ -200,3 +202,16 @@ def test_the_man_page_describes_every_value_an_option_takes():
         for option, values in choices(help_text(command)).items():
             missing = [v for v in values if not re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", man)]
             assert missing == [], f"{option} takes {missing}, which docs/microbatch.1 does not name"
+
+
+def test_the_newest_changelog_entry_is_the_version_the_tool_prints():
+    entries = re.findall(r"^## \[([^\]]+)\]", open(os.path.join(REPO, "CHANGELOG.md")).read(), re.M)
+    printed = run("--version", check=0).out.split()[1]
+    assert printed == project_version()
+    assert entries and entries[0] == printed, f"CHANGELOG.md's newest entry is {entries[:1]}, --version says {printed}"
+
+
+@pytest.mark.parametrize("page", ["microbatch.1", "microbatch-mpi.1"])
+def test_man_pages_take_the_version_from_cmake(page):
+    th = [line for line in open(os.path.join(REPO, "docs", page)) if line.startswith(".TH ")]
+    assert len(th) == 1 and '"microbatch @PROJECT_VERSION@"' in th[0], th

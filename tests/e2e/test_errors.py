@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, h5diff, listing, run, signalled
+from conftest import assert_one_line_error, h5diff, listing, project_version, run, signalled
 
 
 def digest(path):
@@ -78,7 +78,8 @@ def test_help_and_version(tmp_path):
     for cmd in ["split", "merge", "inspect"]:
         res = run(cmd, "--help", check=0)
         assert "Example" in res.out and "--help" in res.out
-    assert run("--version", check=0).out.strip().startswith("microbatch 0.1.0 (HDF5 ")  # exactly: test_cli
+    version = run("--version", check=0).out.strip()
+    assert version.startswith(f"microbatch {project_version()} (HDF5 ")  # exactly: test_cli
 
 
 @pytest.mark.parametrize("make,needles", [
