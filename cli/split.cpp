@@ -100,6 +100,19 @@ void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared) {
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
 }
 
+// A shard (an array task) says what it wrote, not what the whole split is:
+// its log is read alone.
+void log_shard(const SplitCommand& cmd, const Shard& shard, const io::tree::Prepared& prepared,
+               const io::split::SplitResult& result) {
+  const auto& files = result.files;
+  const std::string names = files.empty()        ? std::string("none: more shards than files")
+                            : files.size() == 1 ? files.front().name
+                                                : fmt::format("{} .. {}", files.front().name, files.back().name);
+  spdlog::info("shard {} of {}: {} of {} microbatch files ({}) of {} in {}; 'microbatch finish {}' once all {} are done",
+               shard.index, shard.count, files.size(), prepared.plan->files(), names, prepared.input.shown(),
+               cmd.output_dir, cmd.output_dir, shard.count);
+}
+
 // Plans and writes this process's files; returns what it wrote.
 std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run) {
   const SplitOptions& options = cmd.partition;
@@ -132,7 +145,10 @@ void run_alone(const SplitCommand& cmd) {
     summary.warnings = capture->warnings();
     print_split_summary(cmd, prepared, result, std::move(summary));
   }
-  log_split(cmd, prepared);
+  if (run.shard)
+    log_shard(cmd, *run.shard, prepared, result);
+  else
+    log_split(cmd, prepared);
 }
 
 void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub) {

@@ -50,6 +50,20 @@ def test_a_plain_split_is_reproducible(tmp_path, setup):
     same_files(tmp_path / "a", tmp_path / "b")
 
 
+def test_a_shard_logs_what_it_wrote(tmp_path, setup):
+    """An array task's log is read alone: it names its own files, not the whole split's."""
+    src, spec = setup
+    out = tmp_path / "sh"
+    res = run(*split_args(src, spec, out), "--shard", "1/2", check=0)  # 7 files: shard 1 writes [3, 7)
+    assert (f"shard 1 of 2: 4 of 7 microbatch files (microbatch-00003.h5 .. microbatch-00006.h5) of {src} in {out}; "
+            f"'microbatch finish {out}' once all 2 are done") in res.err
+    assert "into 7 microbatches" not in res.err
+    res = run(*split_args(src, spec, tmp_path / "one", n=1), "--shard", "1/2", check=0)
+    assert "shard 1 of 2: 1 of 1 microbatch files (microbatch-00000.h5)" in res.err
+    res = run(*split_args(src, spec, tmp_path / "empty", n=1), "--shard", "0/2", check=0)
+    assert "shard 0 of 2: 0 of 1 microbatch files (none: more shards than files)" in res.err
+
+
 @pytest.mark.parametrize("shards", [1, 2, 3, 5])
 def test_shards_one_after_another_then_finish_give_the_plain_split(tmp_path, setup, shards):
     src, spec = setup
