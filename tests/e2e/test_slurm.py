@@ -11,6 +11,8 @@ import shlex
 import shutil
 import subprocess
 
+import h5py
+import numpy as np
 import pytest
 
 from conftest import (BINARY, MIXED_SPEC, assert_one_line_error, h5diff, listing, make_mixed_batch, pause_shim,
@@ -23,6 +25,8 @@ EXAMPLES = os.path.abspath(os.path.join(ROOT, "examples", "slurm"))
 SPLIT = os.path.join(EXAMPLES, "split.sbatch")
 FINISH = os.path.join(EXAMPLES, "finish.sbatch")
 MPI_SCRIPT = os.path.join(EXAMPLES, "mpi.sbatch")
+PIPELINE = os.path.join(EXAMPLES, "pipeline.sh")
+SAMPLE = os.path.abspath(os.path.join(ROOT, "sample_data"))
 N = 7  # microbatch files: 4 shards get 1, 2, 2 and 2 of them
 
 
@@ -103,7 +107,7 @@ def test_cluster_page_shows_the_example_scripts_verbatim():
     with open(os.path.join(ROOT, "docs", "cluster.md")) as f:
         readme = f.read()
     blocks = re.findall(r"^ *```bash\n(.*?)^ *```", readme, flags=re.S | re.M)
-    for name in ["split.sbatch", "finish.sbatch", "mpi.sbatch"]:
+    for name in ["split.sbatch", "finish.sbatch", "mpi.sbatch", "train.sbatch", "merge.sbatch", "pipeline.sh"]:
         with open(os.path.join(EXAMPLES, name)) as f:
             assert f.read() in blocks, f"docs/cluster.md does not show examples/slurm/{name} as it is"
         assert f"examples/slurm/{name}" in readme
@@ -113,7 +117,9 @@ def test_cluster_page_shows_the_example_scripts_verbatim():
                     "JOB=$(MB_SHARDS=8 sbatch --parsable --array=2 examples/slurm/split.sbatch batch.h5 spec.json "
                     "/shared/mb 64)",
                     "sbatch --dependency=afterok:$JOB examples/slurm/finish.sbatch /shared/mb",
-                    "sbatch --ntasks=4 examples/slurm/mpi.sbatch batch.h5 spec.json /shared/mb 64 /shared/merged.h5"]:
+                    "sbatch --ntasks=4 examples/slurm/mpi.sbatch batch.h5 spec.json /shared/mb 64 /shared/merged.h5",
+                    "examples/slurm/pipeline.sh batch.h5 spec.json /shared/mb 64 examples/slurm/train.sbatch "
+                    "/shared/out outputs_spec.json /shared/outputs.h5"]:
         assert command in blocks_text(blocks), command
 
 
@@ -361,3 +367,31 @@ def test_the_readme_mpi_job_splits_and_merges_as_ranks(slurm, job_env, data, tmp
     same_files(plain, out)
     assert not any(n.startswith("part-") for n in listing(out))
     assert h5diff(src, merged) == 0
+
+
+def test_the_pipeline_splits_trains_and_merges_the_outputs(slurm, job_env, tmp_path):
+    """examples/slurm/pipeline.sh on sample_data: split array, finish, the stand-in training job, the merge of
+    its outputs. The merged outputs are computed again here from batch.h5's rows with numpy."""
+    (tmp_path / "bin" / "python3").symlink_to("/usr/bin/python3")  # the one with h5py
+    logs, mb, outputs, merged = tmp_path / "logs", tmp_path / "mb", tmp_path / "out", tmp_path / "outputs.h5"
+    logs.mkdir()
+    res = slurm.command(PIPELINE, os.path.join(SAMPLE, "batch.h5"), os.path.join(SAMPLE, "batch_spec.json"), mb, 4,
+                        os.path.join(EXAMPLES, "train.sbatch"), outputs, os.path.join(SAMPLE, "outputs_spec.json"),
+                        merged, env=dict(job_env, TASKS="2"), cwd=logs)
+    jobs = dict(field.split("=") for field in res.stdout.split())
+    assert list(jobs) == ["split", "finish", "train", "merge"], res.stdout
+    states = slurm.wait(*jobs.values())
+    expected = {f"{jobs['split']}_{k}": "COMPLETED" for k in range(2)}
+    expected.update({jobs[j]: "COMPLETED" for j in ["finish", "train", "merge"]})
+    assert_states(slurm, states, expected, logs)
+    assert "shard 1 of 2: 2 of 4 microbatch files" in (logs / f"mb-split-{jobs['split']}_1.out").read_text()
+    with h5py.File(os.path.join(SAMPLE, "batch.h5"), "r") as f:
+        ids, mask, step = f["input_ids"][...], f["attention_mask"][...], f.attrs["step"]
+    losses = [np.float32(np.log1p(ids[r:r + 2][mask[r:r + 2]].mean())) for r in range(0, 8, 2)]
+    with h5py.File(merged, "r") as m:
+        np.testing.assert_array_equal(m["logits"][...], (ids[..., None] % 16 == np.arange(16)).astype(np.float32))
+        acc = np.float64(0)
+        for loss in losses:  # in input order, in float64, rounded once (docs/behavior.md, Reducers)
+            acc = acc + np.float64(loss)
+        assert m["loss"][()] == np.float32(acc / 4) and m["loss"].dtype == np.float32
+        assert m.attrs["num_tokens"] == mask.sum() and m.attrs["step"] == step
