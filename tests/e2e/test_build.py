@@ -4,7 +4,7 @@ import os
 import subprocess
 import tarfile
 
-from conftest import project_version
+from conftest import BINARY, project_version
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -47,3 +47,18 @@ def test_the_source_archive_holds_the_commit_and_configures(tmp_path):
     build = subprocess.run(["cmake", "-S", str(tmp_path / "src" / f"microbatch-{version}"), "-B",
                             str(tmp_path / "build")], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
+
+
+def test_cmake_install_installs_both_binaries_where_mpi_was_found(tmp_path):
+    """cmake --install of the build under test: microbatch-mpi too when the build made it (MICROBATCH_MPI)."""
+    build = os.path.dirname(os.path.abspath(BINARY))
+    proc = subprocess.run(["cmake", "--install", build, "--prefix", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    binaries = sorted(os.listdir(tmp_path / "bin"))
+    assert binaries == (["microbatch", "microbatch-mpi"] if os.environ.get("MICROBATCH_MPI") else ["microbatch"])
+    pages = sorted(os.listdir(tmp_path / "share" / "man" / "man1"))
+    assert pages == sorted(f"{b}.1.gz" for b in binaries)
+    for b in binaries:
+        package = "microbatch-mpi" if b == "microbatch-mpi" else "microbatch"
+        assert {"copyright", "LICENSE"} <= set(os.listdir(tmp_path / "share" / "doc" / package))
