@@ -8,5 +8,6 @@ void setup_split(CLI::App& app);
 void setup_merge(CLI::App& app);
 void setup_inspect(CLI::App& app);
 void setup_finish(CLI::App& app);
+void setup_verify(CLI::App& app);
 
 }  // namespace mb::cli

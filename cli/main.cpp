@@ -96,6 +96,7 @@ int run(int argc, char** argv) {
   mb::cli::setup_merge(app);
   mb::cli::setup_inspect(app);
   mb::cli::setup_finish(app);
+  mb::cli::setup_verify(app);
 
   // CLI11 would only say that a subcommand is required; name the typo instead.
   bool known = argc < 2 || argv[1][0] == '-';
@@ -114,6 +115,9 @@ int run(int argc, char** argv) {
     // A misspelt option also shows as a missing required one or a stray value: name the typo instead.
     const auto typo = mb::cli::misspelt_option(app, argc, argv);
     return failure.report(typo ? *typo : std::string(e.what()) + " (see --help)", 2);
+  } catch (const mb::cli::Reported& e) {
+    spdlog::error("{}", mb::scrub_urls(e.what()));
+    return e.exit_code();
   } catch (const mb::Error& e) {
     return failure.report(e.what(), e.exit_code(), e.where());
   } catch (const std::bad_alloc&) {

@@ -48,6 +48,14 @@ nlohmann::ordered_json summary_json(const Summary& summary, const nlohmann::orde
 // Prints it on standard output, the only thing there.
 void print_summary(const nlohmann::ordered_json& summary);
 
+// A failure the command has reported itself (each problem on stderr, and
+// with --json its own report on stdout, which says it failed): main logs its
+// closing line and exits with its status, without a failure object.
+class Reported : public Error {
+ public:
+  using Error::Error;
+};
+
 // Whether a failure prints --json's error object: --json is on the command
 // line (read from argv, since a command line that does not parse has no
 // options), and this process is the only one or rank 0 of a team (one

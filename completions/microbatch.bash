@@ -13,7 +13,7 @@ _microbatch_files() {  # files matching any of the globs given, and directories
 _microbatch() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in split | merge | inspect | finish) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
   local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree"
@@ -36,7 +36,7 @@ _microbatch() {
     --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "split merge inspect finish -V --version $common" -- "$cur"))
+    COMPREPLY=($(compgen -W "split merge inspect finish verify -V --version $common" -- "$cur"))
     return
   fi
   if [[ $cur == -* ]]; then
@@ -46,11 +46,12 @@ _microbatch() {
       merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
       finish) options="" ;;
+      verify) options="--json" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
     return
   fi
-  if [[ $cmd == finish ]]; then
+  if [[ $cmd == finish || $cmd == verify ]]; then
     COMPREPLY=($(compgen -d -S / -- "$cur")); compopt -o nospace 2>/dev/null
     return
   fi

@@ -169,7 +169,7 @@ def test_typos_get_did_you_mean(tmp_path, batch, args, needle):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["frobnicate"], "unknown command 'frobnicate' (expected split, merge, inspect, finish; see --help)"),
+    (["frobnicate"], "unknown command 'frobnicate' (expected split, merge, inspect, finish, verify; see --help)"),
     (["inspect", "{batch}", "--json", "--bogus"], "--bogus"),
     (["split", "{batch}", "-n", "2", "-o", "{tmp}/mb", "-x"], "-x"),
 ])
@@ -321,7 +321,7 @@ def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("command", ["split", "merge", "inspect", "finish"])
+@pytest.mark.parametrize("command", ["split", "merge", "inspect", "finish", "verify"])
 def test_help_says_what_numbers_mean_not_the_validator(command):
     text = run(command, "--help", check=0).out
     assert "UINT" not in text and "[1 - " not in text, text

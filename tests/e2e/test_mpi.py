@@ -278,6 +278,14 @@ def test_build_without_mpi_refuses_to_run_as_several_tasks(setup, tmp_path, comm
     assert listing(out) == []  # nothing written (split: not even the directory)
 
 
+def test_verify_writes_nothing_and_runs_on_every_task(setup):
+    """verify, like inspect, only reads: each task of a launch checks the split on its own."""
+    _, _, plain = setup
+    res = mpirun(2, BINARY, "verify", plain)
+    assert res.code == 0, res.err
+    assert res.err.count(f"{plain}: intact: 7 files") == 2, res.err
+
+
 def test_build_without_mpi_runs_as_one_task(setup, tmp_path):
     src, spec, plain = setup
     out = tmp_path / "out"
