@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the two Debian packages, installs both with apt-get, runs them from
 # PATH (version, a split and merge of sample_data/ by microbatch and by
-# `mpirun -np 2 microbatch-mpi`, each judged by h5diff; the man pages, bash
+# `mpirun --oversubscribe -np 2 microbatch-mpi`, each judged by h5diff; the man pages, bash
 # completion), removes them again and checks that nothing of theirs is left.
 # Needs root (or sudo): scripts/test.sh runs it as its package step.
 set -euo pipefail
@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 scripts/package.sh >/dev/null
-debs=("$PWD"/build/microbatch_*.deb "$PWD"/build/microbatch-mpi_*.deb)
 version=$(sed -n 's/^project(microbatch VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+debs=("$PWD"/build/microbatch_"$version"_*.deb "$PWD"/build/microbatch-mpi_"$version"_*.deb)  # not an older build's
 work=$(mktemp -d)
 files=$(mktemp)  # what the packages installed, checked once they are removed
 cleanup() {
@@ -23,26 +23,34 @@ dpkg-query -L microbatch microbatch-mpi | sort -u >"$files"
 src=$PWD
 cd "$work"
 set -x
-[ "$(command -v microbatch)" = /usr/bin/microbatch ] && [ "$(command -v microbatch-mpi)" = /usr/bin/microbatch-mpi ]
-microbatch --version | grep -q "^microbatch $version (HDF5 "
+[ "$(command -v microbatch)" = /usr/bin/microbatch ]
+[ "$(command -v microbatch-mpi)" = /usr/bin/microbatch-mpi ]
+printed=$(microbatch --version)
+[[ $printed == "microbatch $version (HDF5 "* ]]
 microbatch split "$src/sample_data/batch.h5" -s "$src/sample_data/batch_spec.json" -n 4 -o mb -q
 microbatch merge mb -o merged.h5 -q
 /usr/bin/python3 "$src/tests/e2e/h5compare.py" "$src/sample_data/batch.h5" merged.h5  # h5diff -v, judged strictly
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpirun -np 2 microbatch-mpi split "$src/sample_data/batch.h5" -s "$src/sample_data/batch_spec.json" -n 4 -o mpi -q
-mpirun -np 2 microbatch-mpi merge mpi -o mpi.h5 -q
+mpirun --oversubscribe -np 2 microbatch-mpi split "$src/sample_data/batch.h5" -s "$src/sample_data/batch_spec.json" -n 4 -o mpi -q
+mpirun --oversubscribe -np 2 microbatch-mpi merge mpi -o mpi.h5 -q
 /usr/bin/python3 "$src/tests/e2e/h5compare.py" "$src/sample_data/batch.h5" mpi.h5
 cmp mb/manifest.json mpi/manifest.json  # the team's split is the one-process split
 page=$(MANPAGER=cat MANWIDTH=80 man microbatch)  # whole, so that grep -q's early exit cannot fail man
-grep -q "cut HDF5 batches into microbatches" <<<"$page" && grep -q -- "--micro-batch-size" <<<"$page"
+grep -q "cut HDF5 batches into microbatches" <<<"$page"
+grep -q -- "--micro-batch-size" <<<"$page"
 page=$(MANPAGER=cat MANWIDTH=80 man microbatch-mpi)
-grep -q "microbatch-mpi - microbatch split and merge as the ranks" <<<"$page" && grep -q "microbatch $version" <<<"$page"
+grep -qE "microbatch-mpi +- +microbatch split and merge as the ranks" <<<"$page"
+grep -q "microbatch $version" <<<"$page"
 bash -c 'source /usr/share/bash-completion/completions/microbatch
   COMP_WORDS=(microbatch merge --vir); COMP_CWORD=2; _microbatch; [ "${COMPREPLY[*]}" = --virtual ]'
-[ -f /usr/share/zsh/vendor-completions/_microbatch ] && [ -f /usr/share/fish/vendor_completions.d/microbatch.fish ]
-[ -f /usr/share/doc/microbatch/README.md ] && [ -f /usr/share/doc/microbatch/docs/guide.md ]
+# One test per line: under set -e, the left side of `A && B` failing does not stop the script.
+test -f /usr/share/zsh/vendor-completions/_microbatch
+test -f /usr/share/fish/vendor_completions.d/microbatch.fish
+test -f /usr/share/doc/microbatch/README.md
+test -f /usr/share/doc/microbatch/docs/guide.md
 for p in microbatch microbatch-mpi; do
-  [ -f /usr/share/doc/$p/copyright ] && [ -f /usr/share/doc/$p/LICENSE ]
+  test -f /usr/share/doc/$p/copyright
+  test -f /usr/share/doc/$p/LICENSE
 done
 set +x
 cd "$src"

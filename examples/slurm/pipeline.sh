@@ -8,7 +8,8 @@
 set -euo pipefail
 input=$1 spec=$2 mb=$3 count=$4 train=$5 outputs=$6 out_spec=$7 merged=$8
 here=$(dirname "$(readlink -f "$0")")
-submit() { local id; id=$(sbatch --parsable "$@"); echo "${id%%;*}"; }  # "JOB;CLUSTER" on a federation
+submit() { local id; id=$(sbatch --parsable "$@") || exit 1; echo "${id%%;*}"; }  # "JOB;CLUSTER" on a federation
+shopt -s inherit_errexit  # a failed submit stops the chain
 split=$(submit --array=0-$((${TASKS:-8} - 1)) "$here/split.sbatch" "$input" "$spec" "$mb" "$count")
 finish=$(submit --dependency=afterok:"$split" "$here/finish.sbatch" "$mb")
 trained=$(submit --dependency=afterok:"$finish" "$train" "$mb" "$outputs")
