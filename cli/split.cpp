@@ -108,7 +108,8 @@ void log_shard(const SplitCommand& cmd, const Shard& shard, const io::tree::Prep
   const std::string names = files.empty()        ? std::string("none: more shards than files")
                             : files.size() == 1 ? files.front().name
                                                 : fmt::format("{} .. {}", files.front().name, files.back().name);
-  spdlog::info("shard {} of {}: {} of {} microbatch files ({}) of {} in {}; 'microbatch finish {}' once all {} are done",
+  spdlog::info("shard {} of {}: {} of {} microbatch files ({}) of {} in {}; "
+               "'microbatch finish {}' once all {} are done",
                shard.index, shard.count, files.size(), prepared.plan->files(), names, prepared.input.shown(),
                cmd.output_dir, cmd.output_dir, shard.count);
 }

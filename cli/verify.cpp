@@ -27,12 +27,12 @@ struct VerifyCommand {
   bool json = false;
 };
 
-// docs/schema/verify-report.schema.json
 struct Run {
   std::vector<std::string> warnings;
   std::chrono::steady_clock::time_point start;
 };
 
+// docs/schema/verify-report.schema.json
 nlohmann::ordered_json report_json(const Source& target, const io::verify::Report& report, const Run& run) {
   using json = nlohmann::ordered_json;
   json files = json::array();
@@ -67,7 +67,8 @@ void run_verify(const VerifyCommand& cmd) {
   const bool prefix = cmd.target.find("://") != std::string::npos && cmd.target.ends_with("/");
   const Source target = input_source(prefix ? cmd.target + specs::kManifestName : cmd.target);
   const io::verify::Report report = io::verify::verify(target, std::max(1u, std::thread::hardware_concurrency()));
-  std::uint64_t bad = 0, bytes = 0;
+  std::uint64_t bad = 0;
+  std::uint64_t bytes = 0;
   for (const auto& f : report.files) {
     bytes += f.size;
     if (f.message.empty()) continue;

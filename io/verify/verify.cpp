@@ -24,8 +24,11 @@ namespace fs = std::filesystem;
 // The size of a file, or none when nothing is there under its name.
 std::optional<std::uint64_t> found_size(const Source& file) {
   if (!file.is_remote()) {
-    std::error_code ec;
-    if (!fs::is_regular_file(file.name(), ec)) return std::nullopt;
+    std::error_code ec;  // beyond "not found": what is there but cannot be looked at (a symlink loop, no permission)
+    const fs::file_status status = fs::status(file.name(), ec);
+    if (status.type() == fs::file_type::not_found) return std::nullopt;
+    if (ec) throw Error(fmt::format("{}: cannot read ({})", file.shown(), ec.message()), kind_of_errno(ec.value()));
+    if (status.type() != fs::file_type::regular) return std::nullopt;
   }
   try {
     return publish::size_of(file);

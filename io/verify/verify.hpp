@@ -28,7 +28,7 @@ struct Report {
   std::string split_id;
   std::vector<FileCheck> files;      // the manifest's, in its order
   std::vector<std::string> extra;    // a local directory's files the manifest does not list
-  bool listed = false;               // whether the directory could be listed (local), so `extra` means anything
+  bool listed = false;               // a local directory, whose files were looked through for `extra`
   bool intact() const;
 };
 

@@ -84,6 +84,13 @@ def test_a_missing_file_is_named(split):
     assert res.code == 1 and statuses(res) == {"microbatch-00003.h5": "missing"} and not report(res)["intact"]
 
 
+def test_a_file_that_cannot_be_looked_at_is_an_error_not_missing(split):
+    os.remove(split / "microbatch-00003.h5")
+    os.symlink("microbatch-00003.h5", split / "microbatch-00003.h5")  # a loop: stat fails with ELOOP
+    assert_one_line_error(run("verify", split), 1,
+                          "microbatch-00003.h5: cannot read (Too many levels of symbolic links)")
+
+
 def test_a_resized_file_and_a_changed_one_are_told_apart(split):
     with open(split / "microbatch-00001.h5", "ab") as f:
         f.write(b"\0")
