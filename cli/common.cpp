@@ -15,6 +15,7 @@
 #include "io/publish/identity.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/team.hpp"
+#include "specs/manifest.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::cli {
@@ -49,6 +50,10 @@ CLI::Validator whole_number(const std::string& option) {
         return {};
       },
       "");
+}
+
+std::string manifest_of_prefix(const std::string& name) {
+  return is_remote(name) && name.ends_with("/") ? name + specs::kManifestName : name;
 }
 
 CLI::Validator local_output(const std::string& option) {

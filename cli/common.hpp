@@ -101,6 +101,10 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
 // An input named on the command line, resolved once (core/source.hpp)
 // with this process's environment.
 Source input_source(const std::string& name);
+// A split named by URL prefix (ending in "/": s3://bucket/mb/) is named by
+// its manifest (s3://bucket/mb/manifest.json), which is what is read; any
+// other name as it is.
+std::string manifest_of_prefix(const std::string& name);
 
 // The launch that started this process as one of several tasks (mpirun,
 // srun), when `command` runs under one; none for a single process. A build

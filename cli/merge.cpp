@@ -97,11 +97,11 @@ io::tree::SpecRequest merge_spec(const MergeCommand& cmd, const io::merge::Merge
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
 void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> team) {
   const bool lead = !team || team->rank == 0;
-  Summary summary{"merge", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  Summary summary{"merge", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json && lead) capture.emplace();
   std::vector<Source> inputs;
-  for (const auto& name : cmd.inputs) inputs.push_back(input_source(name));
+  for (const auto& name : cmd.inputs) inputs.push_back(input_source(manifest_of_prefix(name)));
   if (cmd.virtual_datasets)
     for (const auto& in : inputs)
       if (in.is_remote())

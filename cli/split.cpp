@@ -38,6 +38,8 @@ struct SplitCommand {
   io::transfer::Policy policy;
   std::uint64_t jobs = 1;
   std::optional<std::string> shard;  // --shard K/P or auto; none: the whole split
+  std::optional<std::string> keep_local;  // -o s3://: keep the files in this directory too
+  unsigned uploads = 4;
   bool json = false;
 };
 
@@ -55,20 +57,49 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
   return n;
 }
 
+bool to_store(const SplitCommand& cmd) { return is_remote(cmd.output_dir); }
+
+// -o s3://BUCKET/PREFIX (a "/" is added): the prefix and how its files go up.
+std::optional<io::split::RemoteOutput> remote_output(const SplitCommand& cmd) {
+  if (!to_store(cmd)) {
+    if (cmd.keep_local) throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
+    return std::nullopt;
+  }
+  if (!cmd.output_dir.starts_with("s3://"))
+    throw usage_error(fmt::format("-o/--output: {} is an HTTP(S) URL; splits are written to a local directory or "
+                                  "an s3:// prefix",
+                                  shown_name(cmd.output_dir)));
+  if (cmd.shard) throw usage_error("split: --shard writes to a local or shared directory, not to an s3:// prefix");
+  io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads};
+  if (!out.prefix.ends_with("/")) out.prefix += "/";
+  resolve_remote(out.prefix + specs::kManifestName, std::getenv);  // malformed, or half-given credentials
+  return out;
+}
+
+// Where the summary says a file went: the local path, or its object's URL.
+std::string output_name(const SplitCommand& cmd, const std::string& file) {
+  if (!to_store(cmd)) return (fs::path(cmd.output_dir) / file).string();
+  return shown_name(cmd.output_dir.ends_with("/") ? cmd.output_dir + file : cmd.output_dir + "/" + file);
+}
+
 void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prepared,
                          const io::split::SplitResult& result,
                          Summary summary) {
   const SplitPlan& plan = *prepared.plan;
-  for (const auto& f : result.files) summary.files.push_back((fs::path(cmd.output_dir) / f.name).string());
+  for (const auto& f : result.files) summary.files.push_back(output_name(cmd, f.name));
   // The manifest, or a shard's part record.
   const std::string last = !cmd.shard ? std::string(specs::kManifestName)
                                       : io::split::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
-  summary.files.push_back((fs::path(cmd.output_dir) / last).string());
+  summary.files.push_back(output_name(cmd, last));
+  if (to_store(cmd)) {
+    for (const auto& f : result.files) summary.sizes.push_back(f.size);
+    summary.sizes.push_back(result.manifest_bytes);
+  }
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
   summary.microbatches = plan.count;
   nlohmann::ordered_json extra{{"input", specs::printable_text(prepared.input.shown())},
-                               {"output_dir", specs::printable_text(cmd.output_dir)},
+                               {"output_dir", specs::printable_text(shown_name(cmd.output_dir))},
                                {"split_datasets", plan.pieces.size()},
                                {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1},
                                {"dropped_rows", plan.dropped}};
@@ -81,7 +112,8 @@ using SplitRun = io::split::ShareRun;
 io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, const Source& input) {
   io::split::SplitJob job;
   job.input = input;
-  job.output_dir = cmd.output_dir;
+  job.remote = remote_output(cmd);
+  job.output_dir = job.remote ? io::split::spool_directory(*job.remote) : cmd.output_dir;
   job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
   job.options = cmd.partition;
   job.policy = cmd.policy;
@@ -97,7 +129,7 @@ void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", prepared.input.shown(), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
-               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", cmd.output_dir, plan.pieces.size());
+               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", shown_name(cmd.output_dir), plan.pieces.size());
 }
 
 // A shard (an array task) says what it wrote, not what the whole split is:
@@ -136,7 +168,7 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
 }
 
 void run_alone(const SplitCommand& cmd) {
-  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
   SplitRun run;
@@ -154,7 +186,8 @@ void run_alone(const SplitCommand& cmd) {
 
 void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
-  Summary summary{"split", {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
+  if (to_store(cmd)) throw usage_error("split: an MPI launch writes to a shared directory, not to an s3:// prefix");
+  Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   io::run::Team team(launch);
   std::vector<std::string> files{cmd.input};
   if (cmd.spec.path) files.push_back(*cmd.spec.path);
@@ -192,8 +225,22 @@ void setup_split(CLI::App& app) {
                    "chunk-spec JSON (default: a detected preset's, else split rank>=1 on axis 0, replicate the rest)");
   add_preset_option(*sub, cmd->preset);
   add_partition_options(*sub, cmd->partition);
-  sub->add_option("-o,--output", cmd->output_dir, "output directory")->required()->check(local_output("-o/--output"));
-  sub->add_flag("--force", cmd->force, "replace the output of an earlier split in the directory");
+  sub->add_option("-o,--output", cmd->output_dir,
+                  "output directory, or s3://BUCKET/PREFIX/: each file is uploaded as soon as it is written, the "
+                  "manifest last, once all are confirmed")
+      ->required();
+  sub->add_option("--keep-local", cmd->keep_local,
+                  "with -o s3://: write the files (and the manifest) in this directory and keep them; by default "
+                  "they are written to a spool under $TMPDIR and each is removed once it is uploaded")
+      ->check(local_output("--keep-local"))
+      ->type_name("DIR");
+  sub->add_option("--uploads", cmd->uploads, "with -o s3://: files uploaded at once (default 4)")
+      ->transform(whole_number("--uploads"))
+      ->check(within(1, 64))
+      ->type_name("N");
+  sub->add_flag("--force", cmd->force,
+                "replace the output of an earlier split in the directory (under the prefix: its objects that the "
+                "new split does not overwrite are deleted once the new manifest is up)");
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "

@@ -54,10 +54,10 @@ nlohmann::ordered_json summary_json(const Summary& s, const nlohmann::ordered_js
   out["version"] = 1;
   auto& files = out["files"] = json::array();
   std::uint64_t bytes = 0;
-  for (const auto& path : s.files) {
+  for (std::size_t i = 0; i < s.files.size(); ++i) {
     std::error_code ec;
-    const std::uint64_t size = std::filesystem::file_size(path, ec);
-    files.push_back({{"path", specs::printable_text(path)}, {"bytes", ec ? 0 : size}});
+    const std::uint64_t size = i < s.sizes.size() ? s.sizes[i] : std::filesystem::file_size(s.files[i], ec);
+    files.push_back({{"path", specs::printable_text(s.files[i])}, {"bytes", ec ? 0 : size}});
     bytes += ec ? 0 : size;
   }
   out["bytes"] = bytes;

@@ -34,6 +34,7 @@ class WarningCapture {
 struct Summary {
   std::string command;  // "split" or "merge"
   std::vector<std::string> files;  // paths written, in order
+  std::vector<std::uint64_t> sizes;  // theirs, when they are not local files to look at (objects uploaded)
   std::uint64_t data_bytes = 0;
   std::uint64_t datasets = 0;
   std::uint64_t microbatches = 0;

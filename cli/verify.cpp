@@ -63,9 +63,7 @@ void run_verify(const VerifyCommand& cmd) {
   Run run{{}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
-  // A URL prefix ("s3://bucket/mb/") names its manifest, which is what is read.
-  const bool prefix = cmd.target.find("://") != std::string::npos && cmd.target.ends_with("/");
-  const Source target = input_source(prefix ? cmd.target + specs::kManifestName : cmd.target);
+  const Source target = input_source(manifest_of_prefix(cmd.target));
   const io::verify::Report report = io::verify::verify(target, std::max(1u, std::thread::hardware_concurrency()));
   std::uint64_t bad = 0;
   std::uint64_t bytes = 0;

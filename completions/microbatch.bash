@@ -32,7 +32,8 @@ _microbatch() {
       return ;;
     --spec-json) return ;;
     --preset) COMPREPLY=($(compgen -W "auto none netcdf anndata pandas" -- "$cur")); return ;;
-    -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --stall-timeout) return ;;
+    -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --uploads | --stall-timeout) return ;;
+    --keep-local) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac
   if [[ -z $cmd ]]; then
@@ -42,7 +43,7 @@ _microbatch() {
   if [[ $cur == -* ]]; then
     local options
     case $cmd in
-      split) options="$plan -o --output --force --buffer-size -j --jobs --shard --json" ;;
+      split) options="$plan -o --output --force --buffer-size -j --jobs --shard --keep-local --uploads --json" ;;
       merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
       finish) options="" ;;

@@ -11,6 +11,7 @@ build=(
   cmake g++ make pkg-config
   libhdf5-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libxxhash-dev
   libcurl4-openssl-dev                              # inputs named by URL (HTTP(S), S3)
+  libssl-dev                                        # MD5 of uploads to S3 (Content-MD5, ETags)
 )
 mpi=(libopenmpi-dev openmpi-bin)                    # microbatch-mpi: mpi.h to build, mpirun to run
 demo=(hdf5-tools)                                   # h5diff and h5dump, which scripts/demo.sh shows

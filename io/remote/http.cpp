@@ -16,47 +16,16 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "io/remote/curl.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::remote {
 namespace {
 
-constexpr std::size_t kErrorBodyLimit = 4096;  // enough for an S3 error document
-
 // What an object cost, for the debug line when it is closed.
 struct Traffic {
   std::uint64_t requests = 0, bytes = 0;
 };
-
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialize libcurl");
-  });
-}
-
-bool header_is(std::string_view line, std::string_view name) {
-  if (line.size() <= name.size() || line[name.size()] != ':') return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
-  return true;
-}
-
-std::string header_value(std::string_view line) {
-  std::string_view v = line.substr(line.find(':') + 1);
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
-  return std::string(v);
-}
-
-// The text between <tag> and </tag> of an S3 error document, if any.
-std::string xml_element(const std::string& body, const std::string& tag) {
-  const auto open = body.find("<" + tag + ">");
-  if (open == std::string::npos) return "";
-  const auto from = open + tag.size() + 2;
-  const auto close = body.find("</" + tag + ">", from);
-  return close == std::string::npos ? "" : body.substr(from, close - from);
-}
 
 // One response, as the callbacks see it. `out` receives bytes [skip, skip +
 // capacity) of the body: all of a 206's, those of the range asked for when
@@ -161,9 +130,6 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   return n;
 }
 
-// A stop signal ends a transfer at once, not at its timeout.
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return run::interrupted() ? 1 : 0; }
-
 struct ContentRange {
   std::uint64_t first = 0, last = 0, total = 0;
   bool whole_unknown = false;  // "bytes */TOTAL" (416)
@@ -181,50 +147,6 @@ std::optional<ContentRange> parse_content_range(const std::string& v) {
     return c;
   }
   return std::nullopt;
-}
-
-// A failed attempt: what to say, and whether another attempt may succeed.
-struct Failure {
-  std::string what;
-  bool transient = false;
-  bool missing = false;  // 404
-  bool changed = false;  // another version answered: a rerun reads the new one whole
-};
-
-Failure http_failure(long status, const Response& r) {
-  std::string what = fmt::format("HTTP {}", r.status_line.empty() ? std::to_string(status) : r.status_line);
-  const std::string code = xml_element(r.error_body, "Code"), message = xml_element(r.error_body, "Message");
-  if (!code.empty()) what += fmt::format(" ({}{}{})", code, message.empty() ? "" : ": ", message);
-  if (status == 412) what += ": the object changed while it was being read";
-  if (status == 403 || status == 401)
-    what += " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the region)";
-  return {.what = what, .transient = status >= 500 || status == 429, .missing = status == 404, .changed = status == 412};
-}
-
-Failure curl_failure(CURLcode code, const char* detail, const Response& r, std::uint64_t expected,
-                     const Settings& settings) {
-  const std::string d = *detail ? detail : curl_easy_strerror(code);
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-      return {fmt::format("cannot connect ({})", d), true};
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return {fmt::format("cannot connect: unknown host ({})", d), false};
-    case CURLE_OPERATION_TIMEDOUT:
-      return {fmt::format("timed out: the network stalled (under {} bytes/s for {} s; MICROBATCH_HTTP_MIN_RATE, "
-                          "MICROBATCH_HTTP_TIMEOUT)",
-                          settings.min_rate, settings.timeout_seconds),
-              true};
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-      return {fmt::format("the connection closed after {} of {} bytes ({})", r.body, expected, d), true};
-    case CURLE_PEER_FAILED_VERIFICATION:
-      return {fmt::format("the server's certificate is not trusted ({}); give its CA in AWS_CA_BUNDLE", d), false};
-    default:
-      return {fmt::format("request failed ({})", d), false};
-  }
 }
 
 std::string quoted_or_none(const std::string& v) { return v.empty() ? "none" : "\"" + v + "\""; }
@@ -292,44 +214,20 @@ struct Object::State {
 void Object::State::configure() {
   curl = curl_easy_init();
   if (!curl) throw Error(shown + ": cannot create a libcurl handle");
-  curl_easy_setopt(curl, CURLOPT_URL, address.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: threads read digests
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  configure_handle(curl, address, settings, error);
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(settings.timeout_seconds));
-  // A stall is under min_rate for timeout_seconds, however long a large read takes in all.
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(settings.min_rate));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(settings.timeout_seconds));
   // Fewer, larger socket reads for the large ranges data is read in (default 16 KiB).
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L << 10);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "microbatch");
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  if (!settings.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings.ca_bundle.c_str());
-  if (address.signing) {
-    const Signing& s = *address.signing;
-    const std::string provider = "aws:amz:" + s.region + ":s3";
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());
-    curl_easy_setopt(curl, CURLOPT_USERNAME, s.key_id.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, s.secret.c_str());
-  }
   set_headers(false);
 }
 
 void Object::State::set_headers(bool with_etag) {
   curl_slist_free_all(headers);
   headers = nullptr;
-  if (address.signing) {
-    // S3 requires the payload's hash header; a GET has no payload to sign.
-    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (!address.signing->token.empty())
-      headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
-  }
+  headers = signing_headers(address);
   if (const std::string etag = served.version.strong_etag(); with_etag && !etag.empty())
     headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -360,12 +258,12 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   if (r.overflow)  // a whole file from a server that answered the first request with a range
     return Failure{"the server stopped answering range requests (HTTP 200 to a Range request)", false};
   if (code == CURLE_ABORTED_BY_CALLBACK) run::throw_if_interrupted();
-  if (code != CURLE_OK) return curl_failure(code, error, r, status == 200 && r.length ? r.length : n, settings);
+  if (code != CURLE_OK) return curl_failure(code, error, r.body, status == 200 && r.length ? r.length : n, settings);
   if (status == 416 && first) {  // an empty object
     served.version.size = 0;
     return std::nullopt;
   }
-  if (status >= 300 || status < 200) return http_failure(status, r);
+  if (status >= 300 || status < 200) return http_failure(status, r.status_line, r.error_body);
   std::uint64_t total = r.body;  // a 200: the whole object, whatever the Range asked
   if (status != 200) {
     const auto c = parse_content_range(r.content_range);

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/remote/local_copy.hpp"
+#include "io/remote/settings.hpp"
 
 namespace mb::io::remote {
 
@@ -23,19 +24,6 @@ class Missing : public Error {
   using Error::Error;
 };
 
-// How requests behave, from the environment: MICROBATCH_HTTP_TIMEOUT
-// (seconds a connection may take, and a response may run slower than the
-// minimum rate, before the request fails; default 30),
-// MICROBATCH_HTTP_MIN_RATE (that rate in bytes per second, default 16384:
-// a server trickling a byte at a time is a stall, not progress) and
-// AWS_CA_BUNDLE (the CA certificates https servers are checked against).
-struct Settings {
-  unsigned timeout_seconds = 30;
-  unsigned min_rate = 16384;
-  unsigned attempts = 3;
-  std::string ca_bundle;
-};
-Settings settings_from(const Environment& env);
 
 // Which version of an object a first request found. Every later answer must
 // show the same: its size (Content-Range's total), the ETag as sent (weak or

@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/units.hpp"
 #include "io/publish/digest.hpp"
+#include "io/publish/uploader.hpp"
 #include "io/tree/input.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/split/clone.hpp"
 #include "io/split/parts.hpp"
+#include "io/split/upload.hpp"
 #include "io/split/writer.hpp"
 #include "io/run/workers.hpp"
 #include "specs/emit.hpp"
@@ -169,6 +172,98 @@ void write_files(const SplitJob& job, const tree::Prepared& prepared, const Outp
                 targets.size());
 }
 
+// The output files in the output directory, this run's (`mine`) registered
+// under temporary names.
+OutputFiles register_outputs(const SplitJob& job, const specs::Manifest& planned, FileRange mine,
+                             publish::AtomicOutputs& outputs) {
+  OutputFiles files;
+  for (std::uint64_t i = 0; i < planned.files.size(); ++i) {
+    files.names.push_back(planned.files[i].name);
+    files.finals.push_back((fs::path(job.output_dir) / files.names.back()).string());
+    files.temps.push_back(i >= mine.begin && i < mine.end ? outputs.add(files.finals.back()) : "");
+  }
+  return files;
+}
+
+// Writes files `range` of `files` on `workers` processes (worker w of W
+// writes share_of(range, W, w); this process is worker 0).
+void write_range(const SplitJob& job, const tree::Prepared& prepared, const OutputFiles& files, FileRange range,
+                 run::ByteMeter& meter) {
+  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, range.size()));
+  SplitJob metered = job;
+  if (job.progress) metered.policy.meter = &meter;
+  run::run_workers(
+      workers,
+      [&](std::uint64_t w) {
+        meter.use_slot(w);
+        const FileRange share = share_of(range, workers, w);
+        write_files(metered, prepared, files, share.begin, share.end);
+      },
+      job.stall_seconds, [&] { meter.show(); });
+}
+
+// The records of files `range`, digested from their temporaries while their pages are still cached.
+std::vector<specs::FileRecord> digest_range(const OutputFiles& files, FileRange range) {
+  std::vector<Source> written;
+  for (std::uint64_t i = range.begin; i < range.end; ++i) written.push_back(Source::local(files.temps[i], files.finals[i]));
+  const auto digests = publish::digest_files(written, std::thread::hardware_concurrency());
+  std::vector<specs::FileRecord> records;
+  for (std::size_t i = 0; i < digests.size(); ++i)
+    records.push_back({files.names[range.begin + i], digests[i].size, digests[i].digest});
+  return records;
+}
+
+specs::Manifest final_manifest(specs::Manifest planned, std::vector<specs::FileRecord> records) {
+  planned.files = std::move(records);
+  planned.split_id = publish::digest_text(specs::split_identity(planned));
+  return planned;
+}
+
+// Files are written a round at a time and uploaded while the next round is
+// written; the spool holds at most two rounds.
+std::uint64_t round_size(const SplitJob& job) {
+  return std::max<std::uint64_t>({job.workers, 2ull * job.remote->uploads, 1});
+}
+
+// Writes the files a round at a time, each round uploaded while the next is written; then the manifest.
+std::vector<specs::FileRecord> upload_rounds(const SplitJob& job, const tree::Prepared& prepared,
+                                             const OutputFiles& files, const specs::Manifest& planned,
+                                             publish::Uploader& uploads, run::ByteMeter& meter) {
+  const std::uint64_t round = round_size(job), count = files.names.size();
+  std::vector<specs::FileRecord> records;
+  for (std::uint64_t begin = 0; begin < count; begin += round) {
+    uploads.wait_for(round);
+    const FileRange range{begin, std::min(begin + round, count)};
+    write_range(job, prepared, files, range, meter);
+    const auto done = digest_range(files, range);
+    records.insert(records.end(), done.begin(), done.end());
+    for (std::uint64_t i = range.begin; i < range.end; ++i) uploads.upload(i);
+    spdlog::debug("split: {} of {} files written, {} uploaded ({})", range.end, count, uploads.confirmed(),
+                  byte_text(static_cast<double>(uploads.uploaded_bytes())));
+  }
+  if (job.before_publish) job.before_publish();
+  uploads.commit(specs::manifest_text(final_manifest(planned, records)));
+  spdlog::debug("split: {} files uploaded to {} ({})", count, shown_name(job.remote->prefix),
+                byte_text(static_cast<double>(uploads.uploaded_bytes())));
+  return records;
+}
+
+// split -o s3://: rounds of files written, digested and handed to the
+// uploads; the manifest uploaded once all are confirmed.
+std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree::Prepared& prepared,
+                                                const OutputFiles& files, const specs::Manifest& planned,
+                                                const std::vector<std::string>& earlier, run::ByteMeter& meter) {
+  publish::Uploader uploads(upload_plan(*job.remote, files.names, files.temps, earlier));
+  try {
+    return upload_rounds(job, prepared, files, planned, uploads, meter);
+  } catch (const Error& e) {
+    // One line: the failure, and what of it stayed under the prefix.
+    const std::string left = uploads.abandon();
+    if (left.empty()) throw;
+    throw Error(e.what() + left, e.kind(), e.where());
+  }
+}
+
 }  // namespace
 
 SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
@@ -179,6 +274,8 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
+  // Before any work: an earlier split under the prefix, the credentials, the bucket.
+  const std::vector<std::string> earlier = job.remote ? claim_prefix(*job.remote, job.force) : std::vector<std::string>{};
   // Held until the manifest (part record) is written: a second split (of this
   // shard) into the directory fails at once. A directory it creates is
   // removed again if the split fails.
@@ -186,48 +283,34 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
                                         : publish::prepare_output_dir(job.output_dir, job.force, job.input.name());
   // Every output is registered (and so removed on failure) before any worker starts.
   publish::AtomicOutputs outputs;
-  OutputFiles files;
-  std::vector<std::string> temps, finals;  // this run's
-  for (std::uint64_t i = 0; i < plan.files(); ++i) {
-    files.names.push_back(specs::output_file_name(plan, i, extension));
-    files.finals.push_back((fs::path(job.output_dir) / files.names.back()).string());
-    files.temps.push_back(i >= mine.begin && i < mine.end ? outputs.add(files.finals.back()) : "");
-    if (!files.temps.back().empty()) temps.push_back(files.temps.back()), finals.push_back(files.finals.back());
-  }
-  // Worker w of W writes files share_of(mine, W, w); this process is worker 0.
-  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
+  const OutputFiles files = register_outputs(job, planned, mine, outputs);
   // Bytes written, counted by every worker in its slot and shown by this process.
+  const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
   run::ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
-  SplitJob metered = job;
-  if (job.progress) metered.policy.meter = &meter;
-  run::run_workers(
-      workers,
-      [&](std::uint64_t w) {
-        meter.use_slot(w);
-        const FileRange share = share_of(mine, workers, w);
-        write_files(metered, prepared, files, share.begin, share.end);
-      },
-      job.stall_seconds, [&] { meter.show(); });
-
-  // Digests of the finished temporaries, hashed while their pages are still cached.
-  std::vector<Source> written;
-  for (std::size_t i = 0; i < temps.size(); ++i) written.push_back(Source::local(temps[i], finals[i]));
-  const auto digests = publish::digest_files(written, std::thread::hardware_concurrency());
-  std::vector<specs::FileRecord> records;
-  for (std::size_t i = 0; i < digests.size(); ++i)
-    records.push_back({files.names[mine.begin + i], digests[i].size, digests[i].digest});
-  if (!job.shard) publish::check_directory_unchanged(job.output_dir, temps);
+  if (job.remote) {
+    const auto records = write_and_upload(job, prepared, files, planned, earlier, meter);
+    if (job.remote->keep_local) {
+      outputs.publish();
+      publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(),
+                                     specs::manifest_text(final_manifest(planned, records)));
+      outputs.keep();
+      directory.keep();
+    }
+    return {records, meter.total(), specs::manifest_text(final_manifest(planned, records)).size()};
+  }
+  write_range(job, prepared, files, mine, meter);
+  const std::vector<specs::FileRecord> records = digest_range(files, mine);
+  if (!job.shard)
+    publish::check_directory_unchanged(job.output_dir, {files.temps.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                                                        files.temps.begin() + static_cast<std::ptrdiff_t>(mine.end)});
   if (job.before_publish) job.before_publish();
   outputs.publish();
   if (job.shard) {
     part.files = records;
     publish::write_text_atomically((fs::path(job.output_dir) / part_name(*job.shard)).string(), part_text(part));
   } else {
-    specs::Manifest manifest = planned;
-    manifest.files = records;
-    manifest.split_id = publish::digest_text(specs::split_identity(manifest));
     publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(),
-                                   specs::manifest_text(manifest));
+                                   specs::manifest_text(final_manifest(planned, records)));
   }
   outputs.keep();
   directory.keep();

@@ -12,6 +12,7 @@
 #include "core/source.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/progress.hpp"
+#include "io/split/upload.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
@@ -30,6 +31,8 @@ struct SplitJob {
   // Called once this run's files are written and digested, just before any
   // is published; throwing abandons them (a team: every rank agrees first).
   std::function<void()> before_publish;
+  // -o s3://PREFIX/: output_dir is the local spool (io/split/upload.hpp), shard is none.
+  std::optional<RemoteOutput> remote;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
   run::Progress progress;  // bytes of data written of all (none: not counted)
@@ -40,6 +43,7 @@ struct SplitJob {
 struct SplitResult {
   std::vector<specs::FileRecord> files;
   std::uint64_t data_bytes = 0;
+  std::uint64_t manifest_bytes = 0;  // the manifest uploaded (-o s3://)
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)

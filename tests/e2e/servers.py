@@ -22,6 +22,8 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   ignored, Range ignored (the whole file, HTTP 200).
 - python_http(root): Python's own `python3 -m http.server`, which answers
   every request with the whole file, as some simple servers and CDNs do.
+- s3_proxy(s3): a proxy in front of s3rver that answers chosen requests with 500, or passes them on and
+  changes the ETag of the answer (the upload tests).
 - unreachable(): a URL on a port that nothing listens on.
 
 Every server has `put(file, key)`, which publishes a local file under `key`
@@ -34,6 +36,7 @@ import contextlib
 import datetime
 import hashlib
 import hmac
+import http.client
 import http.server
 import json
 import os
@@ -591,6 +594,100 @@ def faults(root=None, stall_seconds=60):
             server.httpd.shutdown()
             server.httpd.server_close()
             thread.join(timeout=10)
+
+
+
+# --- a faulty proxy in front of s3rver ----------------------------------------
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def forward(self):
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        mode = owner.choose(self.command, self.path)
+        owner.record((self.command, self.path, mode))
+        if mode == "500":
+            reply = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", owner.target_port, timeout=120)
+        # The Host header goes through as the client signed it: s3rver checks the signature against it.
+        conn.request(self.command, self.path, body=body, headers={k: v for k, v in self.headers.items()
+                                                                  if k.lower() != "expect"})
+        answer = conn.getresponse()
+        data = answer.read()
+        self.send_response(answer.status)
+        for k, v in answer.getheaders():
+            if k.lower() in ("connection", "transfer-encoding", "keep-alive") or \
+                    (k.lower() == "content-length" and self.command != "HEAD"):  # a HEAD's tells the object's
+                continue
+            if k.lower() == "etag" and mode == "etag":
+                v = '"0123456789abcdef0123456789abcdef"'
+            self.send_header(k, v)
+        if self.command != "HEAD":
+            self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+
+class S3Proxy:
+    """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
+    (method, and `contains` in the path and query) answer 500 without reaching s3rver ("500"), or reach it
+    and come back with a wrong ETag ("etag"). `requests()` lists (method, path, mode)."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.lock = threading.Lock()
+        self.rules, self.log = [], []
+        self.httpd = _ThreadingServer(("127.0.0.1", 0), ProxyHandler)
+        self.httpd.owner = self
+        self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def fault(self, method, contains, mode, times=1):
+        with self.lock:
+            self.rules.append([method, contains, mode, times])
+
+    def choose(self, method, path):
+        with self.lock:
+            for rule in self.rules:
+                if rule[0] == method and rule[1] in path and rule[3] > 0:
+                    rule[3] -= 1
+                    return rule[2]
+        return None
+
+    def record(self, entry):
+        with self.lock:
+            self.log.append(entry)
+
+    def requests(self):
+        with self.lock:
+            return list(self.log)
+
+
+@contextlib.contextmanager
+def s3_proxy(s3_server):
+    """A faulty S3Proxy in front of `s3_server` (an S3), in a thread."""
+    proxy = S3Proxy(s3_server.port)
+    thread = threading.Thread(target=proxy.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield proxy
+    finally:
+        proxy.httpd.shutdown()
+        proxy.httpd.server_close()
+        thread.join(timeout=10)
 
 
 class PythonHttp(Server):

@@ -15,7 +15,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STOPPED_AT_BUILD = 42
 
 BUILD = {"cmake", "g++", "make", "pkg-config", "libhdf5-dev", "libcli11-dev", "nlohmann-json3-dev",
-         "libspdlog-dev", "libfmt-dev", "libxxhash-dev", "libcurl4-openssl-dev"}
+         "libspdlog-dev", "libfmt-dev", "libxxhash-dev", "libcurl4-openssl-dev", "libssl-dev"}
 # Packages that only the tests use: neither the demo nor the packages may pull them in.
 TEST_ONLY = {"doctest-dev", "hdf5-filter-plugin", "python3-h5py", "python3-numpy", "python3-pytest",
              "python3-jsonschema", "python3-xarray", "python3-netcdf4", "python3-h5netcdf", "python3-anndata",

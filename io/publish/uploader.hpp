@@ -1,0 +1,84 @@
+#pragma once
+// A split's files on their way to an S3 prefix. The uploads run in a
+// process of their own, forked before any thread starts and before any
+// HDF5 file is open, so that the writers (this process and its -j workers,
+// which fork) never fork with upload threads alive. It keeps `concurrency`
+// uploads going while the next files are written, removes each local copy
+// once its upload is confirmed, and uploads the manifest last, only after
+// every file is confirmed: the manifest is the commit point.
+//
+// A run that ends without commit() (an error, a signal, a crash, SIGKILL:
+// the uploading process sees its socket close) abandons the uploads in
+// flight, aborts their multipart uploads and deletes every object it
+// created; what it could not delete is logged as one error line.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/remote.hpp"
+#include "io/remote/settings.hpp"
+
+namespace mb::io::publish {
+
+// One file to upload, and whether its local copy is removed once it is up.
+struct UploadItem {
+  std::string path;
+  RemoteAddress address;
+  bool remove = true;
+};
+
+struct UploadPlan {
+  std::vector<UploadItem> files;       // by index
+  RemoteAddress manifest;              // written by commit()
+  std::vector<RemoteAddress> stale;    // deleted after the manifest: an earlier split's objects (--force)
+  remote::Settings settings;
+  unsigned concurrency = 4;
+  std::string spool;  // the run's own spool directory, removed by the process if the run is killed ("": none)
+};
+
+class Uploader {
+ public:
+  explicit Uploader(UploadPlan plan);
+  ~Uploader();
+  Uploader(const Uploader&) = delete;
+  Uploader& operator=(const Uploader&) = delete;
+
+  // File `index` is complete: upload it.
+  void upload(std::size_t index);
+  // Waits until at most `at_most` uploads are unconfirmed; throws the first
+  // upload's failure, as an mb::Error naming the object.
+  void wait_for(std::size_t at_most);
+  // Waits for every upload, then uploads `manifest_text` and deletes the
+  // stale objects (best effort: those left are logged).
+  void commit(const std::string& manifest_text);
+
+  // Ends the uploads without a manifest (waiting while the process deletes
+  // what it created): "" or what to add to the run's error, naming the
+  // objects it could not delete. The destructor does this when needed.
+  std::string abandon();
+
+  std::uint64_t uploaded_bytes() const { return bytes_; }
+  std::size_t confirmed() const { return confirmed_; }
+
+ private:
+  // Reads what the uploading process reported; blocks up to `wait_ms`.
+  void collect(int wait_ms);
+  void handle(const std::string& line);
+  void throw_if_failed() const;
+
+  UploadPlan plan_;
+  pid_t pid_ = -1;
+  int fd_ = -1;  // a socket to the uploading process: commands out, reports in
+  std::string incoming_;
+  std::size_t sent_ = 0, confirmed_ = 0;
+  std::uint64_t bytes_ = 0;
+  bool committed_ = false, ended_ = false;
+  std::optional<Error> failure_;    // the first upload's failure
+  std::vector<std::string> left_;  // objects the process could not delete
+};
+
+}  // namespace mb::io::publish

@@ -1,0 +1,51 @@
+#pragma once
+// Requests that write to an S3 store (PUT, POST, DELETE) or ask about one
+// object (GET, HEAD), one libcurl handle kept alive across them. Faults a
+// retry can cure (a dropped connection, 5xx, 429) are retried with the same
+// backoff as reads; what remains is an mb::Error of one line naming the
+// object as shown.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/remote.hpp"
+#include "io/remote/settings.hpp"
+
+namespace mb::io::remote {
+
+// One request. The body is `text`, or bytes [offset, offset + length) of the
+// open file `fd` (length 0 and fd -1: none).
+struct Call {
+  std::string method = "GET";  // GET, HEAD, PUT, POST or DELETE
+  std::string query{};         // appended after "?": sorted and escaped (Signature V4 signs it as given)
+  std::vector<std::string> headers{};
+  std::string text{};
+  int fd = -1;
+  std::uint64_t offset = 0, length = 0;
+  bool absent_ok = false;  // a 404 is answered, not thrown
+};
+
+struct Answer {
+  long status = 0;
+  std::string etag;         // as sent
+  std::uint64_t length = 0;  // Content-Length
+  std::string body;          // at most a few MiB: XML documents, manifests
+};
+
+class Client {
+ public:
+  // `cancel`, when given and set, ends a transfer at once (the uploads are abandoned).
+  explicit Client(const Settings& settings, const std::atomic<bool>* cancel = nullptr);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  Answer send(const RemoteAddress& address, const Call& call);
+
+ private:
+  struct State;
+  State* s_;
+};
+
+}  // namespace mb::io::remote

@@ -1,0 +1,36 @@
+#pragma once
+// A split onto an S3 prefix (split -o s3://BUCKET/PREFIX/): the prefix
+// checked before any work (credentials, bucket, an earlier split there),
+// the local spool the files are written to, and the uploads planned.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/publish/uploader.hpp"
+
+namespace mb::io::split {
+
+struct RemoteOutput {
+  std::string prefix;                     // s3://BUCKET/PREFIX/, ending in "/"
+  std::optional<std::string> keep_local;  // --keep-local DIR: the files are written and kept there
+  unsigned uploads = 4;                   // concurrent uploads
+};
+
+// What the prefix held: the names of an earlier split's files, when
+// `force` let it be replaced. Without `force` an earlier split (its
+// manifest) is refused; with it, its manifest is deleted at once, so that
+// from here on nothing under the prefix passes for a finished split until
+// the new manifest is up. A bad credential, a missing bucket, an
+// unreachable store fail here, before any work.
+std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force);
+
+// The directory the files are written in: --keep-local's, else a new one
+// under $TMPDIR (default /tmp), removed when the run ends.
+std::string spool_directory(const RemoteOutput& out);
+
+// The object each file (by name, its local copy at `paths`) goes to, the
+// manifest's, and the earlier split's objects that this one does not overwrite.
+publish::UploadPlan upload_plan(const RemoteOutput& out, const std::vector<std::string>& names,
+                                const std::vector<std::string>& paths, const std::vector<std::string>& earlier);
+
+}  // namespace mb::io::split

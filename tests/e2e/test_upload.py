@@ -1,0 +1,226 @@
+"""split -o s3://BUCKET/PREFIX/ against a real s3rver on loopback: each file is uploaded as it is written,
+the manifest last. The objects are the bytes a local split writes and merge back to the input (h5diff);
+an earlier split is refused without --force and replaced with it; files of 16 MiB or more go up in parts;
+the spool holds a few files, never the split. Faults: wrong credentials and a missing bucket refused before
+any work, 5xx answers to parts retried, a wrong ETag refused, the store killed and the run stopped in the
+middle: no manifest, the objects deleted where the store still answers, one line naming the URL."""
+import filecmp
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+import servers
+from batches import MIXED_SPEC, make_mixed_batch
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, summary, write_spec
+
+pytestmark = pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with servers.s3() as server:
+        yield server
+
+
+@pytest.fixture
+def env(s3, tmp_path):
+    """The store's credentials, and a spool of the test's own ($TMPDIR) to look into."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    return dict(s3.env(ENV), TMPDIR=str(spool))
+
+
+def objects(s3, prefix):
+    """The keys under `prefix` that s3rver holds, with their bytes' paths on its disk."""
+    directory = os.path.join(s3.root, servers.S3_BUCKET, prefix)
+    suffix = "._S3rver_object"
+    return {n[:-len(suffix)]: os.path.join(directory, n) for n in listing(directory) if n.endswith(suffix)}
+
+
+def make_big(path, rows=8, megabytes_per_row=5):
+    """A batch whose microbatch files of one row are about `megabytes_per_row` MiB (random: incompressible)."""
+    rng = np.random.default_rng(7)
+    with h5py.File(path, "w") as f:
+        f["x"] = rng.random((rows, megabytes_per_row * MiB // 8))
+        f["y"] = np.arange(rows)
+    return path
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    return make_mixed_batch(tmp_path / "in.h5"), write_spec(tmp_path / "s.json", MIXED_SPEC)
+
+
+def test_the_objects_are_a_local_splits_bytes_and_merge_back(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    run("split", src, "-s", spec, "-n", 5, "-o", tmp_path / "local", check=0)
+    res = run("split", src, "-s", spec, "-n", 5, "-o", s3.s3_url("same/"), "--json", env=env, check=0)
+    got = objects(s3, "same")
+    assert sorted(got) == listing(tmp_path / "local")
+    for name, path in got.items():
+        assert filecmp.cmp(path, tmp_path / "local" / name, shallow=False), name
+    report = summary(res, "split-summary")
+    assert [f["path"] for f in report["files"]] == [s3.s3_url(f"same/{n}") for n in sorted(got)
+                                                    if n != "manifest.json"] + [s3.s3_url("same/manifest.json")]
+    assert [f["bytes"] for f in report["files"]] == [os.path.getsize(got[os.path.basename(f["path"])])
+                                                     for f in report["files"]]
+    assert listing(tmp_path / "spool") == []  # the spool is gone with the run
+    run("merge", s3.s3_url("same/"), "-o", tmp_path / "merged.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "merged.h5") == 0
+    run("verify", s3.s3_url("same/"), env=env, check=0)
+
+
+def test_an_earlier_split_is_refused_and_replaced_with_force(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("again/")
+    run("split", src, "-s", spec, "-n", 6, "-o", url, env=env, check=0)
+    before = {n: open(p, "rb").read() for n, p in objects(s3, "again").items()}
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 3, "-o", url, env=env), 1,
+                          "s3://bkt/again/", "earlier split", "--force")
+    assert {n: open(p, "rb").read() for n, p in objects(s3, "again").items()} == before
+    run("split", src, "-s", spec, "-n", 3, "-o", url, "--force", env=env, check=0)
+    assert sorted(objects(s3, "again")) == ["manifest.json"] + [f"microbatch-{i:05d}.h5" for i in range(3)]
+    run("verify", url, env=env, check=0)
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_large_files_go_up_in_parts_and_the_spool_stays_within_its_bound(s3, env, tmp_path):
+    src = make_big(tmp_path / "big.h5", rows=12, megabytes_per_row=17)
+    seen = {"files": 0, "bytes": 0}
+    done = threading.Event()
+
+    def watch():  # the spool's peak, sampled while the split runs
+        while not done.is_set():
+            for d in listing(tmp_path / "spool"):
+                path = tmp_path / "spool" / d
+                names = [n for n in listing(path) if n.endswith(".h5") or ".h5." in n]
+                sizes = [os.path.getsize(path / n) for n in names if os.path.exists(path / n)]
+                seen["files"] = max(seen["files"], len(names))
+                seen["bytes"] = max(seen["bytes"], sum(sizes))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        res = run("split", src, "-n", 12, "--uploads", 1, "-o", s3.s3_url("big/"), "-v", env=env, check=0)
+    finally:
+        done.set()
+        watcher.join()
+    # 17 MiB files: three parts of 8 MiB each.
+    assert res.err.count("uploaded in 3 parts of 8.00 MiB") == 12, res.err
+    # The bound: two rounds of max(-j, 2 x --uploads) files = 4 files here, of the 12.
+    assert 1 <= seen["files"] <= 4, seen
+    assert seen["bytes"] <= 4 * 18 * MiB, seen
+    print(f"spool peak: {seen['files']} files, {seen['bytes'] / MiB:.1f} MiB of a {12 * 17} MiB split")
+    run("merge", s3.s3_url("big/"), "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_keep_local_keeps_a_complete_split_beside_the_objects(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    run("split", src, "-s", spec, "-n", 4, "-o", s3.s3_url("kept/"), "--keep-local", tmp_path / "kept",
+        env=env, check=0)
+    run("verify", tmp_path / "kept", check=0)
+    for name, path in objects(s3, "kept").items():
+        assert filecmp.cmp(path, tmp_path / "kept" / name, shallow=False), name
+
+
+def test_wrong_credentials_and_a_missing_bucket_are_refused_before_any_work(s3, env, mixed):
+    src, spec = mixed
+    bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", s3.s3_url("creds/"), env=bad), 1,
+                          "s3://bkt/creds/manifest.json", "403", "AWS_SECRET_ACCESS_KEY")
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", "s3://no-such-bucket/x/", env=env), 1,
+                          "NoSuchBucket")
+    assert objects(s3, "creds") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
+def test_outputs_that_are_not_s3_prefixes_are_usage_errors(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", "https://example.com/x/", env=env), 2,
+                          "HTTP(S) URL")
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", s3.s3_url("s/"), "--shard", "0/2", env=env),
+                          2, "--shard")
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "d", "--keep-local",
+                              tmp_path / "k", env=env), 2, "--keep-local")
+
+
+def test_5xx_answers_to_parts_are_retried(s3, env, tmp_path):
+    src = make_big(tmp_path / "big.h5", rows=2, megabytes_per_row=17)
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "partNumber=2", "500", times=2)
+        proxy.fault("POST", "uploads", "500", times=1)
+        run("split", src, "-n", 2, "-o", s3.s3_url("retried/"), env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint),
+            check=0)
+        assert [m for _, _, m in proxy.requests()].count("500") == 3
+    run("merge", s3.s3_url("retried/"), "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_an_etag_that_is_not_the_bytes_md5_is_refused_and_nothing_is_left(s3, env, mixed):
+    src, spec = mixed
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "microbatch-00001", "etag")
+        res = run("split", src, "-s", spec, "-n", 3, "-o", s3.s3_url("etag/"),
+                  env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+    assert_one_line_error(res, 3, "s3://bkt/etag/microbatch-00001.h5", "ETag", "not the MD5")
+    assert objects(s3, "etag") == {}  # what went up was deleted
+    assert listing(env["TMPDIR"]) == []
+
+
+def start_split(args, env):
+    return subprocess.Popen([BINARY, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def wait_for_objects(s3, prefix, proc, timeout=60):
+    until = time.monotonic() + timeout
+    while not objects(s3, prefix):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < until, "no object appeared"
+        time.sleep(0.01)
+
+
+def test_a_store_killed_mid_upload_leaves_no_manifest_and_one_line(env, tmp_path):
+    src = make_big(tmp_path / "big.h5", rows=24, megabytes_per_row=5)
+    with servers.s3() as own:
+        env = dict(own.env(env), TMPDIR=env["TMPDIR"])
+        proc = start_split(["split", src, "-n", 24, "--uploads", 1, "-o", own.s3_url("killed/")], env)
+        wait_for_objects(own, "killed", proc)
+        os.killpg(own.proc.pid, signal.SIGKILL)  # the store dies at once, mid-request
+        own.proc.wait(timeout=10)
+        out, err = proc.communicate(timeout=120)
+        assert "manifest.json" not in objects(own, "killed")
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert proc.returncode == 3 and len(lines) == 1, err
+    assert lines[0].startswith("microbatch: error: s3://bkt/killed/microbatch-"), err
+    assert "could not be deleted" in lines[0], err  # the store is gone: what is up is named
+    assert listing(env["TMPDIR"]) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_run_stopped_mid_upload_deletes_what_it_uploaded(s3, env, tmp_path, sig):
+    src = make_big(tmp_path / "big.h5", rows=24, megabytes_per_row=5)
+    prefix = f"stopped-{sig.name}"
+    proc = start_split(["split", src, "-n", 24, "--uploads", 1, "-o", s3.s3_url(prefix + "/")], env)
+    wait_for_objects(s3, prefix, proc)
+    proc.send_signal(sig)
+    proc.communicate(timeout=120)
+    assert proc.returncode == (130 if sig == signal.SIGTERM else -signal.SIGKILL)
+    # SIGKILL: the uploading process sees its parent's socket close, deletes the objects and the spool.
+    until = time.monotonic() + 60
+    while (objects(s3, prefix) or listing(env["TMPDIR"])) and time.monotonic() < until:
+        time.sleep(0.05)
+    assert objects(s3, prefix) == {}
+    assert listing(env["TMPDIR"]) == []
