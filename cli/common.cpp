@@ -56,10 +56,13 @@ std::string manifest_of_prefix(const std::string& name) {
   return is_remote(name) && name.ends_with("/") ? name + specs::kManifestName : name;
 }
 
-CLI::Validator local_output(const std::string& option) {
+CLI::Validator local_output(const std::string& option, bool s3) {
   return CLI::Validator(
-      [option](std::string& value) -> std::string {
-        if (is_remote(value))
+      [option, s3](std::string& value) -> std::string {
+        if (s3 && is_remote(value) && !value.starts_with("s3://"))
+          throw usage_error(fmt::format("{}: {} is an HTTP(S) URL; outputs are local files or s3:// objects", option,
+                                        shown_name(value)));
+        if (!s3 && is_remote(value))
           throw usage_error(fmt::format("{}: {} is a URL, but outputs are local files (remote inputs are read-only); "
                                         "write locally, then upload (aws s3 cp --recursive, curl -T)",
                                         option, shown_name(value)));

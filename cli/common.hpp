@@ -33,9 +33,9 @@ CLI::Validator whole_number(const std::string& option);
 // as "UINT:UINT in [lo - hi]" (the option's help says what it means).
 CLI::Validator within(std::uint64_t lo, std::uint64_t hi);
 
-// Outputs are local files: a URL (remote inputs are read-only) is a usage
-// error naming `option` and saying how to upload instead.
-CLI::Validator local_output(const std::string& option);
+// Outputs are local files (or, with `s3`, s3:// names too): any other URL
+// is a usage error naming `option` and saying how to upload instead.
+CLI::Validator local_output(const std::string& option, bool s3 = false);
 
 // -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split
 // and inspect.

@@ -9,8 +9,10 @@
 #include "cli/common.hpp"
 #include "cli/summary.hpp"
 #include "core/error.hpp"
+#include "core/remote.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
+#include "io/publish/remote_file.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/team.hpp"
 #include "specs/emit.hpp"
@@ -94,6 +96,14 @@ io::tree::SpecRequest merge_spec(const MergeCommand& cmd, const io::merge::Merge
   return request;
 }
 
+bool to_store(const MergeCommand& cmd) {
+  if (!is_remote(cmd.output)) return false;
+  if (cmd.virtual_datasets)
+    throw usage_error("merge --virtual: the output refers to the microbatch files by path; it cannot be an s3:// "
+                      "object");
+  return true;
+}
+
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
 void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> team) {
   const bool lead = !team || team->rank == 0;
@@ -108,32 +118,39 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
                                       in.shown()));
   const io::merge::MergeSources sources = io::merge::find_sources(inputs);
+  // -o s3://: checked before any work, written to a spool, uploaded once complete.
+  std::optional<io::publish::RemoteFile> remote;
+  if (to_store(cmd)) remote.emplace(cmd.output, cmd.force);
   io::merge::MergeJob job = merge_job(cmd, sources);
+  if (remote) job.output = remote->local();
   job.team = std::move(team);
   const io::tree::SpecRequest spec = merge_spec(cmd, sources);
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
   const io::merge::MergeResult result = io::merge::execute(job, spec);
   progress.erase();
+  if (remote) summary.sizes = {remote->publish()};
   if (!lead) return;
   io::tree::log_preset(sources.files.front().shown(), result.preset);
   if (capture) {
-    summary.files = {cmd.output};
+    summary.files = {shown_name(cmd.output)};
     summary.data_bytes = result.data_bytes;
     summary.datasets = result.datasets;
     summary.microbatches = sources.files.size();
     summary.warnings = capture->warnings();
     auto shown = nlohmann::ordered_json::array();
     for (const auto& f : sources.files) shown.push_back(specs::printable_text(f.shown()));
-    print_summary(summary_json(summary, {{"inputs", shown}, {"output", specs::printable_text(cmd.output)}}));
+    print_summary(
+        summary_json(summary, {{"inputs", shown}, {"output", specs::printable_text(shown_name(cmd.output))}}));
   }
-  spdlog::info("merged {} files into {}{}", sources.files.size(), cmd.output,
+  spdlog::info("merged {} files into {}{}", sources.files.size(), shown_name(cmd.output),
                job.team ? fmt::format(" as {} ranks", job.team->size) : "");
 }
 
 // Under mpirun or srun: the ranks share out the compression of the large
 // compressed datasets; rank 0 writes the output (io/merge/merge.hpp).
 void run_as_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& sub) {
+  if (to_store(cmd)) throw usage_error("merge: an MPI launch writes a shared file, not an s3:// object");
   if (cmd.virtual_datasets)
     throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
   io::run::Team team(launch);
@@ -168,8 +185,12 @@ void setup_merge(CLI::App& app) {
                    "chunk-spec JSON (default: the manifest's spec for a directory, else a detected preset's, else the "
                    "default spec)");
   add_preset_option(*sub, cmd->preset);
-  sub->add_option("-o,--output", cmd->output, "merged HDF5 file")->required()->check(local_output("-o/--output"));
-  sub->add_flag("--force", cmd->force, "replace an existing output file");
+  sub->add_option("-o,--output", cmd->output,
+                  "merged HDF5 file, or s3://BUCKET/KEY.h5: written locally under $TMPDIR, then uploaded (the object "
+                  "appears only whole)")
+      ->required()
+      ->check(local_output("-o/--output", true));
+  sub->add_flag("--force", cmd->force, "replace an existing output file (or object)");
   sub->add_flag("--virtual", cmd->virtual_datasets,
                 "split leaves become HDF5 virtual datasets over the microbatch files (recorded by absolute path; "
                 "they must stay there); nothing is copied; replicated leaves are still checked");

@@ -65,10 +65,6 @@ std::optional<io::split::RemoteOutput> remote_output(const SplitCommand& cmd) {
     if (cmd.keep_local) throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
     return std::nullopt;
   }
-  if (!cmd.output_dir.starts_with("s3://"))
-    throw usage_error(fmt::format("-o/--output: {} is an HTTP(S) URL; splits are written to a local directory or "
-                                  "an s3:// prefix",
-                                  shown_name(cmd.output_dir)));
   if (cmd.shard) throw usage_error("split: --shard writes to a local or shared directory, not to an s3:// prefix");
   io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads};
   if (!out.prefix.ends_with("/")) out.prefix += "/";
@@ -228,7 +224,8 @@ void setup_split(CLI::App& app) {
   sub->add_option("-o,--output", cmd->output_dir,
                   "output directory, or s3://BUCKET/PREFIX/: each file is uploaded as soon as it is written, the "
                   "manifest last, once all are confirmed")
-      ->required();
+      ->required()
+      ->check(local_output("-o/--output", true));
   sub->add_option("--keep-local", cmd->keep_local,
                   "with -o s3://: write the files (and the manifest) in this directory and keep them; by default "
                   "they are written to a spool under $TMPDIR and each is removed once it is uploaded")

@@ -411,17 +411,17 @@ def test_shards_of_an_s3_object_then_finish_give_the_local_split(s3, data, tmp_p
     same_split(data.plain, out, sharded=True)
 
 
-# --- outputs are local or s3:// prefixes (test_upload.py) ----------------------------
+# --- outputs are local files or s3:// names (test_upload.py) ------------------------
 
-@pytest.mark.parametrize("target", ["s3://bkt/out", "http://127.0.0.1:9/out", "https://127.0.0.1:9/out"])
-def test_remote_outputs_are_usage_errors(web, data, tmp_path, key, target):
+@pytest.mark.parametrize("target", ["http://127.0.0.1:9/out", "https://127.0.0.1:9/out"])
+def test_http_outputs_are_usage_errors(web, data, tmp_path, key, target):
     url = web.put(data.src, f"{key}/in.h5")
     web.put_dir(data.plain, f"{key}/split")
     # run in tmp_path: an -o taken for a local path would show up there
-    if not target.startswith("s3://"):
-        assert_one_line_error(remote(*data.split_args(url, target), cwd=tmp_path), 2)
-        assert_one_line_error(remote(*data.split_args(data.src, target), cwd=tmp_path), 2)
-    assert_one_line_error(remote("merge", web.url(f"{key}/split/manifest.json"), "-o", target + ".h5", cwd=tmp_path), 2)
+    assert_one_line_error(remote(*data.split_args(url, target), cwd=tmp_path), 2)
+    assert_one_line_error(remote(*data.split_args(data.src, target), cwd=tmp_path), 2)
+    assert_one_line_error(remote("merge", web.url(f"{key}/split/manifest.json"), "-o", target + ".h5",
+                             cwd=tmp_path), 2)
     assert_one_line_error(remote("merge", data.plain, "-o", target + ".h5", cwd=tmp_path), 2)
     assert listing(tmp_path) == []
 

@@ -224,3 +224,32 @@ def test_a_run_stopped_mid_upload_deletes_what_it_uploaded(s3, env, tmp_path, si
         time.sleep(0.05)
     assert objects(s3, prefix) == {}
     assert listing(env["TMPDIR"]) == []
+
+
+def test_merge_uploads_its_output_whole_and_refuses_to_replace_without_force(s3, env, tmp_path):
+    src = make_big(tmp_path / "big.h5", rows=4, megabytes_per_row=5)  # a 20 MiB merge: a multipart upload
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    url = s3.s3_url("merged/out.h5")
+    res = run("merge", tmp_path / "mb", "-o", url, "--json", "-v", env=env, check=0)
+    assert "uploaded in 3 parts" in res.err
+    got = objects(s3, "merged")
+    assert list(got) == ["out.h5"] and h5diff(src, got["out.h5"]) == 0
+    assert summary(res, "merge-summary")["files"] == [{"path": url, "bytes": os.path.getsize(got["out.h5"])}]
+    assert listing(env["TMPDIR"]) == []
+    before = open(got["out.h5"], "rb").read()
+    assert_one_line_error(run("merge", tmp_path / "mb", "-o", url, env=env), 1, url, "--force")
+    assert open(got["out.h5"], "rb").read() == before
+    run("merge", tmp_path / "mb", "-o", url, "--force", env=env, check=0)
+    assert_one_line_error(run("merge", tmp_path / "mb", "-o", url, "--virtual", env=env), 2, "--virtual")
+
+
+def test_a_merge_that_fails_uploads_nothing(s3, env, tmp_path):
+    src = make_big(tmp_path / "big.h5", rows=4, megabytes_per_row=1)
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    with open(tmp_path / "mb" / "microbatch-00002.h5", "r+b") as f:  # changed after the split: refused
+        f.seek(-1, os.SEEK_END)
+        f.write(b"\xff")
+    assert_one_line_error(run("merge", tmp_path / "mb", "-o", s3.s3_url("failed/out.h5"), env=env), 1,
+                          "microbatch-00002.h5")
+    assert objects(s3, "failed") == {}
+    assert listing(env["TMPDIR"]) == []
