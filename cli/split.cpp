@@ -125,7 +125,8 @@ void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared) {
   const SplitPlan& plan = *prepared.plan;
   spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", prepared.input.shown(), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
-               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", shown_name(cmd.output_dir), plan.pieces.size());
+               plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", shown_name(cmd.output_dir),
+               plan.pieces.size());
 }
 
 // A shard (an array task) says what it wrote, not what the whole split is:

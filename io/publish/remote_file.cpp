@@ -37,7 +37,8 @@ bool exists(remote::Client& client, const RemoteAddress& address) {
 
 // The object checked (before any work), then the spool path for it.
 std::string checked_spool(const std::string& url, bool force) {
-  if (url.ends_with("/")) throw usage_error(fmt::format("-o/--output: {} names a prefix, not an object", shown_name(url)));
+  if (url.ends_with("/"))
+    throw usage_error(fmt::format("-o/--output: {} names a prefix, not an object", shown_name(url)));
   const RemoteAddress address = resolve_remote(url, std::getenv);
   remote::Client client(remote::settings_from(std::getenv));
   if (exists(client, address) && !force)

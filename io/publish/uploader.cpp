@@ -239,7 +239,8 @@ void Uploader::handle(const std::string& line) {
     ++confirmed_;
     bytes_ += std::stoull(line.substr(line.rfind(' ') + 1));
   } else if (line.starts_with("fail ")) {
-    if (!failure_) failure_ = Error(line.substr(line.find(' ', 5) + 1), static_cast<ErrorKind>(std::stoi(line.substr(5))));
+    const auto kind = static_cast<ErrorKind>(std::stoi(line.substr(5)));
+    if (!failure_) failure_ = Error(line.substr(line.find(' ', 5) + 1), kind);
   } else if (line.starts_with("left ")) {
     left_.push_back(line.substr(5));
   } else if (line == "committed") {

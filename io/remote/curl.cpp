@@ -99,7 +99,10 @@ Failure http_failure(long status, const std::string& status_line, const std::str
   if (status == 412) what += ": the object changed while it was being read";
   if (status == 403 || status == 401)
     what += " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the region)";
-  return {.what = what, .transient = status >= 500 || status == 429, .missing = status == 404, .changed = status == 412};
+  return {.what = what,
+          .transient = status >= 500 || status == 429,
+          .missing = status == 404,
+          .changed = status == 412};
 }
 
 Failure curl_failure(CURLcode code, const char* detail, std::uint64_t received, std::uint64_t expected,

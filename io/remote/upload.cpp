@@ -181,7 +181,8 @@ Uploaded put_parts(Client& client, const RemoteAddress& address, const ReadFile&
   // S3's ETag is the MD5 of the parts' MD5s; some stores (s3rver) give the whole object's MD5.
   check_etag(address, "the object", etag, multipart_etag(md5s, md5_hex), hex_of(whole.finish()));
   check_size(client, address, file.size());
-  spdlog::debug("{}: uploaded in {} parts of {}", shown_name(address.name), count, byte_text(static_cast<double>(part)));
+  spdlog::debug("{}: uploaded in {} parts of {}", shown_name(address.name), count,
+                byte_text(static_cast<double>(part)));
   return {file.size(), unquoted(etag)};
 }
 
@@ -206,8 +207,9 @@ Uploaded put_text(Client& client, const RemoteAddress& address, const std::strin
   Md5 md5;
   md5.add(text.data(), text.size());
   const std::string raw = md5.finish();
+  const std::vector<std::string> headers{"Content-MD5: " + base64_of(raw), "Content-Type: application/json"};
   const Answer a = client.send(address, {.method = "PUT",
-                                         .headers = {"Content-MD5: " + base64_of(raw), "Content-Type: application/json"},
+                                         .headers = headers,
                                          .text = text});
   check_etag(address, "the object", a.etag, hex_of(raw));
   return {text.size(), unquoted(a.etag)};

@@ -205,7 +205,8 @@ void write_range(const SplitJob& job, const tree::Prepared& prepared, const Outp
 // The records of files `range`, digested from their temporaries while their pages are still cached.
 std::vector<specs::FileRecord> digest_range(const OutputFiles& files, FileRange range) {
   std::vector<Source> written;
-  for (std::uint64_t i = range.begin; i < range.end; ++i) written.push_back(Source::local(files.temps[i], files.finals[i]));
+  for (std::uint64_t i = range.begin; i < range.end; ++i)
+    written.push_back(Source::local(files.temps[i], files.finals[i]));
   const auto digests = publish::digest_files(written, std::thread::hardware_concurrency());
   std::vector<specs::FileRecord> records;
   for (std::size_t i = 0; i < digests.size(); ++i)
@@ -275,7 +276,8 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
   // Before any work: an earlier split under the prefix, the credentials, the bucket.
-  const std::vector<std::string> earlier = job.remote ? claim_prefix(*job.remote, job.force) : std::vector<std::string>{};
+  const std::vector<std::string> earlier =
+      job.remote ? claim_prefix(*job.remote, job.force) : std::vector<std::string>{};
   // Held until the manifest (part record) is written: a second split (of this
   // shard) into the directory fails at once. A directory it creates is
   // removed again if the split fails.
