@@ -578,6 +578,22 @@ class Faults(Server):
 
 
 @contextlib.contextmanager
+def serving(httpd, before_stop=None):
+    """Runs `httpd` (a threaded HTTP server) in a thread until the block ends; `before_stop` first ends what
+    would keep it from stopping (stalled answers)."""
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        if before_stop:
+            before_stop()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
 def faults(root=None, stall_seconds=60):
     """Starts the faulty server over `root` (a new temp dir when None) in a thread; yields a Faults.
     Stalled answers end when the block ends."""
@@ -585,15 +601,8 @@ def faults(root=None, stall_seconds=60):
         if root is None:
             root = stack.enter_context(tempfile.TemporaryDirectory(prefix="mb-faults-"))
         server = Faults(os.path.abspath(root), stall_seconds)
-        thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        thread.start()
-        try:
+        with serving(server.httpd, server.stopping.set):
             yield server
-        finally:
-            server.stopping.set()
-            server.httpd.shutdown()
-            server.httpd.server_close()
-            thread.join(timeout=10)
 
 
 
@@ -680,14 +689,8 @@ class S3Proxy:
 def s3_proxy(s3_server):
     """A faulty S3Proxy in front of `s3_server` (an S3), in a thread."""
     proxy = S3Proxy(s3_server.port)
-    thread = threading.Thread(target=proxy.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
+    with serving(proxy.httpd):
         yield proxy
-    finally:
-        proxy.httpd.shutdown()
-        proxy.httpd.server_close()
-        thread.join(timeout=10)
 
 
 class PythonHttp(Server):
