@@ -211,7 +211,7 @@ void note_model_data(const Context& ctx, CopyState& state, const DatasetPair& in
 bool merge_copy(const Context& ctx, MergeState& state, hid_t output) {
   CopyState& copies = state.copies;
   if (ctx.first() || !copies.possible) return false;
-  const Reader model(ctx.job.inputs[0].source.name()), input(ctx.source().name());
+  const Reader model(ctx.job.inputs[0].source.name()), input(ctx.verified_source().name());
   if (!copies.layout) copies.layout = lay_out(ctx, copies, state.concat, model.size());
   if (const std::string why = not_a_copy(ctx, copies, model, input); !why.empty()) {
     spdlog::debug("{}: merged through libhdf5: {}", ctx.job.inputs[ctx.input].label, why);

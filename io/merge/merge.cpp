@@ -7,12 +7,10 @@
 #include <filesystem>
 #include <numeric>
 #include <cstdlib>
-#include <thread>
 
 #include "core/merge_plan.hpp"
 #include "core/resolve.hpp"
 #include "io/tree/derived.hpp"
-#include "io/publish/digest.hpp"
 #include "io/tree/input.hpp"
 #include "io/h5/scales.hpp"
 #include "io/merge/copies.hpp"
@@ -20,6 +18,7 @@
 #include "io/merge/stack.hpp"
 #include "io/merge/survey.hpp"
 #include "io/merge/team.hpp"
+#include "io/merge/verified.hpp"
 #include "io/merge/walk.hpp"
 #include "io/publish/leftovers.hpp"
 #include "io/publish/outputs.hpp"
@@ -40,38 +39,6 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
   for (const auto& [path, rule] : resolution.datasets)
     if (rule.mode == LeafRule::Mode::Offsets)
       throw usage_error("--dp-degree does not combine with packed sequences (" + path + " is \"offsets\")");
-}
-
-// Every input is the file the split published: same size and (unless
-// --no-verify) the same content. A team shares the inputs out (rank R
-// checks inputs R, R + P, ...): a digest reads a whole file, which for a
-// remote input is a download, and each rank should fetch its own share.
-// A rank whose share fails votes no, so nothing is published.
-void verify_inputs(const MergeJob& job) {
-  if (!job.manifest) return;
-  const std::uint64_t rank = job.team ? job.team->rank : 0, size = job.team ? job.team->size : 1;
-  std::vector<Source> files;
-  std::vector<std::size_t> index;
-  for (std::size_t i = rank; i < job.inputs.size(); i += size) {
-    files.push_back(job.inputs[i].source);
-    index.push_back(i);
-  }
-  std::vector<publish::FileDigest> found;
-  if (job.verify)
-    found = publish::digest_files(files, std::thread::hardware_concurrency());
-  else
-    for (const auto& file : files) found.push_back({publish::size_of(file), {}});
-  for (std::size_t k = 0; k < files.size(); ++k) {
-    const specs::FileRecord& expected = job.manifest->files.at(index[k]);
-    if (found[k].size != expected.size)
-      throw Error(fmt::format("{}: {} bytes, but the manifest of its split says {}: the file was changed or replaced "
-                              "after the split",
-                              files[k].shown(), found[k].size, expected.size));
-    if (job.verify && found[k].digest != expected.digest)
-      throw Error(fmt::format("{}: its content digest differs from the manifest's: the file was changed or replaced "
-                              "after the split",
-                              files[k].shown()));
-  }
 }
 
 // libhdf5 1.10.8 keeps every source file of a virtual dataset open while
@@ -99,8 +66,9 @@ void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     ctx.input = i;
     pass.meter.begin(pass.sizes[i]);
+    ctx.verified_source();  // input i's digest, hashed while input i - 1 was merged
     if (!merge_copy(ctx, state, out)) {
-      const h5::Id file = i == 0 ? h5::Id() : tree::open_input(ctx.source());
+      const h5::Id file = i == 0 ? h5::Id() : tree::open_input(ctx.verified_source());
       merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
     }
     pass.meter.end();
@@ -138,8 +106,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
     replaces = publish::prepare_output_file(job.output, read, job.force);
     lock.emplace(publish::lock_merge_output(job.output));
   }
-  verify_inputs(job);
+  VerifiedInputs verified(job);  // sizes now; digests now, or each as its input is reached
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
+  verified.ready(0);
   const std::string& first = inputs.front().shown();
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.
@@ -152,7 +121,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   MergePlan plan;
   MergeState state;
   state.carried.budget = job.policy.buffer_bytes;  // what outlives one input, beside the transfer buffer
-  const Context ctx{job, resolution, plan, state.weights, model.get()};
+  Context base{job, resolution, plan, state.weights, model.get()};
+  base.verified = &verified;
+  const Context& ctx = base;
   plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, inputs.size());

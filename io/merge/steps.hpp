@@ -72,7 +72,8 @@ struct Carried {
 // One input's offsets datasets (by path), read and checked before its walk.
 using InputOffsets = std::map<std::string, Offsets>;
 
-struct WeightState;  // weights.hpp
+struct WeightState;     // weights.hpp
+class VerifiedInputs;  // verified.hpp
 
 // What every step needs to know, and may not change: the job, the rules and
 // the plan, and which input is being merged.
@@ -86,10 +87,13 @@ struct Context {
   hid_t model_file;  // the first input, open throughout
   std::size_t input = 0;
   const InputOffsets* offsets = nullptr;
+  VerifiedInputs* verified = nullptr;  // none: the inputs need no verifying
 
   bool first() const { return input == 0; }
   bool last() const { return input + 1 == job.inputs.size(); }
   const Source& source() const { return job.inputs[input].source; }
+  // The input's source to open: verified first (verified.hpp).
+  const Source& verified_source() const;
   const std::string& file() const { return source().shown(); }  // in messages
   h5::Location where(const std::string& path) const { return {file(), path}; }
   h5::Location model_where(const std::string& path) const { return {job.inputs[0].source.shown(), path}; }

@@ -49,7 +49,7 @@ void require_path(const Context& ctx, hid_t file, const std::string& path) {
 
 // Input `ctx.input`'s length along the cut axis of every dataset in `cut`.
 void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, InputLengths& lengths) {
-  h5::Id file = tree::open_input(ctx.source());
+  h5::Id file = tree::open_input(ctx.verified_source());
   for (const NodeInfo* node : cut) {
     const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
     require_path(ctx, file.get(), node->path);
@@ -97,7 +97,7 @@ ContextParallelInputs context_parallel_inputs(const Context& ctx) {
     run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
-    h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.source());
+    h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.verified_source());
     for (const auto& path : paths) {
       require_path(at, i == 0 ? ctx.model_file : file.get(), path);
       h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));

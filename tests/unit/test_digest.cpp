@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,4 +43,26 @@ TEST_CASE("digest: XXH3-128 of whole files, window by window") {
     CHECK(std::string(e.what()).rfind("missing.h5: ", 0) == 0);  // named as shown, not by its path
   }
   for (const auto& p : {a, b, empty}) std::remove(p.c_str());
+}
+
+TEST_CASE("digest: a Hasher gives each file the digest digest_files gives it, failures at their own file") {
+  std::string bytes(20u << 20, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 40503u) >> 7);
+  const std::string a = write_file("hasher-a", bytes);
+  const std::string empty = write_file("hasher-empty", "");
+  using mb::Source;
+  const auto expected = mb::io::publish::digest_files({Source::local(a), Source::local(empty)}, 1);
+  mb::io::publish::Hasher hasher;
+  CHECK(hasher.add(Source::local(a)) == 0);
+  CHECK(hasher.add(Source::local("/tmp/mb-digest-test-missing", "missing.h5")) == 1);
+  CHECK(hasher.add(Source::local(empty)) == 2);
+  // Asked out of order: each waits for its own file, and the missing one fails only when asked for.
+  CHECK(hasher.get(2).digest == expected[1].digest);
+  CHECK(hasher.get(0).digest == expected[0].digest);
+  CHECK(hasher.get(0).size == 20u << 20);
+  CHECK_THROWS_WITH_AS(hasher.get(1), doctest::Contains("missing.h5: cannot read"), mb::Error);
+  CHECK_THROWS_AS(hasher.get(3), std::logic_error);
+  // Files queued after a failure are still hashed.
+  CHECK(hasher.get(hasher.add(Source::local(a))).digest == expected[0].digest);
+  for (const auto& p : {a, empty}) std::remove(p.c_str());
 }
