@@ -66,8 +66,7 @@ void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     ctx.input = i;
     pass.meter.begin(pass.sizes[i]);
-    ctx.verified_source();  // input i's digest, hashed while input i - 1 was merged
-    if (!merge_copy(ctx, state, out)) {
+    if (!merge_copy(ctx, state, out)) {  // both wait for input i's digest, hashed while input i - 1 was merged
       const h5::Id file = i == 0 ? h5::Id() : tree::open_input(ctx.verified_source());
       merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
     }

@@ -105,10 +105,10 @@ using Closed = std::function<void(std::uint64_t)>;
 struct Writing {
   const OutputFiles& files;
   std::size_t at_once;
-  const Closed* closed = nullptr;  // none: nobody is told
+  Closed closed;  // empty: nobody is told
 
   void close(std::uint64_t file) const {
-    if (closed) (*closed)(file);
+    if (closed) closed(file);
   }
 };
 
@@ -246,7 +246,7 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
     order.push_back(i);
     hasher.add(Source::local(files.temps[i], files.finals[i]));
   };
-  const Writing writing{files, files_per_walk(prepared, range), &closed};
+  const Writing writing{files, files_per_walk(prepared, range), closed};
   run::run_workers(
       1,
       [&](std::uint64_t) {
@@ -278,7 +278,7 @@ std::vector<specs::FileRecord> write_range(const SplitJob& job, const tree::Prep
       [&](std::uint64_t w) {
         meter.use_slot(w);
         const FileRange share = share_of(range, workers, w);
-        write_files(metered, prepared, {files, open_outputs()}, share.begin, share.end);
+        write_files(metered, prepared, {files, open_outputs(), {}}, share.begin, share.end);
       },
       job.stall_seconds, [&] { meter.show(); });
   return digest_range(files, range);
