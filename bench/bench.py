@@ -36,6 +36,10 @@ best of 2; the table gives seconds and the speedup over the one-process command.
 5,000 small datasets split and merged back reading over HTTP from nginx on loopback, against curl + the local
 command and against libhdf5's ROS3 driver (h5py) reading every dataset: seconds, requests and MiB fetched.
 
+`upload` runs only when named (`--only upload`; bench/upload.py, needs s3rver): the contiguous workload at --scale
+split into 8 with `-o s3://` against `split -o DIR` and against `curl --aws-sigv4` uploading those files, 4 at once,
+to the same s3rver on loopback; goal: at most 1.2x the longer of the two alone, and less than their sum.
+
 `many` runs only when named (`--only many`): it is about the cost of each
 microbatch file, not of the bytes. For each N it prints split and merge time
 and peak RSS, merge time per input, the h5py script's merge (its inputs from a
@@ -433,6 +437,10 @@ def main():
         if name == "remote":
             import remote  # bench/remote.py: needs nginx (Debian's nginx-light)
             remote.bench_remote(args.dir, BINARY, make, args.runs)
+            continue
+        if name == "upload":
+            import upload  # bench/upload.py: needs s3rver (scripts/install-deps.sh)
+            upload.bench_upload(args.dir, BINARY, make, args.scale, min(args.runs, 3))
             continue
         bench(name, args.dir, args.scale, skip_h5py=args.skip_h5py or name == "memory", jobs=args.jobs, runs=args.runs)
 
