@@ -159,12 +159,14 @@ void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
       ->type_name("MiB");
 }
 
-std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds) {
-  const double percent = total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
-  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
-  return fmt::format("{}: {} / {}  {:3.0f}%  {}/s  {} left", verb, byte_text(static_cast<double>(done)),
-                     byte_text(static_cast<double>(total)), percent, byte_text(rate),
-                     time_left_text(static_cast<double>(total - done), rate));
+std::string progress_text(const std::string& verb, const io::run::Tally& tally, double seconds) {
+  const auto done = static_cast<double>(tally.done), total = static_cast<double>(tally.total);
+  const double percent = tally.total == 0 ? 100.0 : 100.0 * done / total;
+  const double rate = seconds > 0 ? done / seconds : 0;
+  std::string text = fmt::format("{}: {} / {}  {:3.0f}%  {}/s  {} left", verb, byte_text(done), byte_text(total),
+                                 percent, byte_text(rate), time_left_text(total - done, rate));
+  if (tally.uploaded) text += fmt::format("  {} uploaded", byte_text(static_cast<double>(*tally.uploaded)));
+  return text;
 }
 
 ProgressLine::ProgressLine(std::string verb)
@@ -175,17 +177,17 @@ ProgressLine::ProgressLine(std::string verb)
 
 io::run::Progress ProgressLine::callback() {
   if (!active_) return {};
-  return [this](std::uint64_t done, std::uint64_t total) { draw(done, total); };
+  return [this](const io::run::Tally& tally) { draw(tally); };
 }
 
 // Nothing in the first 200 ms, so that a short job leaves no flicker; then
 // at most five redraws a second.
-void ProgressLine::draw(std::uint64_t done, std::uint64_t total) {
+void ProgressLine::draw(const io::run::Tally& tally) {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ < std::chrono::milliseconds(200)) return;
   last_ = now;
   const double seconds = std::chrono::duration<double>(now - start_).count();
-  std::fprintf(stderr, "\r\033[K%s", progress_text(verb_, done, total, seconds).c_str());
+  std::fprintf(stderr, "\r\033[K%s", progress_text(verb_, tally, seconds).c_str());
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -49,7 +49,7 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy);
 
 // The progress line on a terminal: "split: 1.2 GiB / 2.2 GiB  54%  310 MiB/s
-// 3 s left", redrawn at most every 200 ms on one line of stderr, when stderr
+// 3 s left" (and "  960 MiB uploaded" for outputs on S3), redrawn at most every 200 ms on one line of stderr, when stderr
 // is a terminal and logging is not quieted (-q); otherwise nothing. Erased
 // (the line left empty) by erase() or when it goes out of scope, so that an
 // error or the closing message starts on a clean line.
@@ -66,7 +66,7 @@ class ProgressLine {
   void erase();
 
  private:
-  void draw(std::uint64_t done, std::uint64_t total);
+  void draw(const io::run::Tally& tally);
 
   std::string verb_;
   bool active_;
@@ -75,7 +75,7 @@ class ProgressLine {
 };
 
 // The progress line's text (without the redraw codes).
-std::string progress_text(const std::string& verb, std::uint64_t done, std::uint64_t total, double seconds);
+std::string progress_text(const std::string& verb, const io::run::Tally& tally, double seconds);
 
 // Where the spec comes from: -s FILE (a file, a pipe such as <(jq ...), or
 // "-" for standard input) or --spec-json TEXT; neither: the default spec.

@@ -238,6 +238,7 @@ void Uploader::handle(const std::string& line) {
   if (line.starts_with("ok ")) {
     ++confirmed_;
     bytes_ += std::stoull(line.substr(line.rfind(' ') + 1));
+    if (plan_.confirmed) plan_.confirmed(bytes_);
   } else if (line.starts_with("fail ")) {
     const auto kind = static_cast<ErrorKind>(std::stoi(line.substr(5)));
     if (!failure_) failure_ = Error(line.substr(line.find(' ', 5) + 1), kind);

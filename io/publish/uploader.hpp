@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct UploadPlan {
   remote::Settings settings;
   unsigned concurrency = 4;
   std::string spool;  // the run's own spool directory, removed by the process if the run is killed ("": none)
+  std::function<void(std::uint64_t bytes)> confirmed;  // after each confirmed file: the bytes up so far
 };
 
 class Uploader {

@@ -58,8 +58,13 @@ std::uint64_t ByteMeter::done() const {
   return sum;
 }
 
+void ByteMeter::uploaded(std::uint64_t bytes) {
+  uploaded_ = bytes;
+  show();
+}
+
 void ByteMeter::show() const {
-  if (shows_ && show_) show_(std::min(done(), total_), total_);
+  if (shows_ && show_) show_(Tally{.done = std::min(done(), total_), .total = total_, .uploaded = uploaded_});
 }
 
 }  // namespace mb::io::run

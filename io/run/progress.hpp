@@ -4,12 +4,19 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace mb::io::run {
 
-// Called with the work done so far and the total, in bytes. Called often
-// (after every slab, chunk or range of file bytes): the receiver throttles.
-using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+// A job's work so far, in bytes.
+struct Tally {
+  std::uint64_t done = 0, total = 0;      // data written (split) or merged, of all
+  std::optional<std::uint64_t> uploaded;  // outputs on S3: bytes of files the store confirmed
+};
+
+// Called with the tally. Called often (after every slab, chunk or range of
+// file bytes, and each confirmed upload): the receiver throttles.
+using Progress = std::function<void(const Tally&)>;
 
 // Counts the bytes a job moves, for its progress display. The job cuts its
 // work into pieces of known size (a dataset written into one output, an
@@ -35,6 +42,8 @@ class ByteMeter {
   void end();
   // A copy moved `bytes` of the current piece (ignored outside a piece).
   void add(std::uint64_t bytes);
+  // Bytes of files uploaded so far (outputs on S3; the process that made the meter), shown from now on.
+  void uploaded(std::uint64_t bytes);
   // Shows the sum over all slots (only in the process that made the meter).
   void show() const;
 
@@ -53,6 +62,7 @@ class ByteMeter {
   std::uint64_t local_ = 0;        // this process's count
   std::uint64_t piece_end_ = 0;    // local_ at which the current piece is whole
   bool in_piece_ = false;
+  std::optional<std::uint64_t> uploaded_;
 };
 
 // A meter's add() for a copy that may have none.

@@ -323,7 +323,10 @@ std::vector<specs::FileRecord> upload_rounds(const SplitJob& job, const tree::Pr
 std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree::Prepared& prepared,
                                                 const OutputFiles& files, const specs::Manifest& planned,
                                                 const std::vector<std::string>& earlier, run::ByteMeter& meter) {
-  publish::Uploader uploads(upload_plan(*job.remote, files.names, files.temps, earlier));
+  publish::UploadPlan plan = upload_plan(*job.remote, files.names, files.temps, earlier);
+  plan.confirmed = [&meter](std::uint64_t bytes) { meter.uploaded(bytes); };
+  meter.uploaded(0);
+  publish::Uploader uploads(std::move(plan));
   try {
     return upload_rounds(job, prepared, files, planned, uploads, meter);
   } catch (const Error& e) {

@@ -3,6 +3,7 @@ split and merge redraw one line with bytes done / total, percent, rate and
 time left a few times a second, and erase it at the end; nothing of it when
 stderr is not a terminal or with -q."""
 import os
+import pathlib
 import pty
 import re
 import select
@@ -13,11 +14,13 @@ import h5py
 import numpy as np
 import pytest
 
+import servers
 from conftest import BINARY, ENV, h5diff, run
 
 # One redraw: erase the line, then "split: 1.20 GiB / 2.20 GiB   54%  310 MiB/s  3s left".
 REDRAW = re.compile(rb"\r\x1b\[K(split|merge): ([\d.]+ [KMGT]?i?B) / ([\d.]+ [KMGT]?i?B) +(\d+)%  ([\d.]+ [KMGT]?i?B)/s"
                     rb"  (\S+) left")
+UPLOADED = re.compile(rb"left  ([\d.]+ [KMGT]?i?B) uploaded")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 # Raw chunks move too fast to watch on a small input; through HDF5's
@@ -191,6 +194,23 @@ def test_split_jobs_workers_feed_the_display(larger, tmp_path):
     assert code == 0, shown
     draws = check_redraws(shown, "split")
     assert max(int(d[3]) for d in draws) > 55, draws
+    assert_clean(shown)
+
+
+@pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
+def test_split_to_s3_shows_bytes_uploaded_beside_bytes_written(large, tmp_path):
+    # Rounds of two files (--uploads 1): the first rounds are confirmed while the later ones are written.
+    with servers.s3() as s3:
+        code, shown, _ = on_terminal(["split", large, "-n", "16", "--uploads", "1", "-o", s3.s3_url("mb/"),
+                                      "--buffer-size", "1"], env=s3.env(SLOW))
+        assert code == 0, shown
+        stored = pathlib.Path(s3.root, servers.S3_BUCKET, "mb").glob("microbatch-*._S3rver_object")
+        sizes = sum(p.stat().st_size for p in stored)
+    draws = check_redraws(shown, "split")
+    uploaded = [in_bytes(u) for u in UPLOADED.findall(shown)]
+    assert len(uploaded) == len(draws), shown  # every redraw says it
+    assert uploaded == sorted(uploaded) and 0 < uploaded[-1] <= sizes, uploaded
+    assert any(u > 0 and int(d[3]) < 100 for u, d in zip(uploaded, draws)), draws  # uploads overlap the writing
     assert_clean(shown)
 
 

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <optional>
 #include <vector>
 
 #include "io/run/progress.hpp"
@@ -15,10 +16,12 @@ namespace {
 struct Shown {
   std::vector<std::uint64_t> done;
   std::uint64_t total = 0;
+  std::vector<std::optional<std::uint64_t>> uploaded;
   mb::io::run::Progress callback() {
-    return [this](std::uint64_t d, std::uint64_t t) {
-      done.push_back(d);
-      total = t;
+    return [this](const mb::io::run::Tally& tally) {
+      done.push_back(tally.done);
+      total = tally.total;
+      uploaded.push_back(tally.uploaded);
     };
   }
 };
@@ -64,4 +67,20 @@ TEST_CASE("progress: workers count in their own slots; only the parent shows, su
   CHECK(shown.done.back() == 300);
   meter.show();
   CHECK(shown.done.back() == 300);
+}
+
+TEST_CASE("progress: bytes uploaded are shown once there are uploads, beside the bytes written") {
+  Shown shown;
+  mb::io::run::ByteMeter meter(100, shown.callback());
+  meter.begin(100);
+  meter.add(40);
+  meter.uploaded(0);  // uploads start: shown from now on
+  meter.add(60);
+  meter.end();
+  meter.uploaded(120);  // file bytes, not data bytes: they may pass the total
+  REQUIRE(shown.uploaded.size() == 5);
+  CHECK(!shown.uploaded[0]);
+  CHECK(shown.uploaded[1] == 0u);
+  CHECK(shown.uploaded[4] == 120u);
+  CHECK(shown.done == std::vector<std::uint64_t>{40, 40, 100, 100, 100});
 }
