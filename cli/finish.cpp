@@ -18,8 +18,11 @@ void setup_finish(CLI::App& app) {
       "  microbatch split batch.h5 -n 8 -o mb/ --shard 0/2   # and --shard 1/2, anywhere\n"
       "  microbatch finish mb/\n"
       "  checks mb/part-00000-of-00002.json and mb/part-00001-of-00002.json (same input, spec and options; every\n"
-      "  file listed present at its recorded size) and writes mb/manifest.json, the one 'split -o mb/' writes");
-  sub->add_option("dir", *dir, "output directory of the shards")->required()->check(local_output("dir"));
+      "  file listed present at its recorded size) and writes mb/manifest.json, the one 'split -o mb/' writes;\n"
+      "  the same for shards of 'split -o s3://BUCKET/PREFIX/': microbatch finish s3://BUCKET/PREFIX/");
+  sub->add_option("dir", *dir, "output directory of the shards, or their s3://BUCKET/PREFIX/")
+      ->required()
+      ->check(local_output("dir", true));
   add_common_options(*sub);
   sub->callback([dir] {
     apply_common_options();

@@ -65,7 +65,6 @@ std::optional<io::split::RemoteOutput> remote_output(const SplitCommand& cmd) {
     if (cmd.keep_local) throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
     return std::nullopt;
   }
-  if (cmd.shard) throw usage_error("split: --shard writes to a local or shared directory, not to an s3:// prefix");
   io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads};
   if (!out.prefix.ends_with("/")) out.prefix += "/";
   resolve_remote(out.prefix + specs::kManifestName, std::getenv);  // malformed, or half-given credentials

@@ -75,9 +75,12 @@ void run_verify(const VerifyCommand& cmd) {
   }
   for (const auto& name : report.extra)
     spdlog::error("{}: not listed in {}: a file of another split, which a glob of the split's files would pick up",
-                  (std::filesystem::path(target.name()) / name).string(), report.manifest);
-  if (!report.listed) spdlog::info("{}: a URL cannot be listed: files besides the manifest's are not looked for",
-                                   target.shown());
+                  target.is_remote() ? shown_name(sibling(target.name(), name))
+                                     : (std::filesystem::path(target.name()) / name).string(),
+                  report.manifest);
+  if (!report.listed)
+    spdlog::info("{}: an HTTP(S) URL cannot be listed: files besides the manifest's are not looked for",
+                 target.shown());
   if (capture) {
     run.warnings = capture->warnings();
     print_summary(report_json(target, report, run));

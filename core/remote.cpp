@@ -76,23 +76,29 @@ std::string endpoint_from(const Environment& env) {
   return e;
 }
 
-RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
+// s3://BUCKET/KEY -> (BUCKET, KEY).
+std::pair<std::string_view, std::string_view> bucket_and_key(std::string_view name) {
   const std::string_view rest = name.substr(5);
   const auto slash = rest.find('/');
-  const std::string_view bucket = rest.substr(0, slash);
-  const std::string_view key = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  return {rest.substr(0, slash), slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1)};
+}
+
+// The URL of `key` (percent-encoded) in `bucket`: path-style at an endpoint, else AWS's. An empty key is the
+// bucket itself, as ListObjectsV2 requests it.
+std::string s3_url(std::string_view bucket, std::string_view key, const Environment& env) {
+  const std::string endpoint = endpoint_from(env);
+  const std::string region = region_from(env), path = key.empty() ? "" : "/" + encode_key(key);
+  if (!endpoint.empty()) return fmt::format("{}/{}{}", endpoint, bucket, path);
+  if (bucket.find('.') != std::string_view::npos)  // a dotted bucket breaks the TLS wildcard
+    return fmt::format("https://s3.{}.amazonaws.com/{}{}", region, bucket, path);
+  return fmt::format("https://{}.s3.{}.amazonaws.com{}", bucket, region, path.empty() ? "/" : path);
+}
+
+RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
+  const auto [bucket, key] = bucket_and_key(name);
   if (!valid_bucket(bucket) || key.empty() || key.ends_with('/'))
     throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
-  RemoteAddress a{std::string(name), "", signing_from(env)};
-  const std::string endpoint = endpoint_from(env);
-  const std::string region = region_from(env);
-  if (!endpoint.empty())
-    a.url = fmt::format("{}/{}/{}", endpoint, bucket, encode_key(key));
-  else if (bucket.find('.') != std::string_view::npos)  // a dotted bucket breaks the TLS wildcard
-    a.url = fmt::format("https://s3.{}.amazonaws.com/{}/{}", region, bucket, encode_key(key));
-  else
-    a.url = fmt::format("https://{}.s3.{}.amazonaws.com/{}", bucket, region, encode_key(key));
-  return a;
+  return RemoteAddress{std::string(name), s3_url(bucket, key, env), signing_from(env)};
 }
 
 }  // namespace
@@ -108,6 +114,15 @@ RemoteAddress resolve_remote(std::string_view name, const Environment& env) {
   if (host >= name.size() || name[host] == '/')
     throw usage_error(fmt::format("{}: not a URL with a host", shown_name(name)));
   return RemoteAddress{std::string(name), std::string(name), std::nullopt};
+}
+
+S3Listing resolve_listing(std::string_view name, const Environment& env) {
+  if (!starts_with_nocase(name, "s3://"))
+    throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
+  const auto [bucket, key] = bucket_and_key(name);
+  if (!valid_bucket(bucket) || (!key.empty() && !key.ends_with('/')))
+    throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
+  return {RemoteAddress{std::string(name), s3_url(bucket, "", env), signing_from(env)}, std::string(key)};
 }
 
 std::string shown_name(std::string_view name) {

@@ -37,6 +37,15 @@ struct RemoteAddress {
 // error) for a malformed name or half-given credentials.
 RemoteAddress resolve_remote(std::string_view name, const Environment& env);
 
+// A prefix s3://BUCKET/PREFIX/ (or s3://BUCKET/) to list: the bucket's
+// address, which ListObjectsV2 requests, and the keys' prefix ("PREFIX/").
+// Throws mb::Error (a usage error) for anything else.
+struct S3Listing {
+  RemoteAddress bucket;
+  std::string prefix;
+};
+S3Listing resolve_listing(std::string_view name, const Environment& env);
+
 // `name` as messages show it: the query (which can hold a presigned URL's
 // signature and token) and any user:password@ replaced. Any other name
 // (a local path) as it is.

@@ -13,11 +13,14 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/publish/digest.hpp"
 #include "io/remote/driver.hpp"
+#include "io/remote/listing.hpp"
+#include "io/remote/upload.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
 
@@ -52,18 +55,56 @@ void remove_file(const fs::path& p) {
   if (ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
 }
 
-// Another shard's part record in the directory must be of the same split.
-void check_other_part(const fs::path& path, const PartRecord& ours, const std::string& dir) {
+// Another shard's part record where a shard writes must be of the same split.
+void check_other_part(const std::string& where, const std::string& text, const PartRecord& ours,
+                      const std::string& shown) {
   PartRecord theirs;
   try {
-    theirs = read_part(path.string());
+    theirs = parse_part(text, where);
   } catch (const Error&) {
     return;  // unreadable: finish names it; it is that shard's to rewrite
   }
   if (split_of(theirs) != split_of(ours))
     throw Error(fmt::format("{}: holds {}, a part of another split (other input, spec or options); use another "
                             "output directory",
-                            dir, path.filename().string()));
+                            shown, fs::path(where).filename().string()));
+}
+
+// What a shard makes of a split output (its final name) where it writes.
+enum class Found { Theirs, Finished, Mine, OtherPart };
+
+// The split's outputs: whether each is this shard's (its files and part record) or another's.
+std::unordered_map<std::string, bool> outputs_of(const PartRecord& ours) {
+  const std::vector<std::string> names = listed_names(ours.head);
+  std::unordered_map<std::string, bool> mine{{part_name(ours.shard), true}};
+  for (std::uint64_t i = 0; i < names.size(); ++i) mine[names[i]] = i >= ours.range.begin && i < ours.range.end;
+  return mine;
+}
+
+// Throws for an output of another split; `shown` is where the shard writes.
+Found classify(const std::string& name, const std::unordered_map<std::string, bool>& outputs,
+               const PartRecord& ours, const std::string& shown) {
+  if (name == specs::kManifestName) return Found::Finished;
+  if (const auto it = outputs.find(name); it != outputs.end()) return it->second ? Found::Mine : Found::Theirs;
+  if (shards_in_name(name) == ours.shard.count) return Found::OtherPart;
+  throw Error(fmt::format("{}: holds {}, which is not an output of this split (another split, or other shard "
+                          "counts?); use another output directory",
+                          shown, name));
+}
+
+// Without --force an earlier finished split or this shard's earlier output is refused.
+void refuse_earlier(const std::string& name, bool force, const std::string& shown) {
+  if (force) return;
+  throw Error(fmt::format("{}: holds {} of an earlier run; use --force to replace this shard's output", shown,
+                          name == specs::kManifestName ? "a finished split (manifest.json)" : name));
+}
+
+std::string read_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot read the part record: {}", path, std::strerror(errno)));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace
@@ -90,12 +131,10 @@ std::string part_text(const PartRecord& p) {
   return j.dump(2) + "\n";
 }
 
-PartRecord read_part(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot read the part record: {}", path, std::strerror(errno)));
+PartRecord parse_part(const std::string& text, const std::string& where) {
   PartRecord p;
   try {
-    const json j = json::parse(in);
+    const json j = json::parse(text);
     if (j.at("format") != kPartFormat) throw Error("not a microbatch part record");
     if (j.at("version") != kPartVersion) throw Error(fmt::format("part record version {} is not supported", j.at("version").dump()));
     if (!j.value("complete", false)) throw Error("the part record is incomplete");
@@ -115,12 +154,14 @@ PartRecord read_part(const std::string& path) {
         p.files.size() != p.range.size())
       throw Error("the part record's file range does not match its files");
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: malformed part record: {}", path, e.what()));
+    throw Error(fmt::format("{}: malformed part record: {}", where, e.what()));
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", path, e.what()));
+    throw Error(fmt::format("{}: {}", where, e.what()));
   }
   return p;
 }
+
+PartRecord read_part(const std::string& path) { return parse_part(read_record(path), path); }
 
 std::string split_of(const PartRecord& p) {
   return fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", p.shard.count, p.input, p.input_size, p.input_mtime_ns,
@@ -153,36 +194,35 @@ publish::OutputDirectory prepare_shard_dir(const std::string& dir, bool force, c
   const std::string lock_name =
       fmt::format("{}.shard-{:05}-of-{:05}", publish::kDirectoryLockName, ours.shard.index, ours.shard.count);
   publish::OutputLock lock((fs::path(dir) / lock_name).string(), dir);
-  const std::vector<std::string> names = listed_names(ours.head);
-  std::set<std::string> mine{part_name(ours.shard)}, theirs;
-  for (std::uint64_t i = 0; i < names.size(); ++i)
-    (i >= ours.range.begin && i < ours.range.end ? mine : theirs).insert(names[i]);
+  const auto outputs = outputs_of(ours);
   std::vector<fs::path> remove_first, remove_then;  // manifest; then our part record and files
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!publish::is_split_output(name) || theirs.contains(name)) continue;
+    if (!publish::is_split_output(name)) continue;
     if (name.starts_with(".")) {  // a temporary: of a running shard, or left by a killed one
-      bool own = false;
-      for (const auto& m : mine) own = own || name.starts_with("." + m + ".tmp-");
-      if (own && force) remove_then.push_back(entry.path());
+      const auto tmp = name.rfind(".tmp-");
+      const auto own = tmp == std::string::npos ? outputs.end() : outputs.find(name.substr(1, tmp - 1));
+      if (own != outputs.end() && own->second && force) remove_then.push_back(entry.path());
       continue;
     }
+    const Found found = classify(name, outputs, ours, dir);
+    if (found == Found::Theirs) continue;
     publish::refuse_unless_regular(entry.path().string());
     if (fs::equivalent(entry.path(), ours.input, ec))
       throw Error(dir + ": the input " + ours.input + " has a split output's name in the output directory; choose "
                   "another output directory");
-    if (name == specs::kManifestName || mine.contains(name)) {
-      if (!force)
-        throw Error(fmt::format("{}: holds {} of an earlier run; use --force to replace this shard's output", dir,
-                                name == specs::kManifestName ? "a finished split (manifest.json)" : name));
-      (name == specs::kManifestName ? remove_first : remove_then).push_back(entry.path());
-    } else if (shards_in_name(name) == ours.shard.count) {
-      check_other_part(entry.path(), ours, dir);
-    } else {
-      throw Error(fmt::format("{}: holds {}, which is not an output of this split (another split, or other shard "
-                              "counts?); use another output directory",
-                              dir, name));
+    if (found == Found::OtherPart) {
+      std::string text;
+      try {
+        text = read_record(entry.path().string());
+      } catch (const Error&) {
+        continue;  // unreadable: finish names it
+      }
+      check_other_part(entry.path().string(), text, ours, dir);
+      continue;
     }
+    refuse_earlier(name, force, dir);
+    (found == Found::Finished ? remove_first : remove_then).push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
   // Our part record before our files: a shard half removed is never taken for finished.
@@ -194,20 +234,43 @@ publish::OutputDirectory prepare_shard_dir(const std::string& dir, bool force, c
   return {std::move(created), std::move(lock)};
 }
 
+void claim_shard_prefix(const std::string& prefix, bool force, const PartRecord& ours) {
+  remote::Client client(remote::settings_from(std::getenv));
+  const auto outputs = outputs_of(ours);
+  const std::string shown = shown_name(prefix);
+  std::vector<std::string> remove_first, remove_then;  // manifest; then our part record and files
+  for (const auto& o : remote::list_prefix(client, resolve_listing(prefix, std::getenv))) {
+    if (o.name.starts_with(".") || !publish::is_split_output(o.name)) continue;
+    const Found found = classify(o.name, outputs, ours, shown);
+    if (found == Found::Theirs) continue;
+    if (found == Found::OtherPart) {
+      if (const auto text = remote::get_text(client, resolve_remote(prefix + o.name, std::getenv)))
+        check_other_part(shown_name(prefix + o.name), *text, ours, shown);
+      continue;
+    }
+    refuse_earlier(o.name, force, shown);
+    (found == Found::Finished ? remove_first : remove_then).push_back(o.name);
+  }
+  // Our part record before our files: a shard half removed is never taken for finished.
+  std::stable_partition(remove_then.begin(), remove_then.end(),
+                        [&](const std::string& name) { return name == part_name(ours.shard); });
+  for (const auto* names : {&remove_first, &remove_then})
+    for (const auto& name : *names) remote::delete_object(client, resolve_remote(prefix + name, std::getenv));
+}
+
 }  // namespace mb::io::split
 
 namespace mb::io::split {
 namespace {
 
-// Part K of the directory's split, checked against part 0 (`first`).
-PartRecord checked_part(const std::string& dir, const Shard& shard, const PartRecord* first) {
-  const std::string path = (fs::path(dir) / part_name(shard)).string();
-  std::error_code ec;
-  if (!fs::exists(path, ec))
+// Part K of the place's split, checked against part 0 (`first`).
+PartRecord checked_part(const SplitPlace& place, const Shard& shard, const PartRecord* first) {
+  const std::string path = place.path(part_name(shard));
+  if (!place.outputs.contains(part_name(shard)))
     throw Error(fmt::format("{}: missing: shard {} of {} has not finished (failed, killed or not run yet); run it "
                             "again (split ... --shard {}/{}), then finish",
                             path, shard.index, shard.count, shard.index, shard.count));
-  PartRecord p = read_part(path);
+  PartRecord p = parse_part(place.read(part_name(shard)), path);
   if (p.shard.index != shard.index || p.shard.count != shard.count)
     throw Error(fmt::format("{}: records shard {} of {}, not {} of {}", path, p.shard.index, p.shard.count,
                             shard.index, shard.count));
@@ -222,60 +285,117 @@ PartRecord checked_part(const std::string& dir, const Shard& shard, const PartRe
     const specs::FileRecord& f = p.files[i];
     if (f.name != names[p.range.begin + i])
       throw Error(fmt::format("{}: lists {} where the split has {}", path, f.name, names[p.range.begin + i]));
-    const fs::path file = fs::path(dir) / f.name;
-    const auto size = fs::file_size(file, ec);
-    if (ec)
-      throw Error(fmt::format("{}: missing (listed in {}); run shard {} again", file.string(), part_name(shard),
+    const auto found = place.outputs.find(f.name);
+    if (found == place.outputs.end())
+      throw Error(fmt::format("{}: missing (listed in {}); run shard {} again", place.path(f.name), part_name(shard),
                               shard.index));
-    if (size != f.size)
-      throw Error(fmt::format("{}: is {} bytes, {} records {}; run shard {} again", file.string(), size,
-                              part_name(shard), f.size, shard.index));
+    if (found->second != f.size)
+      throw Error(fmt::format("{}: is {} bytes, {} records {}; run shard {} again", place.path(f.name),
+                              found->second, part_name(shard), f.size, shard.index));
   }
   return p;
 }
 
-// The shard count of the directory's part records (all must agree).
-std::uint64_t shard_count(const std::string& dir) {
+// The shard count of the place's part records (all must agree).
+std::uint64_t shard_count(const SplitPlace& place) {
   std::uint64_t count = 0;
   std::string seen;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
+  for (const auto& [name, size] : place.outputs) {
     if (!name.starts_with("part-") || !name.ends_with(".json")) continue;
     const std::uint64_t p = shards_in_name(name);
     if (p == 0 || (count != 0 && p != count))
       throw Error(fmt::format("{}: is not a part record of the same split as {} (the shard counts differ)",
-                              (fs::path(dir) / name).string(), seen));
+                              place.path(name), seen));
     count = p;
     seen = name;
   }
-  if (ec) throw Error(dir + ": cannot list the directory: " + ec.message());
   if (count == 0)
-    throw Error(fmt::format("{}: holds no part record (part-K-of-P.json); run split --shard K/P into it first", dir));
+    throw Error(fmt::format("{}: holds no part record (part-K-of-P.json); run split --shard K/P into it first",
+                            place.shown));
   return count;
 }
 
-// Every split output in the directory must be one the part records list: a
+// Every split output in the place must be one the part records list: a
 // stray file (of another split, or a shard run with other counts) would sit
 // beside the manifest as if it belonged to it.
-void refuse_strays(const std::string& dir, const std::vector<specs::FileRecord>& files, std::uint64_t count) {
+void refuse_strays(const SplitPlace& place, const std::vector<specs::FileRecord>& files, std::uint64_t count) {
   std::set<std::string> known{specs::kManifestName};
   for (const auto& f : files) known.insert(f.name);
   for (std::uint64_t k = 0; k < count; ++k) known.insert(part_name({k, count}));
+  for (const auto& [name, size] : place.outputs) {
+    if (known.contains(name)) continue;
+    throw Error(fmt::format("{}: is not listed in any part record of this split (left by another split or "
+                            "another shard count?); move it away, then finish",
+                            place.path(name)));
+  }
+}
+
+// A directory's split outputs under their final names (temporaries are a running shard's).
+SplitPlace local_place(const std::string& dir) {
+  SplitPlace place{.shown = dir, .outputs = {}, .read = {}, .path = {}};
+  place.path = [dir](const std::string& name) { return (fs::path(dir) / name).string(); };
+  place.read = [path = place.path](const std::string& name) { return read_record(path(name)); };
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(".") || !publish::is_split_output(name) || known.contains(name)) continue;
-    throw Error(fmt::format("{}: is not listed in any part record of this split (left by another split or "
-                            "another shard count?); move it away, then finish",
-                            entry.path().string()));
+    if (name.starts_with(".") || !publish::is_split_output(name)) continue;
+    std::error_code size_ec;
+    const auto size = fs::file_size(entry.path(), size_ec);
+    place.outputs[name] = size_ec ? 0 : size;
   }
   if (ec) throw Error(dir + ": cannot list the directory: " + ec.message());
+  return place;
+}
+
+}  // namespace
+
+std::string finished_manifest(const SplitPlace& place) {
+  const std::uint64_t count = shard_count(place);
+  std::vector<PartRecord> parts;
+  for (std::uint64_t k = 0; k < count; ++k)
+    parts.push_back(checked_part(place, {k, count}, parts.empty() ? nullptr : &parts[0]));
+  std::vector<specs::FileRecord> files;
+  for (const auto& p : parts) files.insert(files.end(), p.files.begin(), p.files.end());
+  refuse_strays(place, files, count);
+  json head = parts[0].head;
+  auto listed = json::array();
+  for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
+  head["files"] = listed;
+  head["split_id"] = publish::digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
+  return specs::assemble_manifest(head, parts[0].datasets);
+}
+
+namespace {
+
+// An S3 prefix's split outputs, listed; part records read by GET.
+SplitPlace remote_place(const std::string& prefix, remote::Client& client) {
+  SplitPlace place{.shown = shown_name(prefix), .outputs = {}, .read = {}, .path = {}};
+  place.path = [prefix](const std::string& name) { return shown_name(prefix + name); };
+  place.read = [prefix, &client](const std::string& name) {
+    const auto text = remote::get_text(client, resolve_remote(prefix + name, std::getenv));
+    if (!text) throw Error(shown_name(prefix + name) + ": gone while finish read the prefix");
+    return *text;
+  };
+  for (const auto& o : remote::list_prefix(client, resolve_listing(prefix, std::getenv)))
+    if (!o.name.starts_with(".") && publish::is_split_output(o.name)) place.outputs[o.name] = o.size;
+  return place;
+}
+
+std::string finish_remote_split(std::string prefix) {
+  if (!prefix.ends_with("/")) prefix += "/";
+  remote::Client client(remote::settings_from(std::getenv));
+  const SplitPlace place = remote_place(prefix, client);
+  const std::string manifest = prefix + specs::kManifestName;
+  if (place.outputs.contains(specs::kManifestName))
+    throw Error(shown_name(manifest) + ": exists: this split is finished already");
+  remote::put_text(client, resolve_remote(manifest, std::getenv), finished_manifest(place));
+  return shown_name(manifest);
 }
 
 }  // namespace
 
 std::string finish_split(const std::string& dir) {
+  if (is_remote(dir)) return finish_remote_split(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": is not a directory");
   // finish and split both write the manifest: one at a time.
@@ -284,21 +404,10 @@ std::string finish_split(const std::string& dir) {
 }
 
 std::string finish_locked_split(const std::string& dir) {
-  std::error_code ec;
   const std::string manifest = (fs::path(dir) / specs::kManifestName).string();
-  if (fs::exists(manifest, ec)) throw Error(manifest + ": exists: this split is finished already");
-  const std::uint64_t count = shard_count(dir);
-  std::vector<PartRecord> parts;
-  for (std::uint64_t k = 0; k < count; ++k) parts.push_back(checked_part(dir, {k, count}, parts.empty() ? nullptr : &parts[0]));
-  std::vector<specs::FileRecord> files;
-  for (const auto& p : parts) files.insert(files.end(), p.files.begin(), p.files.end());
-  refuse_strays(dir, files, count);
-  json head = parts[0].head;
-  auto listed = json::array();
-  for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
-  head["files"] = listed;
-  head["split_id"] = publish::digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
-  publish::write_text_atomically(manifest, specs::assemble_manifest(head, parts[0].datasets));
+  const SplitPlace place = local_place(dir);
+  if (place.outputs.contains(specs::kManifestName)) throw Error(manifest + ": exists: this split is finished already");
+  publish::write_text_atomically(manifest, finished_manifest(place));
   return manifest;
 }
 

@@ -5,8 +5,11 @@
 // (path, size, mtime), the manifest it would write but for the other
 // shards' file records, its file range and its files' records. finish
 // checks that all P part records are there and agree, and writes
-// manifest.json, the one a one-process split writes.
+// manifest.json, the one a one-process split writes. On an S3 prefix the
+// same happens with objects: files first, the part record last.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -36,8 +39,9 @@ struct PartRecord {
 // part-00001-of-00004.json
 std::string part_name(const Shard& shard);
 
-// The part record as written, and back (mb::Error naming `path`).
+// The part record as written, and back (mb::Error naming `where` or `path`).
 std::string part_text(const PartRecord& part);
+PartRecord parse_part(const std::string& text, const std::string& where);
 PartRecord read_part(const std::string& path);
 
 // What must be equal in two shards' part records of one split.
@@ -54,8 +58,29 @@ void stat_input(const Source& input, PartRecord& part);
 // and this shard's own files and part record are removed (manifest first).
 [[nodiscard]] publish::OutputDirectory prepare_shard_dir(const std::string& dir, bool force, const PartRecord& ours);
 
-// finish DIR: checks the P part records and every file they list (present,
-// recorded size) and writes DIR/manifest.json. Returns the manifest's path.
+// The same for a shard onto an S3 prefix (s3://BUCKET/PREFIX/), from its
+// listing, before any work: with `force` the manifest is deleted, then this
+// shard's part record, then its files. There is no lock: two runs of one
+// shard at once are the user's to avoid.
+void claim_shard_prefix(const std::string& prefix, bool force, const PartRecord& ours);
+
+// What finish sees of the place a split's shards wrote to: a directory, or
+// an S3 prefix.
+struct SplitPlace {
+  std::string shown;                                         // the directory or prefix, as messages name it
+  std::map<std::string, std::uint64_t> outputs;              // split outputs under their final names: sizes
+  std::function<std::string(const std::string& name)> read;  // a part record's text
+  std::function<std::string(const std::string& name)> path;  // an output as messages name it
+};
+
+// The manifest of the place's split: checks that the P part records are all
+// there and agree, that every file they list is present at its recorded
+// size, and that no other split output is.
+std::string finished_manifest(const SplitPlace& place);
+
+// finish DIR (or s3://BUCKET/PREFIX/): writes DIR/manifest.json, the one
+// a one-process split writes. Returns the manifest's name. On a store there
+// is no lock: the manifest object is put once the listing checked out.
 std::string finish_split(const std::string& dir);
 // The same, by the holder of the directory's lock (a team's rank 0, which
 // took it before any work).

@@ -296,45 +296,77 @@ std::uint64_t round_size(const SplitJob& job) {
   return std::max<std::uint64_t>({job.workers, 2ull * job.remote->uploads, 1});
 }
 
-// Writes the files a round at a time, each round uploaded while the next is written; then the manifest.
-std::vector<specs::FileRecord> upload_rounds(const SplitJob& job, const tree::Prepared& prepared,
-                                             const OutputFiles& files, const specs::Manifest& planned,
+// What a run onto a prefix uploads: its share of the files and, once every
+// one is confirmed, the object that commits them: the manifest, or a
+// shard's part record.
+struct Upload {
+  const OutputFiles& files;
+  FileRange mine;
+  std::string last;                                                       // its name
+  std::function<std::string(const std::vector<specs::FileRecord>&)> text;  // its text, from the files' records
+};
+
+// Writes the files a round at a time, each round uploaded while the next is written; then the last object.
+std::vector<specs::FileRecord> upload_rounds(const SplitJob& job, const tree::Prepared& prepared, const Upload& up,
                                              publish::Uploader& uploads, run::ByteMeter& meter) {
-  const std::uint64_t round = round_size(job), count = files.names.size();
+  const std::uint64_t round = round_size(job);
   std::vector<specs::FileRecord> records;
-  for (std::uint64_t begin = 0; begin < count; begin += round) {
+  for (std::uint64_t begin = up.mine.begin; begin < up.mine.end; begin += round) {
     uploads.wait_for(round);
-    const FileRange range{begin, std::min(begin + round, count)};
-    const auto done = write_range(job, prepared, files, range, meter);
+    const FileRange range{begin, std::min(begin + round, up.mine.end)};
+    const auto done = write_range(job, prepared, up.files, range, meter);
     records.insert(records.end(), done.begin(), done.end());
     for (std::uint64_t i = range.begin; i < range.end; ++i) uploads.upload(i);
-    spdlog::debug("split: {} of {} files written, {} uploaded ({})", range.end, count, uploads.confirmed(),
-                  byte_text(static_cast<double>(uploads.uploaded_bytes())));
+    spdlog::debug("split: {} of {} files written, {} uploaded ({})", range.end - up.mine.begin, up.mine.size(),
+                  uploads.confirmed(), byte_text(static_cast<double>(uploads.uploaded_bytes())));
   }
   if (job.before_publish) job.before_publish();
-  uploads.commit(specs::manifest_text(final_manifest(planned, records)));
-  spdlog::debug("split: {} files uploaded to {} ({})", count, shown_name(job.remote->prefix),
+  uploads.commit(up.text(records));
+  spdlog::debug("split: {} files uploaded to {} ({})", up.mine.size(), shown_name(job.remote->prefix),
                 byte_text(static_cast<double>(uploads.uploaded_bytes())));
   return records;
 }
 
 // split -o s3://: rounds of files written, digested and handed to the
-// uploads; the manifest uploaded once all are confirmed.
-std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree::Prepared& prepared,
-                                                const OutputFiles& files, const specs::Manifest& planned,
+// uploads; the last object uploaded once all are confirmed.
+std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree::Prepared& prepared, const Upload& up,
                                                 const std::vector<std::string>& earlier, run::ByteMeter& meter) {
-  publish::UploadPlan plan = upload_plan(*job.remote, files.names, files.temps, earlier);
+  publish::UploadPlan plan = upload_plan(*job.remote, {up.files.names, up.files.temps, up.last}, earlier);
   plan.confirmed = [&meter](std::uint64_t bytes) { meter.uploaded(bytes); };
   meter.uploaded(0);
   publish::Uploader uploads(std::move(plan));
   try {
-    return upload_rounds(job, prepared, files, planned, uploads, meter);
+    return upload_rounds(job, prepared, up, uploads, meter);
   } catch (const Error& e) {
     // One line: the failure, and what of it stayed under the prefix.
     const std::string left = uploads.abandon();
     if (left.empty()) throw;
     throw Error(e.what() + left, e.kind(), e.where());
   }
+}
+
+// Before any work: an earlier split under the prefix, the credentials, the
+// bucket. The names of an earlier split's files (--force), for a run of
+// the whole split.
+std::vector<std::string> claim(const SplitJob& job, const PartRecord& part) {
+  if (!job.remote) return {};
+  if (!job.shard) return claim_prefix(*job.remote, job.force);
+  claim_shard_prefix(job.remote->prefix, job.force, part);
+  return {};
+}
+
+// A run onto a prefix: uploads its files and the last object, and with
+// --keep-local keeps them, the last object too, in that directory.
+std::vector<specs::FileRecord> to_prefix(const SplitJob& job, const tree::Prepared& prepared, const Upload& up,
+                                         const std::vector<std::string>& earlier, run::ByteMeter& meter,
+                                         publish::AtomicOutputs& outputs) {
+  const auto records = write_and_upload(job, prepared, up, earlier, meter);
+  if (job.remote->keep_local) {
+    outputs.publish();
+    publish::write_text_atomically((fs::path(job.output_dir) / up.last).string(), up.text(records));
+    outputs.keep();
+  }
+  return records;
 }
 
 }  // namespace
@@ -347,9 +379,7 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
-  // Before any work: an earlier split under the prefix, the credentials, the bucket.
-  const std::vector<std::string> earlier =
-      job.remote ? claim_prefix(*job.remote, job.force) : std::vector<std::string>{};
+  const std::vector<std::string> earlier = claim(job, part);
   // Held until the manifest (part record) is written: a second split (of this
   // shard) into the directory fails at once. A directory it creates is
   // removed again if the split fails.
@@ -362,15 +392,16 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
   run::ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
   if (job.remote) {
-    const auto records = write_and_upload(job, prepared, files, planned, earlier, meter);
-    if (job.remote->keep_local) {
-      outputs.publish();
-      publish::write_text_atomically((fs::path(job.output_dir) / specs::kManifestName).string(),
-                                     specs::manifest_text(final_manifest(planned, records)));
-      outputs.keep();
-      directory.keep();
-    }
-    return {records, meter.total(), specs::manifest_text(final_manifest(planned, records)).size()};
+    const Upload up{files, mine, job.shard ? part_name(*job.shard) : std::string(specs::kManifestName),
+                    [&](const std::vector<specs::FileRecord>& records) {
+                      if (!job.shard) return specs::manifest_text(final_manifest(planned, records));
+                      PartRecord done = part;
+                      done.files = records;
+                      return part_text(done);
+                    }};
+    const auto records = to_prefix(job, prepared, up, earlier, meter, outputs);
+    if (job.remote->keep_local) directory.keep();
+    return {records, meter.total(), up.text(records).size()};
   }
   const std::vector<specs::FileRecord> records = write_range(job, prepared, files, mine, meter);
   if (!job.shard)

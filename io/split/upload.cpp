@@ -46,17 +46,19 @@ std::string spool_directory(const RemoteOutput& out) {
   return fmt::format("{}/microbatch-upload-{}-{:x}", tmp && *tmp ? tmp : "/tmp", ::getpid(), stamp & 0xffffff);
 }
 
-publish::UploadPlan upload_plan(const RemoteOutput& out, const std::vector<std::string>& names,
-                                const std::vector<std::string>& paths, const std::vector<std::string>& earlier) {
+publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files, const std::vector<std::string>& earlier) {
   publish::UploadPlan plan;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    plan.files.push_back({paths[i], address_of(out.prefix + names[i]), !out.keep_local});
-  plan.manifest = address_of(out.prefix + specs::kManifestName);
+  for (std::size_t i = 0; i < files.names.size(); ++i)
+    plan.files.push_back({files.paths[i], address_of(out.prefix + files.names[i]), !out.keep_local});
+  plan.manifest = address_of(out.prefix + files.last);
   for (const auto& old : earlier)
-    if (std::find(names.begin(), names.end(), old) == names.end()) plan.stale.push_back(address_of(out.prefix + old));
+    if (std::find(files.names.begin(), files.names.end(), old) == files.names.end())
+      plan.stale.push_back(address_of(out.prefix + old));
   plan.settings = remote::settings_from(std::getenv);
   plan.concurrency = out.uploads;
-  if (!out.keep_local && !paths.empty()) plan.spool = std::filesystem::path(paths.front()).parent_path().string();
+  const auto spooled = std::find_if(files.paths.begin(), files.paths.end(), [](const auto& p) { return !p.empty(); });
+  if (!out.keep_local && spooled != files.paths.end())
+    plan.spool = std::filesystem::path(*spooled).parent_path().string();
   return plan;
 }
 

@@ -28,9 +28,17 @@ std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force);
 // under $TMPDIR (default /tmp), removed when the run ends.
 std::string spool_directory(const RemoteOutput& out);
 
-// The object each file (by name, its local copy at `paths`) goes to, the
-// manifest's, and the earlier split's objects that this one does not overwrite.
-publish::UploadPlan upload_plan(const RemoteOutput& out, const std::vector<std::string>& names,
-                                const std::vector<std::string>& paths, const std::vector<std::string>& earlier);
+// The files of a run (by name; their local copies at `paths`, "" for those
+// of other shards) and the name of the object that commits them: the
+// manifest, or a shard's part record.
+struct Spooled {
+  const std::vector<std::string>& names;
+  const std::vector<std::string>& paths;
+  std::string last;
+};
+
+// The object each file goes to, the last one's, and the earlier split's
+// objects that this one does not overwrite.
+publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files, const std::vector<std::string>& earlier);
 
 }  // namespace mb::io::split

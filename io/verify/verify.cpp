@@ -14,6 +14,7 @@
 #include "io/merge/inputs.hpp"
 #include "io/publish/digest.hpp"
 #include "io/remote/http.hpp"
+#include "io/remote/listing.hpp"
 #include "io/tree/input.hpp"
 #include "specs/manifest.hpp"
 
@@ -81,19 +82,31 @@ std::string rows_problem(const specs::Manifest& manifest, const Source& source, 
   return {};
 }
 
-// A local split directory's entries that its manifest does not list and
-// that are named as split outputs (microbatch-*.h5, rank-*, cp-*): what a
-// glob would pick up with the split's files. Hidden temporaries and part
-// records are the tools' own.
-std::vector<std::string> extra_files(const fs::path& dir, const specs::Manifest& manifest) {
+// What stands beside the manifest: a local directory's entries, an S3
+// prefix's objects (listed); none for an HTTP(S) URL, which nothing lists.
+std::optional<std::vector<std::string>> names_beside(const Source& target) {
+  std::vector<std::string> names;
+  if (!target.is_remote()) {
+    for (const auto& entry : fs::directory_iterator(target.name())) names.push_back(entry.path().filename().string());
+    return names;
+  }
+  if (!target.name().starts_with("s3://")) return std::nullopt;
+  remote::Client client(remote::settings_from(std::getenv));
+  for (const auto& o : remote::list_prefix(client, resolve_listing(sibling(target.name(), ""), std::getenv)))
+    names.push_back(o.name);
+  return names;
+}
+
+// The names beside the manifest that it does not list and that are named as
+// split outputs (microbatch-*.h5, rank-*, cp-*): what a glob would pick up
+// with the split's files. Hidden temporaries and part records are the
+// tools' own.
+std::vector<std::string> extra_files(const std::vector<std::string>& names, const specs::Manifest& manifest) {
   std::set<std::string> listed{specs::kManifestName};
   for (const auto& f : manifest.files) listed.insert(f.name);
   std::set<std::string> extra;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (listed.contains(name) || name.starts_with(".")) continue;
-    if (specs::is_output_file_name(name)) extra.insert(name);
-  }
+  for (const auto& name : names)
+    if (!listed.contains(name) && !name.starts_with(".") && specs::is_output_file_name(name)) extra.insert(name);
   return {extra.begin(), extra.end()};
 }
 
@@ -172,8 +185,8 @@ Report verify(const Source& target, unsigned threads) {
   report.manifest = sources.manifest_path;
   report.split_id = manifest.split_id;
   check_files(sources, threads, report);
-  if (!target.is_remote()) {
-    report.extra = extra_files(target.name(), manifest);
+  if (const auto names = names_beside(target)) {
+    report.extra = extra_files(*names, manifest);
     report.listed = true;
   }
   return report;

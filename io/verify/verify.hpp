@@ -2,8 +2,8 @@
 // microbatch verify: a split directory (local, or a URL prefix) checked
 // against its manifest without merging it: every file present, of its
 // recorded size and content digest, holding the rows the manifest gives
-// each split dataset; files in a local directory that the manifest does not
-// list are reported too. For a training node after a download, and for CI.
+// each split dataset; files in a local directory or under an S3 prefix that
+// the manifest does not list are reported too. For a training node after a download, and for CI.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,8 +27,8 @@ struct Report {
   std::string manifest;  // as shown
   std::string split_id;
   std::vector<FileCheck> files;      // the manifest's, in its order
-  std::vector<std::string> extra;    // a local directory's files the manifest does not list
-  bool listed = false;               // a local directory, whose files were looked through for `extra`
+  std::vector<std::string> extra;    // files beside the manifest that it does not list
+  bool listed = false;               // a local directory or S3 prefix, looked through for `extra`
   bool intact() const;
 };
 

@@ -150,8 +150,6 @@ def test_outputs_that_are_not_s3_prefixes_are_usage_errors(s3, env, mixed, tmp_p
     src, spec = mixed
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", "https://example.com/x/", env=env), 2,
                           "HTTP(S) URL")
-    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", s3.s3_url("s/"), "--shard", "0/2", env=env),
-                          2, "--shard")
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "d", "--keep-local",
                               tmp_path / "k", env=env), 2, "--keep-local")
 

@@ -193,7 +193,7 @@ def test_a_split_on_a_web_server_verifies_and_a_missing_file_is_named(web, split
     base = web.put_dir(split, "web-missing")
     res = run("verify", f"{base}/manifest.json", "--json", env=REMOTE_ENV)
     assert res.code == 1 and statuses(res) == {"microbatch-00004.h5": "missing"}
-    assert "a URL cannot be listed" in res.err
+    assert "an HTTP(S) URL cannot be listed" in res.err
     assert_one_line_error(run("verify", f"{base}/microbatch-00000.h5", env=REMOTE_ENV), 2,
                           "is not a split directory")
 
@@ -201,4 +201,16 @@ def test_a_split_on_a_web_server_verifies_and_a_missing_file_is_named(web, split
 def test_a_split_in_s3_verifies(s3, split):
     s3.put_dir(split, "s3-intact")
     r = report(run("verify", s3.s3_url("s3-intact/"), "--json", env=s3.env(REMOTE_ENV), check=0))
-    assert r["intact"] and [f["name"] for f in r["files"]] == files_of(split)
+    assert r["intact"] and r["listed"] and [f["name"] for f in r["files"]] == files_of(split)
+
+
+def test_an_s3_prefix_is_listed_for_files_the_manifest_does_not_list(s3, split):
+    s3.put_dir(split, "s3-extra")
+    s3.put(split / "microbatch-00000.h5", "s3-extra/microbatch-00099.h5")  # another split's, say
+    s3.put(split / "microbatch-00000.h5", "s3-extra/notes.txt")  # not named as an output: left alone
+    s3.put(split / "microbatch-00000.h5", "s3-extra/sub/microbatch-00098.h5")  # below the prefix: not beside it
+    for target in (s3.s3_url("s3-extra/"), s3.s3_url("s3-extra/manifest.json")):
+        res = run("verify", target, "--json", env=s3.env(REMOTE_ENV))
+        r = report(res)
+        assert res.code == 1 and r["listed"] and r["extra"] == ["microbatch-00099.h5"] and statuses(res) == {}
+        assert "s3://bkt/s3-extra/microbatch-00099.h5: not listed in s3://bkt/s3-extra/manifest.json" in res.err

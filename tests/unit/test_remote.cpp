@@ -17,7 +17,28 @@ mb::RemoteAddress resolve(const std::string& name, Vars vars) {
   });
 }
 
+mb::S3Listing listing(const std::string& name, Vars vars) {
+  return mb::resolve_listing(name, [&vars](const char* n) -> const char* {
+    const auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
 }  // namespace
+
+TEST_CASE("remote: a prefix is listed at its bucket's URL, in each addressing style") {
+  const auto at_aws = listing("s3://bkt/runs/mb/", {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}});
+  CHECK(at_aws.bucket.url == "https://bkt.s3.us-east-1.amazonaws.com/");
+  CHECK(at_aws.prefix == "runs/mb/");
+  CHECK(at_aws.bucket.signing);
+  CHECK(listing("s3://b.k.t/mb/", {}).bucket.url == "https://s3.us-east-1.amazonaws.com/b.k.t");
+  const auto at_endpoint = listing("s3://bkt/", {{"AWS_ENDPOINT_URL", "http://127.0.0.1:9000/"}});
+  CHECK(at_endpoint.bucket.url == "http://127.0.0.1:9000/bkt");
+  CHECK(at_endpoint.prefix.empty());
+  CHECK_FALSE(at_endpoint.bucket.signing);
+  for (const char* bad : {"s3://bkt/mb", "s3://B/mb/", "https://host/mb/", "s3:///mb/"})
+    CHECK_THROWS_AS(listing(bad, {}), mb::Error);
+}
 
 TEST_CASE("remote: which names are URLs") {
   CHECK(mb::is_remote("s3://bkt/key.h5"));

@@ -21,6 +21,18 @@ FilesystemStore.prototype.getObject = async function (bucket, key, options) {
   return object;
 };
 
+// s3rver 5.0.0 enciphers ListObjectsV2 continuation tokens with DES, which OpenSSL 3 keeps in its legacy
+// provider: every truncated listing (more than 1,000 keys) fails with InternalError. The tokens need only be
+// opaque and reversible: AES-128-CBC, with the 8-byte key and IV doubled, stands in.
+const crypto = require('node:crypto');
+for (const name of ['createCipheriv', 'createDecipheriv']) {
+  const real = crypto[name];
+  crypto[name] = function (algorithm, key, iv, ...rest) {
+    if (algorithm !== 'des') return real.call(this, algorithm, key, iv, ...rest);
+    return real.call(this, 'aes-128-cbc', Buffer.concat([key, key]), Buffer.concat([iv, iv]), ...rest);
+  };
+}
+
 const [port, directory, keyId, secret] = process.argv.slice(2);
 if (keyId) DUMMY_ACCOUNT.createKeyPair(keyId, secret);
 new S3rver({ port: Number(port), address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bkt' }] })

@@ -1,0 +1,135 @@
+"""split --shard K/P onto an s3:// prefix and finish there, against a real s3rver on loopback: each shard
+uploads its files, then its part record; finish lists the prefix, checks the records as it does in a
+directory and puts the manifest a one-process split writes, byte for byte. A shard's earlier output needs
+--force, a part of another split or a stray object is refused, a shard that fails leaves nothing."""
+import filecmp
+import json
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+import servers
+from conftest import BINARY, assert_one_line_error, h5diff, listing, run
+from test_upload import env, mixed, objects, s3  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
+
+
+def shard_args(src, spec, out, k, p, n=7):
+    return ["split", src, "-s", spec, "-n", n, "-o", out, "--shard", f"{k}/{p}"]
+
+
+def parts(p):
+    return [f"part-{k:05d}-of-{p:05d}.json" for k in range(p)]
+
+
+def test_concurrent_shards_then_finish_give_the_plain_split(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    run("split", src, "-s", spec, "-n", 7, "-o", tmp_path / "plain", check=0)
+    url = s3.s3_url("shards/")
+    procs = [subprocess.Popen([BINARY, *map(str, shard_args(src, spec, url, k, 3))], env=env,
+                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for k in range(3)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+        p.stderr.close()
+    files = [f"microbatch-{i:05d}.h5" for i in range(7)]
+    assert sorted(objects(s3, "shards")) == files + parts(3)  # no manifest before finish
+    res = run("finish", url, env=env, check=0)
+    assert "s3://bkt/shards/manifest.json" in res.err
+    got = objects(s3, "shards")
+    for name in files + ["manifest.json"]:
+        assert filecmp.cmp(got[name], tmp_path / "plain" / name, shallow=False), name
+    assert listing(env["TMPDIR"]) == []
+    run("verify", url, env=env, check=0)
+    run("merge", url, "-o", tmp_path / "merged.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "merged.h5") == 0
+    assert_one_line_error(run("finish", url, env=env), 1, "s3://bkt/shards/manifest.json", "finished already")
+
+
+def test_finish_names_a_missing_part_and_a_stray_object(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("partial/")
+    run(*shard_args(src, spec, url, 0, 2), env=env, check=0)
+    assert_one_line_error(run("finish", url, env=env), 1, "s3://bkt/partial/part-00001-of-00002.json", "missing",
+                          "--shard 1/2")
+    run(*shard_args(src, spec, url, 1, 2), env=env, check=0)
+    s3.put(src, "partial/microbatch-00009.h5")  # another split's file
+    assert_one_line_error(run("finish", url, env=env), 1, "s3://bkt/partial/microbatch-00009.h5",
+                          "not listed in any part record")
+    assert "manifest.json" not in objects(s3, "partial")
+
+
+def test_finish_refuses_a_file_of_another_size(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("resized/")
+    for k in range(2):
+        run(*shard_args(src, spec, url, k, 2), env=env, check=0)
+    s3.put(src, "resized/microbatch-00005.h5")  # replaced after its shard finished
+    assert_one_line_error(run("finish", url, env=env), 1, "s3://bkt/resized/microbatch-00005.h5", "bytes",
+                          "run shard 1 again")
+    assert "manifest.json" not in objects(s3, "resized")
+
+
+def test_a_shards_earlier_output_needs_force_and_a_finished_split_too(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("rerun/")
+    run(*shard_args(src, spec, url, 0, 2), env=env, check=0)
+    assert_one_line_error(run(*shard_args(src, spec, url, 0, 2), env=env), 1, "s3://bkt/rerun/", "earlier run",
+                          "--force")
+    run(*shard_args(src, spec, url, 0, 2), "--force", env=env, check=0)
+    run(*shard_args(src, spec, url, 1, 2), env=env, check=0)
+    run("finish", url, env=env, check=0)
+    assert_one_line_error(run(*shard_args(src, spec, url, 1, 2), env=env), 1, "finished split", "--force")
+    run(*shard_args(src, spec, url, 1, 2), "--force", env=env, check=0)
+    assert "manifest.json" not in objects(s3, "rerun")  # deleted first: the prefix is no finished split now
+    run("finish", url, env=env, check=0)
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def test_a_shard_refuses_a_prefix_with_another_splits_part(s3, env, mixed):
+    src, spec = mixed
+    url = s3.s3_url("other/")
+    run(*shard_args(src, spec, url, 0, 2, n=4), env=env, check=0)
+    before = sorted(objects(s3, "other"))
+    assert_one_line_error(run(*shard_args(src, spec, url, 1, 2, n=6), env=env), 1, "s3://bkt/other/",
+                          "part-00000-of-00002.json", "another split")
+    assert sorted(objects(s3, "other")) == before
+
+
+def test_a_shard_that_fails_leaves_no_part_record_and_deletes_its_files(s3, env, mixed):
+    src, spec = mixed
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "microbatch-00005", "etag")
+        res = run(*shard_args(src, spec, s3.s3_url("failed/"), 1, 2),
+                  env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+    assert_one_line_error(res, 3, "s3://bkt/failed/microbatch-00005.h5", "ETag")
+    assert objects(s3, "failed") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
+def test_wrong_credentials_are_refused_before_any_work(s3, env, mixed):
+    src, spec = mixed
+    bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
+    assert_one_line_error(run(*shard_args(src, spec, s3.s3_url("creds/"), 0, 2), env=bad), 1, "s3://bkt/creds/",
+                          "403", "AWS_SECRET_ACCESS_KEY")
+    assert_one_line_error(run("finish", s3.s3_url("creds/"), env=bad), 1, "403")
+    assert objects(s3, "creds") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
+def test_a_prefix_of_more_than_a_thousand_objects_is_listed_page_by_page(s3, env, tmp_path):
+    # ListObjectsV2 answers at most 1,000 keys a page: finish and verify must read on past the first.
+    src = tmp_path / "rows.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(1005)
+    url = s3.s3_url("pages/")
+    run("split", src, "-n", 1005, "-o", url, "--shard", "0/1", env=env, check=0)
+    run("finish", url, env=env, check=0)
+    s3.put(src, "pages/microbatch-01005.h5")  # sorts after every listed file: on the second page
+    res = run("verify", url, "--json", env=env)
+    assert res.code == 1 and json.loads(res.out)["extra"] == ["microbatch-01005.h5"], res
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
