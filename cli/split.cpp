@@ -108,6 +108,7 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   io::split::SplitJob job;
   job.input = input;
   job.remote = remote_output(cmd);
+  if (job.remote) job.remote->claimed = run.prepared_directory;  // by a team's rank 0
   job.output_dir = job.remote ? io::split::spool_directory(*job.remote) : cmd.output_dir;
   job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
   job.options = cmd.partition;
@@ -182,7 +183,7 @@ void run_alone(const SplitCommand& cmd) {
 
 void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
-  if (to_store(cmd)) throw usage_error("split: an MPI launch writes to a shared directory, not to an s3:// prefix");
+  if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   io::run::Team team(launch);
   std::vector<std::string> files{cmd.input};

@@ -381,21 +381,54 @@ SplitPlace remote_place(const std::string& prefix, remote::Client& client) {
   return place;
 }
 
-std::string finish_remote_split(std::string prefix) {
-  if (!prefix.ends_with("/")) prefix += "/";
+std::string with_slash(std::string prefix) { return prefix.ends_with("/") ? prefix : prefix + "/"; }
+
+// Deletes the split outputs of a listing, part records first: a prefix half
+// cleared never holds a complete set of parts without their files.
+void delete_outputs(remote::Client& client, const std::string& prefix, const std::vector<remote::Listed>& listed) {
+  std::vector<std::string> names;
+  for (const auto& o : listed)
+    if (!o.name.starts_with(".") && publish::is_split_output(o.name) && o.name != specs::kManifestName)
+      names.push_back(o.name);
+  std::stable_partition(names.begin(), names.end(), [](const std::string& n) { return shards_in_name(n) != 0; });
+  for (const auto& name : names) remote::delete_object(client, resolve_remote(prefix + name, std::getenv));
+}
+
+}  // namespace
+
+std::string finish_remote_split(const std::string& name) {
+  const std::string prefix = with_slash(name);
   remote::Client client(remote::settings_from(std::getenv));
   const SplitPlace place = remote_place(prefix, client);
   const std::string manifest = prefix + specs::kManifestName;
   if (place.outputs.contains(specs::kManifestName))
     throw Error(shown_name(manifest) + ": exists: this split is finished already");
-  remote::put_text(client, resolve_remote(manifest, std::getenv), finished_manifest(place));
-  return shown_name(manifest);
+  const std::string text = finished_manifest(place);
+  remote::put_text(client, resolve_remote(manifest, std::getenv), text);
+  return text;
 }
 
-}  // namespace
+void claim_team_prefix(const std::string& name, bool force) {
+  const std::string prefix = with_slash(name);
+  remote::Client client(remote::settings_from(std::getenv));
+  const auto listed = remote::list_prefix(client, resolve_listing(prefix, std::getenv));
+  bool finished = false;
+  for (const auto& o : listed) {
+    if (o.name.starts_with(".") || !publish::is_split_output(o.name)) continue;
+    if (!force)
+      throw Error(fmt::format("{}: holds the output of an earlier split ({}); use --force to replace it", shown_name(prefix),
+                              o.name));
+    finished = finished || o.name == specs::kManifestName;
+  }
+  if (finished) remote::delete_object(client, resolve_remote(prefix + specs::kManifestName, std::getenv));
+  delete_outputs(client, prefix, listed);
+}
 
 std::string finish_split(const std::string& dir) {
-  if (is_remote(dir)) return finish_remote_split(dir);
+  if (is_remote(dir)) {
+    finish_remote_split(dir);
+    return shown_name(with_slash(dir) + specs::kManifestName);
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": is not a directory");
   // finish and split both write the manifest: one at a time.
@@ -412,6 +445,11 @@ std::string finish_locked_split(const std::string& dir) {
 }
 
 void remove_split_outputs(const std::string& dir) {
+  if (is_remote(dir)) {
+    remote::Client client(remote::settings_from(std::getenv));
+    delete_outputs(client, with_slash(dir), remote::list_prefix(client, resolve_listing(with_slash(dir), std::getenv)));
+    return;
+  }
   std::vector<fs::path> parts, files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -425,6 +463,12 @@ void remove_split_outputs(const std::string& dir) {
 }
 
 void remove_part_records(const std::string& dir, std::uint64_t count) {
+  if (is_remote(dir)) {
+    remote::Client client(remote::settings_from(std::getenv));
+    for (std::uint64_t k = 0; k < count; ++k)
+      remote::delete_object(client, resolve_remote(with_slash(dir) + part_name({k, count}), std::getenv));
+    return;
+  }
   for (std::uint64_t k = 0; k < count; ++k) {
     const std::string path = (fs::path(dir) / part_name({k, count})).string();
     if (::unlink(path.c_str()) != 0 && errno != ENOENT)

@@ -85,15 +85,25 @@ std::string finish_split(const std::string& dir);
 // The same, by the holder of the directory's lock (a team's rank 0, which
 // took it before any work).
 std::string finish_locked_split(const std::string& dir);
+// The same on an S3 prefix; returns the manifest's text.
+std::string finish_remote_split(const std::string& prefix);
 
-// Removes every split output under a final name in `dir` (part records
-// first), none of which can pass for finished without a manifest: a team
-// whose run failed after its ranks published undoes it. Only by the holder
-// of the directory's lock, which kept every other run out.
+// A team's rank 0, before any work, for a team's split onto an S3 prefix:
+// any split output there (a manifest, files, part records) is refused
+// without `force`; with it, the manifest is deleted first, then the part
+// records, then the rest.
+void claim_team_prefix(const std::string& prefix, bool force);
+
+// Removes every split output under a final name in `dir` or under an S3
+// prefix (part records first), none of which can pass for finished without
+// a manifest: a team whose run failed after its ranks published undoes it.
+// Only by the holder of the directory's lock, which kept every other run
+// out (a prefix has none: one run per prefix).
 void remove_split_outputs(const std::string& dir);
 
-// After finish, the P part records are no longer needed: a split written by
-// a team (mpirun) leaves the directory a one-process split leaves.
+// After finish, the P part records (files, or objects under a prefix) are
+// no longer needed: a split written by a team (mpirun) leaves the directory
+// a one-process split leaves.
 void remove_part_records(const std::string& dir, std::uint64_t count);
 
 }  // namespace mb::io::split

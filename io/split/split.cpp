@@ -349,7 +349,7 @@ std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree:
 // bucket. The names of an earlier split's files (--force), for a run of
 // the whole split.
 std::vector<std::string> claim(const SplitJob& job, const PartRecord& part) {
-  if (!job.remote) return {};
+  if (!job.remote || job.remote->claimed) return {};
   if (!job.shard) return claim_prefix(*job.remote, job.force);
   claim_shard_prefix(job.remote->prefix, job.force, part);
   return {};

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/remote.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/split/parts.hpp"
 #include "specs/manifest.hpp"
@@ -29,8 +30,12 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
   std::optional<publish::OutputDirectory> directory;
   std::optional<Share> share;
   bool undo = false;  // ranks may have published: rank 0 removes it all if the split does not finish
+  std::string manifest;  // rank 0's, once written
   try {
-    if (lead) directory.emplace(publish::prepare_output_dir(output.dir, output.force, output.input));
+    if (lead && is_remote(output.dir))
+      claim_team_prefix(output.dir, output.force);
+    else if (lead)
+      directory.emplace(publish::prepare_output_dir(output.dir, output.force, output.input));
     votes.agree();  // the directory is the team's: no other run writes into it
     const ShareRun run{.shard = Shard{team.rank(), team.size()},
                        .before_publish =
@@ -43,10 +48,13 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
     share = once(run);
     votes.agree();  // every rank's files and part record are published
     if (lead) {
-      finish_locked_split(output.dir);
+      if (is_remote(output.dir))
+        manifest = finish_remote_split(output.dir);
+      else
+        finish_locked_split(output.dir);
       undo = false;  // the manifest is written: the split is finished
       remove_part_records(output.dir, team.size());
-      directory->keep();
+      if (directory) directory->keep();
     }
     votes.agree();
   } catch (...) {
@@ -56,7 +64,12 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
     throw;
   }
   share->second.data_bytes = team.sum(share->second.data_bytes);
-  if (lead) share->second.files = specs::read_manifest(output.dir).files;
+  if (lead && is_remote(output.dir)) {
+    share->second.files = specs::parse_manifest(manifest, shown_name(output.dir)).files;
+    share->second.manifest_bytes = manifest.size();
+  } else if (lead) {
+    share->second.files = specs::read_manifest(output.dir).files;
+  }
   return std::move(*share);
 }
 

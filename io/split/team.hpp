@@ -6,7 +6,9 @@
 // writes the manifest and removes the part records. A failure or an
 // interruption on any rank before the manifest is written: every rank
 // stops, and rank 0 removes what the ranks published (and the directory
-// if it made it). No HDF5 types here (cli/ calls it).
+// if it made it). Onto an S3 prefix the same happens with objects: rank 0
+// claims the prefix (io/split/parts.hpp), each rank uploads its shard.
+// No HDF5 types here (cli/ calls it).
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,7 +34,7 @@ struct ShareRun {
 
 // Where a team's split goes, as the command line says.
 struct TeamOutput {
-  std::string dir;
+  std::string dir;  // or s3://BUCKET/PREFIX/
   bool force = false;
   std::string input;  // never removed from the directory
 };

@@ -14,6 +14,7 @@ struct RemoteOutput {
   std::string prefix;                     // s3://BUCKET/PREFIX/, ending in "/"
   std::optional<std::string> keep_local;  // --keep-local DIR: the files are written and kept there
   unsigned uploads = 4;                   // concurrent uploads
+  bool claimed = false;                   // a team's rank 0 claimed the prefix for this run
 };
 
 // What the prefix held: the names of an earlier split's files, when

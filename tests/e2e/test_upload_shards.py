@@ -1,9 +1,12 @@
-"""split --shard K/P onto an s3:// prefix and finish there, against a real s3rver on loopback: each shard
-uploads its files, then its part record; finish lists the prefix, checks the records as it does in a
-directory and puts the manifest a one-process split writes, byte for byte. A shard's earlier output needs
---force, a part of another split or a stray object is refused, a shard that fails leaves nothing."""
+"""split --shard K/P onto an s3:// prefix and finish there, and mpirun's ranks onto a prefix, against a real
+s3rver on loopback: each shard uploads its files, then its part record; finish lists the prefix, checks the
+records as it does in a directory and puts the manifest a one-process split writes, byte for byte (a team's
+rank 0 does it, then deletes the part records). A shard's earlier output needs --force, a part of another
+split or a stray object is refused, a shard or rank that fails leaves nothing."""
 import filecmp
 import json
+import os
+import shutil
 import subprocess
 
 import h5py
@@ -11,7 +14,7 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import BINARY, assert_one_line_error, h5diff, listing, run
+from conftest import BINARY, Result, assert_one_line_error, h5diff, listing, run
 from test_upload import env, mixed, objects, s3  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
@@ -133,3 +136,54 @@ def test_a_prefix_of_more_than_a_thousand_objects_is_listed_page_by_page(s3, env
     assert res.code == 1 and json.loads(res.out)["extra"] == ["microbatch-01005.h5"], res
     run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+MPI_BINARY = os.environ.get("MICROBATCH_MPI")
+needs_mpi = pytest.mark.skipif(shutil.which("mpirun") is None or not MPI_BINARY,
+                               reason="needs mpirun and microbatch-mpi (MICROBATCH_MPI)")
+
+
+def mpirun(np_, env, *args):
+    env = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+    return Result(subprocess.run(["mpirun", "-np", str(np_), MPI_BINARY, *map(str, args)], capture_output=True,
+                                 text=True, timeout=600, stdin=subprocess.DEVNULL, env=env))
+
+
+@needs_mpi
+def test_mpi_ranks_split_onto_a_prefix_as_one_process_does(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    run("split", src, "-s", spec, "-n", 7, "-o", tmp_path / "plain", check=0)
+    url = s3.s3_url("team/")
+    res = mpirun(3, env, "split", src, "-s", spec, "-n", 7, "-o", url, "--json")
+    assert res.code == 0, res
+    got = objects(s3, "team")
+    assert sorted(got) == sorted(listing(tmp_path / "plain"))  # the part records are gone
+    for name, path in got.items():
+        assert filecmp.cmp(path, tmp_path / "plain" / name, shallow=False), name
+    files = json.loads(res.out)["files"]
+    assert [f["path"] for f in files] == [s3.s3_url(f"team/{n}") for n in sorted(got) if n != "manifest.json"] + \
+        [s3.s3_url("team/manifest.json")]
+    assert [f["bytes"] for f in files] == [os.path.getsize(got[os.path.basename(f["path"])]) for f in files]
+    assert listing(env["TMPDIR"]) == []
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+    again = mpirun(2, env, "split", src, "-s", spec, "-n", 3, "-o", url)
+    assert again.code == 1 and "s3://bkt/team/: holds the output of an earlier split" in again.err, again
+    assert sorted(objects(s3, "team")) == sorted(got)
+    assert mpirun(2, env, "split", src, "-s", spec, "-n", 3, "-o", url, "--force").code == 0
+    assert sorted(objects(s3, "team")) == ["manifest.json"] + [f"microbatch-{i:05d}.h5" for i in range(3)]
+    run("verify", url, env=env, check=0)
+
+
+@needs_mpi
+def test_mpi_a_rank_that_fails_leaves_nothing_under_the_prefix(s3, env, mixed):
+    src, spec = mixed
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "microbatch-00005", "etag")
+        res = mpirun(3, dict(env, AWS_ENDPOINT_URL=proxy.endpoint), "split", src, "-s", spec, "-n", 7, "-o",
+                     s3.s3_url("team-failed/"))
+    assert res.code != 0 and "s3://bkt/team-failed/microbatch-00005.h5" in res.err, res
+    assert objects(s3, "team-failed") == {}
+    assert listing(env["TMPDIR"]) == []
