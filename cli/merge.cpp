@@ -128,8 +128,14 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
   const io::merge::MergeResult result = io::merge::execute(job, spec);
+  if (remote) {
+    // The merge is done: the line stays at its total and counts the upload.
+    const std::uint64_t data = result.data_bytes;
+    summary.sizes = {remote->publish([&](std::uint64_t sent) {
+      if (job.progress) job.progress({.done = data, .total = data, .uploaded = sent});
+    })};
+  }
   progress.erase();
-  if (remote) summary.sizes = {remote->publish()};
   if (!lead) return;
   io::tree::log_preset(sources.files.front().shown(), result.preset);
   if (capture) {

@@ -51,9 +51,13 @@ std::string checked_spool(const std::string& url, bool force) {
 RemoteFile::RemoteFile(const std::string& url, bool force)
     : url_(url), local_(checked_spool(url, force)), spool_(std::filesystem::path(local_).parent_path().string()) {}
 
-std::uint64_t RemoteFile::publish() {
+std::uint64_t RemoteFile::publish(const std::function<void(std::uint64_t)>& uploaded) {
   remote::Client client(remote::settings_from(std::getenv));
-  const remote::Uploaded up = remote::put_file(client, resolve_remote(url_, std::getenv), local_);
+  std::uint64_t sent = 0;
+  const remote::Uploaded up = remote::put_file(client, resolve_remote(url_, std::getenv), local_, [&](std::uint64_t n) {
+    sent += n;
+    if (uploaded) uploaded(sent);
+  });
   std::remove(local_.c_str());
   spdlog::debug("{}: {} uploaded", shown_name(url_), byte_text(static_cast<double>(up.size)));
   return up.size;

@@ -6,6 +6,7 @@
 // before any work. A run that fails uploads nothing (a multipart upload in
 // flight is aborted) and leaves no spool.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "io/publish/outputs.hpp"
@@ -20,8 +21,9 @@ class RemoteFile {
 
   // Where the job writes the file (it must not exist yet).
   const std::string& local() const { return local_; }
-  // Uploads the finished local file; returns its size.
-  std::uint64_t publish();
+  // Uploads the finished local file, telling `uploaded` (if any) the bytes
+  // confirmed so far after each part; returns its size.
+  std::uint64_t publish(const std::function<void(std::uint64_t uploaded)>& uploaded = {});
 
  private:
   std::string url_;

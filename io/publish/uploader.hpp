@@ -34,7 +34,7 @@ struct UploadItem {
 
 struct UploadPlan {
   std::vector<UploadItem> files;       // by index
-  RemoteAddress manifest;              // written by commit()
+  RemoteAddress manifest;              // written by commit(): the manifest, or a shard's part record
   std::vector<RemoteAddress> stale;    // deleted after the manifest: an earlier split's objects (--force)
   remote::Settings settings;
   unsigned concurrency = 4;

@@ -620,6 +620,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         mode = owner.choose(self.command, self.path)
         owner.record((self.command, self.path, mode))
+        if mode == "slow":
+            time.sleep(0.5)
         if mode == "500":
             reply = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
             self.send_response(500)
@@ -653,8 +655,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
 
 class S3Proxy:
     """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
-    (method, and `contains` in the path and query) answer 500 without reaching s3rver ("500"), or reach it
-    and come back with a wrong ETag ("etag"). `requests()` lists (method, path, mode)."""
+    (method, and `contains` in the path and query) answer 500 without reaching s3rver ("500"), reach it
+    and come back with a wrong ETag ("etag"), or reach it half a second late ("slow"). `requests()` lists
+    (method, path, mode)."""
 
     def __init__(self, target_port):
         self.target_port = target_port

@@ -214,6 +214,26 @@ def test_split_to_s3_shows_bytes_uploaded_beside_bytes_written(large, tmp_path):
     assert_clean(shown)
 
 
+@pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
+def test_merge_to_s3_counts_the_upload_once_merged(tmp_path):
+    # 40 MiB of random bytes: five parts, each half a second late through the proxy, so the line is redrawn.
+    src = tmp_path / "random.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.random.default_rng(1).random((4, 40 * 2**20 // 32))
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    with servers.s3() as s3, servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "partNumber=", "slow", times=5)
+        code, shown, _ = on_terminal(["merge", tmp_path / "mb", "-o", s3.s3_url("merged.h5")],
+                                     env=dict(s3.env(ENV), AWS_ENDPOINT_URL=proxy.endpoint))
+        assert code == 0, shown
+        size = (pathlib.Path(s3.root, servers.S3_BUCKET) / "merged.h5._S3rver_object").stat().st_size
+    draws = redraws(shown)
+    uploaded = [in_bytes(u) for u in UPLOADED.findall(shown)]
+    assert len(uploaded) >= 2 and uploaded == sorted(uploaded) and 0 < uploaded[-1] <= size, shown
+    assert all(d[0] == b"merge" and int(d[3]) == 100 for d in draws[-len(uploaded):]), draws  # merged by then
+    assert_clean(shown)
+
+
 def test_many_tiny_files_move_steadily(tmp_path):
     # 1,500 outputs of a few KiB each: the count moves dataset by dataset, not once per file batch. 36 datasets
     # make the run last over a second on an idle machine, for several redraws.

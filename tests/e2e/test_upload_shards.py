@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import servers
-from conftest import BINARY, Result, assert_one_line_error, h5diff, listing, run
+from conftest import BINARY, Result, assert_one_line_error, h5diff, listing, run, summary
 from test_upload import env, mixed, objects, s3  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
@@ -54,7 +54,11 @@ def test_concurrent_shards_then_finish_give_the_plain_split(s3, env, mixed, tmp_
 def test_finish_names_a_missing_part_and_a_stray_object(s3, env, mixed, tmp_path):
     src, spec = mixed
     url = s3.s3_url("partial/")
-    run(*shard_args(src, spec, url, 0, 2), env=env, check=0)
+    res = run(*shard_args(src, spec, url, 0, 2), "--json", env=env, check=0)
+    files = summary(res, "split-summary")["files"]  # its share, then its part record, with their sizes
+    got = objects(s3, "partial")
+    assert [f["path"] for f in files] == [s3.s3_url(f"partial/{n}") for n in sorted(got)]
+    assert [f["bytes"] for f in files] == [os.path.getsize(got[n]) for n in sorted(got)]
     assert_one_line_error(run("finish", url, env=env), 1, "s3://bkt/partial/part-00001-of-00002.json", "missing",
                           "--shard 1/2")
     run(*shard_args(src, spec, url, 1, 2), env=env, check=0)
@@ -161,7 +165,7 @@ def test_mpi_ranks_split_onto_a_prefix_as_one_process_does(s3, env, mixed, tmp_p
     assert sorted(got) == sorted(listing(tmp_path / "plain"))  # the part records are gone
     for name, path in got.items():
         assert filecmp.cmp(path, tmp_path / "plain" / name, shallow=False), name
-    files = json.loads(res.out)["files"]
+    files = summary(res, "split-summary")["files"]
     assert [f["path"] for f in files] == [s3.s3_url(f"team/{n}") for n in sorted(got) if n != "manifest.json"] + \
         [s3.s3_url("team/manifest.json")]
     assert [f["bytes"] for f in files] == [os.path.getsize(got[os.path.basename(f["path"])]) for f in files]
