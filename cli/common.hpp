@@ -49,8 +49,9 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy);
 
 // The progress line on a terminal: "split: 1.2 GiB / 2.2 GiB  54%  310 MiB/s
-// 3 s left" (and "  960 MiB uploaded" for outputs on S3), redrawn at most every 200 ms on one line of stderr, when stderr
-// is a terminal and logging is not quieted (-q); otherwise nothing. Erased
+// 3 s left" (and "  960 MiB uploaded" for outputs on S3), redrawn at most
+// every 200 ms on one line of stderr, when stderr is a terminal and logging
+// is not quieted (-q); otherwise nothing. Erased
 // (the line left empty) by erase() or when it goes out of scope, so that an
 // error or the closing message starts on a clean line.
 class ProgressLine {

@@ -91,6 +91,15 @@ void set_method(CURL* curl, const Call& c) {
   }
 }
 
+// What a request is about, for its error: the object, a part or the
+// multipart upload of it, or the listing of a prefix.
+const char* subject_of(const Call& c) {
+  if (c.query.empty()) return "the object";
+  if (c.query.find("partNumber=") != std::string::npos) return "a part";
+  if (c.query.find("list-type=") != std::string::npos) return "the listing";
+  return "the multipart upload";
+}
+
 // The body of a PUT of `text` (a manifest).
 std::size_t on_read_text(char* out, std::size_t size, std::size_t count, void* user) {
   auto& x = *static_cast<Exchange*>(user);
@@ -145,6 +154,8 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &x);
   set_method(curl, call);
+  // File bodies in 1 MiB reads and sends, not libcurl's 64 KiB: fewer system calls for the same bytes.
+  if (call.fd >= 0) curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
   error[0] = '\0';
   CURLcode code;
   {
@@ -181,8 +192,8 @@ Answer Client::send(const RemoteAddress& address, const Call& call) {
     if (!failure) return answer;
     if (!failure->transient || attempt_no >= s_->settings.attempts) {
       const std::string tries = attempt_no > 1 ? fmt::format(" (after {} attempts)", attempt_no) : "";
-      const std::string message = fmt::format("{}: {} of {} failed: {}{}", shown, call.method,
-                                              call.query.empty() ? "the object" : "a part", failure->what, tries);
+      const std::string message =
+          fmt::format("{}: {} of {} failed: {}{}", shown, call.method, subject_of(call), failure->what, tries);
       if (failure->missing) throw Missing(message, ErrorKind::Data, {shown, ""});
       throw Error(message, failure->transient ? ErrorKind::Environment : ErrorKind::Data, {shown, ""});
     }

@@ -416,8 +416,8 @@ void claim_team_prefix(const std::string& name, bool force) {
   for (const auto& o : listed) {
     if (o.name.starts_with(".") || !publish::is_split_output(o.name)) continue;
     if (!force)
-      throw Error(fmt::format("{}: holds the output of an earlier split ({}); use --force to replace it", shown_name(prefix),
-                              o.name));
+      throw Error(fmt::format("{}: holds the output of an earlier split ({}); use --force to replace it",
+                              shown_name(prefix), o.name));
     finished = finished || o.name == specs::kManifestName;
   }
   if (finished) remote::delete_object(client, resolve_remote(prefix + specs::kManifestName, std::getenv));

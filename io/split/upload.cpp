@@ -46,7 +46,8 @@ std::string spool_directory(const RemoteOutput& out) {
   return fmt::format("{}/microbatch-upload-{}-{:x}", tmp && *tmp ? tmp : "/tmp", ::getpid(), stamp & 0xffffff);
 }
 
-publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files, const std::vector<std::string>& earlier) {
+publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files,
+                                const std::vector<std::string>& earlier) {
   publish::UploadPlan plan;
   for (std::size_t i = 0; i < files.names.size(); ++i)
     plan.files.push_back({files.paths[i], address_of(out.prefix + files.names[i]), !out.keep_local});

@@ -40,6 +40,7 @@ struct Spooled {
 
 // The object each file goes to, the last one's, and the earlier split's
 // objects that this one does not overwrite.
-publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files, const std::vector<std::string>& earlier);
+publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files,
+                                const std::vector<std::string>& earlier);
 
 }  // namespace mb::io::split

@@ -121,8 +121,8 @@ def test_wrong_credentials_are_refused_before_any_work(s3, env, mixed):
     src, spec = mixed
     bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
     assert_one_line_error(run(*shard_args(src, spec, s3.s3_url("creds/"), 0, 2), env=bad), 1, "s3://bkt/creds/",
-                          "403", "AWS_SECRET_ACCESS_KEY")
-    assert_one_line_error(run("finish", s3.s3_url("creds/"), env=bad), 1, "403")
+                          "GET of the listing failed", "403", "AWS_SECRET_ACCESS_KEY")
+    assert_one_line_error(run("finish", s3.s3_url("creds/"), env=bad), 1, "GET of the listing failed", "403")
     assert objects(s3, "creds") == {}
     assert listing(env["TMPDIR"]) == []
 
