@@ -6,7 +6,9 @@ The upload runs `--uploads` curls at once (microbatch's default, 4), one PUT
 per file: the fair baseline for split's own bounded concurrent uploads.
 Goal: split -o s3:// takes at most 1.2x the longer of the two alone, and
 less than their sum (the uploads overlap the writing)."""
+import concurrent.futures
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -44,6 +46,35 @@ def curl_upload(s3, directory, prefix, md5=False):
     return f"cd {shlex.quote(directory)} && ls | xargs -P {UPLOADS} -I{{}} {curl} -T {{}} {url}{{}}"
 
 
+CURL = ["curl", "-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u",
+        f"{servers.S3_KEY_ID}:{servers.S3_SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+PART = 8 << 20  # split's part size
+
+
+def multipart_one(path, url):
+    """One file as a multipart upload of 8 MiB parts, each part a curl fed from stdin, as split sends it."""
+    answer = subprocess.run([*CURL, "-X", "POST", f"{url}?uploads="], capture_output=True, check=True).stdout
+    upload = re.search(rb"<UploadId>([^<]+)</UploadId>", answer).group(1).decode()
+    etags = []
+    with open(path, "rb") as f:
+        while part := f.read(PART):
+            head = subprocess.run([*CURL, "-D", "-", "-o", "/dev/null", "-T", "-",
+                                   f"{url}?partNumber={len(etags) + 1}&uploadId={upload}"], input=part,
+                                  capture_output=True, check=True).stdout
+            etags.append(re.search(rb"(?i)etag: *(\S+)", head).group(1).decode())
+    done = "".join(f"<Part><PartNumber>{k + 1}</PartNumber><ETag>{e}</ETag></Part>" for k, e in enumerate(etags))
+    subprocess.run([*CURL, "-o", "/dev/null", "-X", "POST", "--data-binary",
+                    f"<CompleteMultipartUpload>{done}</CompleteMultipartUpload>", f"{url}?uploadId={upload}"],
+                   capture_output=True, check=True)
+
+
+def multipart_upload(directory, base):
+    """Every file of `directory` under the URL `base` as multipart uploads, UPLOADS files at once."""
+    names = sorted(os.listdir(directory))
+    with concurrent.futures.ThreadPoolExecutor(UPLOADS) as pool:
+        list(pool.map(lambda n: multipart_one(os.path.join(directory, n), base + n), names))
+
+
 def forget(s3, prefix):
     """Removes `prefix`'s objects from s3rver's disk (its store reads the disk on each request)."""
     shutil.rmtree(os.path.join(s3.root, servers.S3_BUCKET, prefix.strip("/")), ignore_errors=True)
@@ -60,16 +91,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def three_ways(s3, split, work, runs):
+def three_ways(s3, split, work, runs, multipart):
     """(seconds, s3rver CPU seconds per run) of `split` (a command to end with the output) -o DIR, the curl
-    uploads of DIR, and `split` -o s3://."""
+    uploads of DIR (and, for `multipart` files, curl's multipart uploads of them), and `split` -o s3://."""
     local = os.path.join(work, "upload-mb")
+    commands = [
+        ("split -o DIR", split + shlex.quote(local), None, lambda: shutil.rmtree(local, ignore_errors=True)),
+        ("curl upload of DIR", curl_upload(s3, local, "curl/"), None, lambda: forget(s3, "curl/")),
+        ("  with Content-MD5", curl_upload(s3, local, "curl/", md5=True), None, lambda: forget(s3, "curl/"))]
+    if multipart:
+        commands.append(("  as multipart uploads", f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} multipart "
+                         f"{shlex.quote(local)} {shlex.quote(s3.url('curl/'))}", None, lambda: forget(s3, "curl/")))
+    commands.append(("split -o s3://", split + s3.s3_url("mb/"), s3.env(os.environ), lambda: forget(s3, "mb/")))
     rows = {}
-    for name, cmd, env, before in (
-            ("split -o DIR", split + shlex.quote(local), None, lambda: shutil.rmtree(local, ignore_errors=True)),
-            ("curl upload of DIR", curl_upload(s3, local, "curl/"), None, lambda: forget(s3, "curl/")),
-            ("  with Content-MD5", curl_upload(s3, local, "curl/", md5=True), None, lambda: forget(s3, "curl/")),
-            ("split -o s3://", split + s3.s3_url("mb/"), s3.env(os.environ), lambda: forget(s3, "mb/"))):
+    for name, cmd, env, before in commands:
         cpu = cpu_seconds(s3.proc.pid)
         rows[name] = (best(cmd, runs, env, before), (cpu_seconds(s3.proc.pid) - cpu) / runs)
     forget(s3, "curl/")
@@ -79,16 +114,16 @@ def three_ways(s3, split, work, runs):
 
 
 def report(n, size, rows):
-    alone, upload, remote = (rows[k][0] for k in ("split -o DIR", "curl upload of DIR", "split -o s3://"))
-    longer, total = max(alone, upload), alone + upload
+    alone, remote = rows["split -o DIR"][0], rows["split -o s3://"][0]
     print(f"  -n {n}: files of {size / n:.0f} MiB{' (multipart)' if size / n >= 16 else ''}")
     for name, (secs, cpu) in rows.items():
         print(f"    {name:22s} {secs:8.2f} s   s3rver CPU {cpu:6.2f} s", flush=True)
-    print(f"    split -o s3://: {remote / longer:.2f}x the longer alone (goal <= 1.2x), "
-          f"{remote / total:.2f}x the split followed by the upload (goal < 1x)")
-    md5 = rows["  with Content-MD5"][0]
-    print(f"    against the upload with Content-MD5: {remote / max(alone, md5):.2f}x the longer alone, "
-          f"{remote / (alone + md5):.2f}x the split followed by the upload")
+    for name, against in (("curl upload of DIR", "the upload"), ("  with Content-MD5", "the upload with Content-MD5"),
+                          ("  as multipart uploads", "curl's multipart uploads")):
+        if name in rows:
+            upload = rows[name][0]
+            print(f"    against {against}: {remote / max(alone, upload):.2f}x the longer alone (goal <= 1.2x), "
+                  f"{remote / (alone + upload):.2f}x the split followed by the upload (goal < 1x)")
 
 
 def bench_upload(work, binary, make, scale, runs):
@@ -102,4 +137,8 @@ def bench_upload(work, binary, make, scale, runs):
     with servers.s3(os.path.join(work, "s3rver")) as s3:
         for n in (32, 8):
             split = f"{binary} split {shlex.quote(src)} -n {n} -q -o "
-            report(n, size, three_ways(s3, split, work, runs))
+            report(n, size, three_ways(s3, split, work, runs, multipart=size / n >= 16))
+
+
+if __name__ == "__main__":  # python3 upload.py multipart DIR URL: the multipart baseline, timed as one command
+    multipart_upload(sys.argv[2], sys.argv[3])
