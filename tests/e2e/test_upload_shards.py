@@ -191,3 +191,17 @@ def test_mpi_a_rank_that_fails_leaves_nothing_under_the_prefix(s3, env, mixed):
     assert res.code != 0 and "s3://bkt/team-failed/microbatch-00005.h5" in res.err, res
     assert objects(s3, "team-failed") == {}
     assert listing(env["TMPDIR"]) == []
+
+
+@needs_mpi
+def test_mpi_a_team_whose_manifest_cannot_be_put_deletes_what_its_ranks_published(s3, env, mixed):
+    # Every rank has uploaded its files and part record when rank 0's manifest fails: rank 0 deletes them all.
+    src, spec = mixed
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "team-undone/manifest.json", "500", times=100)
+        res = mpirun(3, dict(env, AWS_ENDPOINT_URL=proxy.endpoint), "split", src, "-s", spec, "-n", 7, "-o",
+                     s3.s3_url("team-undone/"))
+        assert any(m is None and "part-" in p for _, p, m in proxy.requests())  # the parts were up
+    assert res.code != 0 and "s3://bkt/team-undone/manifest.json: PUT of the object failed" in res.err, res
+    assert objects(s3, "team-undone") == {}
+    assert listing(env["TMPDIR"]) == []
