@@ -59,7 +59,7 @@ std::string manifest_of_prefix(const std::string& name) {
 CLI::Validator local_output(const std::string& option, bool s3) {
   return CLI::Validator(
       [option, s3](std::string& value) -> std::string {
-        if (s3 && is_remote(value) && !value.starts_with("s3://"))
+        if (s3 && is_remote(value) && !is_s3(value))
           throw usage_error(fmt::format("{}: {} is an HTTP(S) URL; outputs are local files or s3:// objects", option,
                                         shown_name(value)));
         if (!s3 && is_remote(value))

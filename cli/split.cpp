@@ -228,8 +228,9 @@ void setup_split(CLI::App& app) {
       ->required()
       ->check(local_output("-o/--output", true));
   sub->add_option("--keep-local", cmd->keep_local,
-                  "with -o s3://: write the files (and the manifest) in this directory and keep them; by default "
-                  "they are written to a spool under $TMPDIR and each is removed once it is uploaded")
+                  "with -o s3://: write the files (and the manifest, or with --shard the part record) in this "
+                  "directory and keep them; by default they are written to a spool under $TMPDIR and each is "
+                  "removed once it is uploaded (not under MPI)")
       ->check(local_output("--keep-local"))
       ->type_name("DIR");
   sub->add_option("--uploads", cmd->uploads, "with -o s3://: files uploaded at once (default 4)")
@@ -237,8 +238,9 @@ void setup_split(CLI::App& app) {
       ->check(within(1, 64))
       ->type_name("N");
   sub->add_flag("--force", cmd->force,
-                "replace the output of an earlier split in the directory (under the prefix: its objects that the "
-                "new split does not overwrite are deleted once the new manifest is up)");
+                "replace the output of an earlier split in the directory (under the prefix: its manifest and part "
+                "records are deleted first, its files that the new split does not overwrite once the new manifest "
+                "is up; a shard or an MPI team deletes what it replaces before any work)");
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "
@@ -249,9 +251,9 @@ void setup_split(CLI::App& app) {
       ->type_name("J");
   sub->add_option("--shard", cmd->shard,
                   "K/P: write only shard K's contiguous share of the files (0 <= K < P) and its part record "
-                  "part-K-of-P.json, no manifest; run all P shards into one directory, then 'microbatch finish "
-                  "DIR'. auto: K and P from a Slurm job array (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, "
-                  "SLURM_ARRAY_TASK_COUNT). --force then replaces only this shard's files")
+                  "part-K-of-P.json, no manifest; run all P shards into one directory (or s3:// prefix), then "
+                  "'microbatch finish DIR'. auto: K and P from a Slurm job array (SLURM_ARRAY_TASK_ID - "
+                  "SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT). --force then replaces only this shard's files")
       ->type_name("K/P|auto");
   sub->add_flag("--json", cmd->json,
                 "print a summary object on stdout: files written with their sizes, bytes, datasets, microbatches, "

@@ -79,8 +79,8 @@ void run_verify(const VerifyCommand& cmd) {
                                      : (std::filesystem::path(target.name()) / name).string(),
                   report.manifest);
   if (!report.listed)
-    spdlog::info("{}: an HTTP(S) URL cannot be listed: files besides the manifest's are not looked for",
-                 target.shown());
+    spdlog::info("{}: {}: files besides the manifest's are not looked for", target.shown(),
+                 scrub_urls(report.unlisted));
   if (capture) {
     run.warnings = capture->warnings();
     print_summary(report_json(target, report, run));

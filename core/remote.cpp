@@ -103,6 +103,8 @@ RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
 
 }  // namespace
 
+bool is_s3(std::string_view name) { return starts_with_nocase(name, "s3://"); }
+
 bool is_remote(std::string_view name) {
   return starts_with_nocase(name, "s3://") || starts_with_nocase(name, "http://") ||
          starts_with_nocase(name, "https://");

@@ -12,6 +12,8 @@ namespace mb {
 
 // s3://, http:// or https:// (the scheme in any case).
 bool is_remote(std::string_view name);
+// s3:// (in any case).
+bool is_s3(std::string_view name);
 
 // AWS Signature V4 settings for an s3:// object, the way AWS tools take
 // them from the environment.

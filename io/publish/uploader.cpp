@@ -151,6 +151,7 @@ class Uploads {
       remote::put_text(client, plan_.manifest, manifest_);
     } catch (const Error& e) {
       report(fmt::format("fail {} {}", static_cast<int>(e.kind()), one_line(e.what())));
+      remove(client, plan_.manifest);  // it may have landed although its answer did not; the key is this run's
       clean_up();
       return 1;
     }

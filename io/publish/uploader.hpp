@@ -1,8 +1,10 @@
 #pragma once
 // A split's files on their way to an S3 prefix. The uploads run in a
-// process of their own, forked before any thread starts and before any
-// HDF5 file is open, so that the writers (this process and its -j workers,
-// which fork) never fork with upload threads alive. It keeps `concurrency`
+// process of their own, forked before any thread of ours starts and before
+// any HDF5 file is open, so that the writers (this process and its -j
+// workers, which fork) never fork with upload threads alive. Under MPI the
+// library's own threads are running: the child never calls MPI and ends
+// with _exit (docs/cluster.md says what fork needs of the interconnect). It keeps `concurrency`
 // uploads going while the next files are written, removes each local copy
 // once its upload is confirmed, and uploads the manifest last, only after
 // every file is confirmed: the manifest is the commit point.

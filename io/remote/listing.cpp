@@ -23,6 +23,9 @@ std::uint64_t size_of(const std::string& text, const std::string& where) {
 }  // namespace
 
 ListPage parse_list_page(const std::string& xml) {
+  // A proxy's error page or an empty body is no listing, and must not pass for an empty prefix.
+  if (xml.find("<ListBucketResult") == std::string::npos)
+    throw Error("the store's answer to a listing is not a ListBucketResult", ErrorKind::Environment);
   ListPage page;
   const std::string open = "<Contents>", close = "</Contents>";
   for (auto at = xml.find(open); at != std::string::npos; at = xml.find(open, at)) {

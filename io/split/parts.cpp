@@ -341,7 +341,7 @@ SplitPlace local_place(const std::string& dir) {
     if (name.starts_with(".") || !publish::is_split_output(name)) continue;
     std::error_code size_ec;
     const auto size = fs::file_size(entry.path(), size_ec);
-    place.outputs[name] = size_ec ? 0 : size;
+    if (!size_ec) place.outputs[name] = size;  // else not there for finish: "missing"
   }
   if (ec) throw Error(dir + ": cannot list the directory: " + ec.message());
   return place;
@@ -373,7 +373,7 @@ SplitPlace remote_place(const std::string& prefix, remote::Client& client) {
   place.path = [prefix](const std::string& name) { return shown_name(prefix + name); };
   place.read = [prefix, &client](const std::string& name) {
     const auto text = remote::get_text(client, resolve_remote(prefix + name, std::getenv));
-    if (!text) throw Error(shown_name(prefix + name) + ": gone while finish read the prefix");
+    if (!text) throw environment_error(shown_name(prefix + name) + ": gone while finish read the prefix");
     return *text;
   };
   for (const auto& o : remote::list_prefix(client, resolve_listing(prefix, std::getenv)))
@@ -447,6 +447,8 @@ std::string finish_locked_split(const std::string& dir) {
 void remove_split_outputs(const std::string& dir) {
   if (is_remote(dir)) {
     remote::Client client(remote::settings_from(std::getenv));
+    // A manifest PUT whose answer was lost may have landed; the team claimed the prefix, so it is the team's.
+    remote::delete_object(client, resolve_remote(with_slash(dir) + specs::kManifestName, std::getenv));
     delete_outputs(client, with_slash(dir), remote::list_prefix(client, resolve_listing(with_slash(dir), std::getenv)));
     return;
   }

@@ -331,7 +331,8 @@ std::vector<specs::FileRecord> upload_rounds(const SplitJob& job, const tree::Pr
 // uploads; the last object uploaded once all are confirmed.
 std::vector<specs::FileRecord> write_and_upload(const SplitJob& job, const tree::Prepared& prepared, const Upload& up,
                                                 const std::vector<std::string>& earlier, run::ByteMeter& meter) {
-  publish::UploadPlan plan = upload_plan(*job.remote, {up.files.names, up.files.temps, up.last}, earlier);
+  publish::UploadPlan plan =
+      upload_plan(*job.remote, {up.files.names, up.files.temps, up.last, job.output_dir}, earlier);
   plan.confirmed = [&meter](std::uint64_t bytes) { meter.uploaded(bytes); };
   meter.uploaded(0);
   publish::Uploader uploads(std::move(plan));

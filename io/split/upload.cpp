@@ -1,15 +1,15 @@
 #include "io/split/upload.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 
 #include "core/error.hpp"
+#include "io/publish/outputs.hpp"
+#include "io/remote/listing.hpp"
 #include "io/remote/upload.hpp"
 #include "specs/manifest.hpp"
 
@@ -21,21 +21,26 @@ RemoteAddress address_of(const std::string& name) { return resolve_remote(name, 
 }  // namespace
 
 std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force) {
-  const std::string name = out.prefix + specs::kManifestName;
-  const RemoteAddress manifest = address_of(name);
   remote::Client client(remote::settings_from(std::getenv));
-  const auto text = remote::get_text(client, manifest);
-  if (!text) return {};
+  std::vector<std::string> found;  // split outputs under their final names
+  for (const auto& o : remote::list_prefix(client, resolve_listing(out.prefix, std::getenv)))
+    if (!o.name.starts_with(".") && publish::is_split_output(o.name)) found.push_back(o.name);
+  if (found.empty()) return {};
+  const bool finished = std::find(found.begin(), found.end(), specs::kManifestName) != found.end();
   if (!force)
     throw Error(fmt::format("{}: holds the output of an earlier split ({}); use --force to replace it",
-                            shown_name(out.prefix), specs::kManifestName));
+                            shown_name(out.prefix), finished ? specs::kManifestName : found.front()));
+  // The manifest at once, then part records (of shards, which no new file overwrites); the files once the new
+  // manifest is up, unless the new split overwrites them.
+  if (finished) remote::delete_object(client, address_of(out.prefix + specs::kManifestName));
   std::vector<std::string> earlier;
-  try {
-    for (const auto& f : specs::parse_manifest(*text, shown_name(name)).files) earlier.push_back(f.name);
-  } catch (const Error& e) {
-    spdlog::warn("{}; only its manifest is replaced", e.what());
+  for (const auto& name : found) {
+    if (name == specs::kManifestName) continue;
+    if (name.starts_with("part-"))
+      remote::delete_object(client, address_of(out.prefix + name));
+    else
+      earlier.push_back(name);
   }
-  remote::delete_object(client, manifest);
   return earlier;
 }
 
@@ -57,9 +62,7 @@ publish::UploadPlan upload_plan(const RemoteOutput& out, const Spooled& files,
       plan.stale.push_back(address_of(out.prefix + old));
   plan.settings = remote::settings_from(std::getenv);
   plan.concurrency = out.uploads;
-  const auto spooled = std::find_if(files.paths.begin(), files.paths.end(), [](const auto& p) { return !p.empty(); });
-  if (!out.keep_local && spooled != files.paths.end())
-    plan.spool = std::filesystem::path(*spooled).parent_path().string();
+  if (!out.keep_local) plan.spool = files.spool;
   return plan;
 }
 

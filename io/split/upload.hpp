@@ -18,11 +18,12 @@ struct RemoteOutput {
 };
 
 // What the prefix held: the names of an earlier split's files, when
-// `force` let it be replaced. Without `force` an earlier split (its
-// manifest) is refused; with it, its manifest is deleted at once, so that
-// from here on nothing under the prefix passes for a finished split until
-// the new manifest is up. A bad credential, a missing bucket, an
-// unreachable store fail here, before any work.
+// `force` let it be replaced. The prefix is listed: without `force` any
+// split output there (a manifest, microbatch files, shards' part records)
+// is refused; with it, the manifest and the part records are deleted at
+// once, so that from here on nothing under the prefix passes for a
+// finished split until the new manifest is up. A bad credential, a missing
+// bucket, an unreachable store fail here, before any work.
 std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force);
 
 // The directory the files are written in: --keep-local's, else a new one
@@ -36,6 +37,7 @@ struct Spooled {
   const std::vector<std::string>& names;
   const std::vector<std::string>& paths;
   std::string last;
+  std::string spool;  // the directory of `paths`
 };
 
 // The object each file goes to, the last one's, and the earlier split's

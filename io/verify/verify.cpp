@@ -83,17 +83,27 @@ std::string rows_problem(const specs::Manifest& manifest, const Source& source, 
 }
 
 // What stands beside the manifest: a local directory's entries, an S3
-// prefix's objects (listed); none for an HTTP(S) URL, which nothing lists.
-std::optional<std::vector<std::string>> names_beside(const Source& target) {
+// prefix's objects (listed); none for an HTTP(S) URL, which nothing lists,
+// nor for a prefix the credentials may read but not list (`why` says so).
+std::optional<std::vector<std::string>> names_beside(const Source& target, std::string& why) {
   std::vector<std::string> names;
   if (!target.is_remote()) {
     for (const auto& entry : fs::directory_iterator(target.name())) names.push_back(entry.path().filename().string());
     return names;
   }
-  if (!target.name().starts_with("s3://")) return std::nullopt;
+  if (!is_s3(target.name())) {
+    why = "an HTTP(S) URL cannot be listed";
+    return std::nullopt;
+  }
   remote::Client client(remote::settings_from(std::getenv));
-  for (const auto& o : remote::list_prefix(client, resolve_listing(sibling(target.name(), ""), std::getenv)))
-    names.push_back(o.name);
+  try {
+    for (const auto& o : remote::list_prefix(client, resolve_listing(sibling(target.name(), ""), std::getenv)))
+      names.push_back(o.name);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Data) throw;  // the store is down: a retry may help
+    why = fmt::format("the prefix cannot be listed ({})", e.what());  // 403: no s3:ListBucket
+    return std::nullopt;
+  }
   return names;
 }
 
@@ -185,7 +195,7 @@ Report verify(const Source& target, unsigned threads) {
   report.manifest = sources.manifest_path;
   report.split_id = manifest.split_id;
   check_files(sources, threads, report);
-  if (const auto names = names_beside(target)) {
+  if (const auto names = names_beside(target, report.unlisted)) {
     report.extra = extra_files(*names, manifest);
     report.listed = true;
   }

@@ -29,6 +29,7 @@ struct Report {
   std::vector<FileCheck> files;      // the manifest's, in its order
   std::vector<std::string> extra;    // files beside the manifest that it does not list
   bool listed = false;               // a local directory or S3 prefix, looked through for `extra`
+  std::string unlisted;              // why not, when not
   bool intact() const;
 };
 

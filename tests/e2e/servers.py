@@ -622,9 +622,10 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         owner.record((self.command, self.path, mode))
         if mode == "slow":
             time.sleep(0.5)
-        if mode == "500":
-            reply = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
-            self.send_response(500)
+        if mode in ("500", "403"):
+            reply = (b"<Error><Code>InternalError</Code><Message>injected</Message></Error>" if mode == "500" else
+                     b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")
+            self.send_response(int(mode))
             self.send_header("Content-Length", str(len(reply)))
             self.end_headers()
             self.wfile.write(reply)
@@ -655,7 +656,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
 
 class S3Proxy:
     """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
-    (method, and `contains` in the path and query) answer 500 without reaching s3rver ("500"), reach it
+    (method, and `contains` in the path and query) answer 500 or 403 without reaching s3rver ("500",
+    "403"), reach it
     and come back with a wrong ETag ("etag"), or reach it half a second late ("slow"). `requests()` lists
     (method, path, mode)."""
 

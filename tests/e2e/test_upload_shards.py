@@ -96,6 +96,43 @@ def test_a_shards_earlier_output_needs_force_and_a_finished_split_too(s3, env, m
     assert h5diff(src, tmp_path / "m.h5") == 0
 
 
+def test_a_plain_split_refuses_a_prefix_of_unfinished_shards_and_replaces_it_with_force(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("unfinished/")
+    run(*shard_args(src, spec, url, 0, 2), env=env, check=0)  # files 0..3 and part 0: no manifest yet
+    before = sorted(objects(s3, "unfinished"))
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", url, env=env), 1, "s3://bkt/unfinished/",
+                          "earlier split", "--force")
+    assert sorted(objects(s3, "unfinished")) == before
+    run("split", src, "-s", spec, "-n", 2, "-o", url, "--force", env=env, check=0)
+    # The shard's part record and the files the new split does not overwrite are gone.
+    assert sorted(objects(s3, "unfinished")) == ["manifest.json", "microbatch-00000.h5", "microbatch-00001.h5"]
+    run("verify", url, env=env, check=0)
+
+
+def test_an_empty_shard_and_names_without_the_final_slash(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    for k in range(3):  # 2 files over 3 shards: shard 0 writes none, only its part record
+        run(*shard_args(src, spec, s3.s3_url("sparse"), k, 3, n=2), env=env, check=0)
+    assert sorted(objects(s3, "sparse")) == ["microbatch-00000.h5", "microbatch-00001.h5"] + parts(3)
+    run("finish", s3.s3_url("sparse"), env=env, check=0)
+    run("verify", s3.s3_url("sparse/"), env=env, check=0)
+    run("merge", s3.s3_url("sparse/"), "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+    assert listing(env["TMPDIR"]) == []
+
+
+def test_keys_with_spaces_and_signs_are_listed_and_signed(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    url = s3.s3_url("odd name+1&2/")
+    for k in range(2):
+        run(*shard_args(src, spec, url, k, 2), env=env, check=0)
+    run("finish", url, env=env, check=0)
+    run("verify", url, env=env, check=0)
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
 def test_a_shard_refuses_a_prefix_with_another_splits_part(s3, env, mixed):
     src, spec = mixed
     url = s3.s3_url("other/")
@@ -123,7 +160,6 @@ def test_wrong_credentials_are_refused_before_any_work(s3, env, mixed):
     assert_one_line_error(run(*shard_args(src, spec, s3.s3_url("creds/"), 0, 2), env=bad), 1, "s3://bkt/creds/",
                           "GET of the listing failed", "403", "AWS_SECRET_ACCESS_KEY")
     assert_one_line_error(run("finish", s3.s3_url("creds/"), env=bad), 1, "GET of the listing failed", "403")
-    assert objects(s3, "creds") == {}
     assert listing(env["TMPDIR"]) == []
 
 
@@ -179,6 +215,14 @@ def test_mpi_ranks_split_onto_a_prefix_as_one_process_does(s3, env, mixed, tmp_p
     assert mpirun(2, env, "split", src, "-s", spec, "-n", 3, "-o", url, "--force").code == 0
     assert sorted(objects(s3, "team")) == ["manifest.json"] + [f"microbatch-{i:05d}.h5" for i in range(3)]
     run("verify", url, env=env, check=0)
+
+
+@needs_mpi
+def test_mpi_keep_local_is_a_usage_error(s3, env, mixed, tmp_path):
+    src, spec = mixed
+    res = mpirun(2, env, "split", src, "-s", spec, "-n", 4, "-o", s3.s3_url("kept/"), "--keep-local", tmp_path / "k")
+    assert res.code == 2 and "--keep-local and an MPI launch" in res.err, res
+    assert objects(s3, "kept") == {}
 
 
 @needs_mpi

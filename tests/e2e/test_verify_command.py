@@ -204,6 +204,17 @@ def test_a_split_in_s3_verifies(s3, split):
     assert r["intact"] and r["listed"] and [f["name"] for f in r["files"]] == files_of(split)
 
 
+def test_credentials_that_may_read_but_not_list_verify_the_listed_files(s3, split):
+    s3.put_dir(split, "s3-unlisted")
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("GET", "list-type=2", "403")
+        res = run("verify", s3.s3_url("s3-unlisted/"), "--json", env=dict(s3.env(REMOTE_ENV),
+                                                                            AWS_ENDPOINT_URL=proxy.endpoint))
+    r = report(res)
+    assert res.code == 0 and r["intact"] and not r["listed"] and len(r["files"]) == N, res
+    assert "the prefix cannot be listed" in res.err and "AccessDenied" in res.err
+
+
 def test_an_s3_prefix_is_listed_for_files_the_manifest_does_not_list(s3, split):
     s3.put_dir(split, "s3-extra")
     s3.put(split / "microbatch-00000.h5", "s3-extra/microbatch-00099.h5")  # another split's, say

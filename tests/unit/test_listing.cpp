@@ -50,4 +50,6 @@ TEST_CASE("listing: answers that cannot be read are refused") {
   CHECK_THROWS_AS(parse_list_page(page(object("mb/x.h5", ""), "")), mb::Error);
   CHECK_THROWS_AS(parse_list_page(page(object("mb/x.h5", "-1"), "")), mb::Error);
   CHECK_THROWS_AS(parse_list_page("<ListBucketResult><Contents><Key>mb/x.h5</Key>"), mb::Error);  // cut short
+  CHECK_THROWS_AS(parse_list_page(""), mb::Error);  // no listing: not an empty prefix
+  CHECK_THROWS_AS(parse_list_page("<html><body>502 Bad Gateway</body></html>"), mb::Error);
 }

@@ -3,6 +3,9 @@
 // Used by ../servers.py: node start.js PORT DIRECTORY [KEY_ID SECRET]
 // s3rver knows the credentials S3RVER / S3RVER; KEY_ID / SECRET are added to
 // them, so that a test can look for a secret that appears nowhere else.
+// s3rver 5.0.0 escapes XML text twice (he.escape in the tagValueProcessor of an XMLBuilder that escapes too):
+// a key holding '&' is listed as "a&amp;amp;b", which S3 lists as "a&amp;b". The builders' own escaping is enough.
+require('he').escape = (text) => text;
 const S3rver = require('@20minutes/s3rver');
 const { DUMMY_ACCOUNT } = require('@20minutes/s3rver/lib/models/account');
 
