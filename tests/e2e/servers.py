@@ -636,6 +636,12 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                                                                   if k.lower() != "expect"})
         answer = conn.getresponse()
         data = answer.read()
+        if mode == "lost":  # the store did it; its answer is lost on the way back
+            conn.close()
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(answer.status)
         for k, v in answer.getheaders():
             if k.lower() in ("connection", "transfer-encoding", "keep-alive") or \
@@ -658,8 +664,8 @@ class S3Proxy:
     """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
     (method, and `contains` in the path and query) answer 500 or 403 without reaching s3rver ("500",
     "403"), reach it
-    and come back with a wrong ETag ("etag"), or reach it half a second late ("slow"). `requests()` lists
-    (method, path, mode)."""
+    and come back with a wrong ETag ("etag"), reach it half a second late ("slow"), or reach it and come
+    back as a 500 all the same ("lost"). `requests()` lists (method, path, mode)."""
 
     def __init__(self, target_port):
         self.target_port = target_port

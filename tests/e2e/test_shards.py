@@ -184,18 +184,21 @@ def test_a_shard_refuses_a_directory_with_another_splits_part(tmp_path, setup):
     assert "part-00000-of-00002.json" in res.err or "microbatch-" in res.err, res
 
 
-@pytest.mark.parametrize("damage", ["missing", "resized"])
+@pytest.mark.parametrize("damage", ["missing", "resized", "dangling"])
 def test_finish_refuses_a_listed_file_missing_or_of_another_size(tmp_path, setup, damage):
     src, spec = setup
     out = tmp_path / "sh"
     write_shards(src, spec, out, 2)
     victim = out / "microbatch-00005.h5"
-    if damage == "missing":
-        victim.unlink()
-    else:
+    if damage == "resized":
         with open(victim, "ab") as f:
             f.write(b"x")
-    assert_one_line_error(run("finish", out), 1, "microbatch-00005.h5", "shard 1")
+    else:
+        victim.unlink()
+        if damage == "dangling":  # a name with no size to read: missing, not 0 bytes
+            victim.symlink_to(tmp_path / "gone.h5")
+    res = run("finish", out)
+    assert_one_line_error(res, 1, "microbatch-00005.h5", "shard 1", "bytes" if damage == "resized" else "missing")
     assert not (out / "manifest.json").exists()
 
 

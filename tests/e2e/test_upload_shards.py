@@ -117,6 +117,8 @@ def test_an_empty_shard_and_names_without_the_final_slash(s3, env, mixed, tmp_pa
     assert sorted(objects(s3, "sparse")) == ["microbatch-00000.h5", "microbatch-00001.h5"] + parts(3)
     run("finish", s3.s3_url("sparse"), env=env, check=0)
     run("verify", s3.s3_url("sparse/"), env=env, check=0)
+    upper = run("verify", s3.s3_url("sparse/").replace("s3://", "S3://"), "--json", env=env, check=0)
+    assert json.loads(upper.out)["listed"]  # the scheme in any case is S3's
     run("merge", s3.s3_url("sparse/"), "-o", tmp_path / "m.h5", env=env, check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
     assert listing(env["TMPDIR"]) == []
@@ -235,6 +237,32 @@ def test_mpi_a_rank_that_fails_leaves_nothing_under_the_prefix(s3, env, mixed):
     assert res.code != 0 and "s3://bkt/team-failed/microbatch-00005.h5" in res.err, res
     assert objects(s3, "team-failed") == {}
     assert listing(env["TMPDIR"]) == []
+
+
+@pytest.mark.parametrize("last", ["manifest.json", "part-00001-of-00002.json"])
+def test_a_commit_whose_answer_is_lost_is_deleted_with_the_files(s3, env, mixed, last):
+    # The store keeps every PUT of the last object but each answer is a 500: the run fails, and what landed goes.
+    src, spec = mixed
+    shard = ["--shard", "1/2"] if last.startswith("part-") else []
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", f"lost/{last}", "lost", times=100)
+        res = run("split", src, "-s", spec, "-n", 7, "-o", s3.s3_url("lost/"), *shard,
+                  env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+        assert any(m == "lost" for _, _, m in proxy.requests())
+    assert_one_line_error(res, 3, f"s3://bkt/lost/{last}")
+    assert objects(s3, "lost") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
+@needs_mpi
+def test_mpi_a_team_whose_manifest_answer_is_lost_deletes_it_and_what_its_ranks_published(s3, env, mixed):
+    src, spec = mixed
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "team-lost/manifest.json", "lost", times=100)
+        res = mpirun(3, dict(env, AWS_ENDPOINT_URL=proxy.endpoint), "split", src, "-s", spec, "-n", 7, "-o",
+                     s3.s3_url("team-lost/"))
+    assert res.code != 0 and "s3://bkt/team-lost/manifest.json: PUT of the object failed" in res.err, res
+    assert objects(s3, "team-lost") == {}
 
 
 @needs_mpi
