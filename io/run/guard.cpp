@@ -186,7 +186,17 @@ extern "C" void on_grace_expired(int) {
   remove_temporaries_and_exit("interrupted, and the current read did not return in time", 130);
 }
 
+// Set by the first thread to crash. The heap a corrupt file made libhdf5
+// damage is every thread's: the hasher thread can fault on it a moment
+// later, and must not end the process before the first thread's handler has
+// removed the temporaries and said why.
+constinit std::atomic<bool> g_crashed{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 extern "C" void on_crash(int sig) {
+  if (g_crashed.exchange(true)) {
+    for (;;) ::pause();  // another thread's handler ends the process
+  }
   const char* what = "the HDF5 library crashed reading this (SIGABRT); the file is probably corrupt";
   if (sig == SIGSEGV) what = "the HDF5 library crashed reading this (SIGSEGV); the file is probably corrupt";
   if (sig == SIGBUS) what = "the HDF5 library crashed reading this (SIGBUS); the file is probably corrupt";
@@ -241,8 +251,8 @@ void throw_if_interrupted() {
 bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
 
 void install_crash_guard() {
-  // SA_RESETHAND: a fault inside the handler itself ends the process.
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) set_handler(sig, on_crash, SA_RESETHAND);
+  // A fault inside the handler itself finds its signal blocked on that thread: the kernel ends the process.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) set_handler(sig, on_crash);
   std::signal(SIGXFSZ, SIG_IGN);
 }
 

@@ -7,10 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "io/run/guard.hpp"
 
@@ -96,6 +101,35 @@ TEST_CASE("a crash names the activity, or says that reading had not started") {
   CHECK(out.err ==
         "microbatch: error: (starting): the HDF5 library crashed reading this (SIGBUS); the file is probably "
         "corrupt; partial outputs removed\n");
+}
+
+TEST_CASE("a second thread crashing meanwhile waits: the first handler removes the temporaries and says why") {
+  std::vector<std::string> temps;
+  for (int i = 0; i < 200; ++i) temps.push_back(make_temporary());  // a handler that takes a while
+  for (int round = 0; round < 5; ++round) {
+    const Outcome out = run_in_child([&] {
+      mb::io::run::install_crash_guard();
+      for (const auto& t : temps) mb::io::run::register_temporary(t);
+      std::atomic<bool> go{false};
+      std::thread other([&] {
+        while (!go.load()) {
+        }
+        ::pthread_kill(::pthread_self(), SIGSEGV);
+      });
+      go.store(true);
+      std::raise(SIGSEGV);
+      other.join();
+    });
+    CHECK(out.status == 1);  // never killed by the second fault
+    CHECK(out.err.find("crashed reading this (SIGSEGV)") != std::string::npos);
+    for (const auto& t : temps) CHECK_FALSE(exists(t));
+    for (auto& t : temps) {  // again for the next round
+      if (exists(t)) ::unlink(t.c_str());
+      const int fd = ::open(t.c_str(), O_CREAT | O_WRONLY, 0600);
+      ::close(fd);
+    }
+  }
+  for (const auto& t : temps) ::unlink(t.c_str());
 }
 
 TEST_CASE("a long name is cut at 1023 characters, as before") {
