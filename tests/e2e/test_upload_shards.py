@@ -255,25 +255,17 @@ def test_a_commit_whose_answer_is_lost_is_deleted_with_the_files(s3, env, mixed,
 
 
 @needs_mpi
-def test_mpi_a_team_whose_manifest_answer_is_lost_deletes_it_and_what_its_ranks_published(s3, env, mixed):
+@pytest.mark.parametrize("fault", ["500", "lost"])
+def test_mpi_a_team_whose_manifest_put_fails_deletes_what_its_ranks_published(s3, env, mixed, fault):
+    # Every rank has uploaded its files and part record when rank 0's manifest fails (refused, or stored with
+    # its answer lost): rank 0 deletes them all, the manifest first.
     src, spec = mixed
+    prefix = f"team-{fault}"
     with servers.s3_proxy(s3) as proxy:
-        proxy.fault("PUT", "team-lost/manifest.json", "lost", times=100)
+        proxy.fault("PUT", f"{prefix}/manifest.json", fault, times=100)
         res = mpirun(3, dict(env, AWS_ENDPOINT_URL=proxy.endpoint), "split", src, "-s", spec, "-n", 7, "-o",
-                     s3.s3_url("team-lost/"))
-    assert res.code != 0 and "s3://bkt/team-lost/manifest.json: PUT of the object failed" in res.err, res
-    assert objects(s3, "team-lost") == {}
-
-
-@needs_mpi
-def test_mpi_a_team_whose_manifest_cannot_be_put_deletes_what_its_ranks_published(s3, env, mixed):
-    # Every rank has uploaded its files and part record when rank 0's manifest fails: rank 0 deletes them all.
-    src, spec = mixed
-    with servers.s3_proxy(s3) as proxy:
-        proxy.fault("PUT", "team-undone/manifest.json", "500", times=100)
-        res = mpirun(3, dict(env, AWS_ENDPOINT_URL=proxy.endpoint), "split", src, "-s", spec, "-n", 7, "-o",
-                     s3.s3_url("team-undone/"))
+                     s3.s3_url(f"{prefix}/"))
         assert any(m is None and "part-" in p for _, p, m in proxy.requests())  # the parts were up
-    assert res.code != 0 and "s3://bkt/team-undone/manifest.json: PUT of the object failed" in res.err, res
-    assert objects(s3, "team-undone") == {}
+    assert res.code != 0 and f"s3://bkt/{prefix}/manifest.json: PUT of the object failed" in res.err, res
+    assert objects(s3, prefix) == {}
     assert listing(env["TMPDIR"]) == []
