@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/run/guard.hpp"
+#include "io/run/team.hpp"
 #include "io/h5/library.hpp"
 
 namespace {
@@ -72,7 +73,11 @@ int check_handles(int status) {
 
 int run(int argc, char** argv);
 
-int main(int argc, char** argv) { return check_handles(run(argc, argv)); }
+int main(int argc, char** argv) {
+  const int status = check_handles(run(argc, argv));
+  mb::io::run::Team::leave();  // after the error line: see team.hpp
+  return status;
+}
 
 int run(int argc, char** argv) {
   setup_logging();

@@ -18,10 +18,15 @@ class Team {
   static bool supported();
 
   // Joins the team `launch` describes (MPI_Init); the rank and size are
-  // MPI's, checked against the launcher's. Leaves it (MPI_Finalize) when
-  // destroyed. Only one per process.
+  // MPI's, checked against the launcher's. Only one per process.
   explicit Team(const Launch& launch);
   ~Team();
+  // Leaves MPI (MPI_Finalize) if this process joined a team; a no-op
+  // otherwise. main calls it last, after the error line is printed, not the
+  // destructor: MPI_Finalize waits for every member, and mpirun kills the
+  // others as soon as one exits non-zero, so a member that left first could
+  // be killed before it said why it stopped.
+  static void leave() noexcept;
   Team(const Team&) = delete;
   Team& operator=(const Team&) = delete;
 

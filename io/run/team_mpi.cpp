@@ -16,6 +16,8 @@ void check(int status, const char* call) {
   throw Error(fmt::format("MPI: {} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
 }
 
+bool joined = false;  // MPI_Init succeeded: leave() finalizes
+
 }  // namespace
 
 bool Team::supported() { return true; }
@@ -23,6 +25,7 @@ bool Team::supported() { return true; }
 Team::Team(const Launch& launch) {
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided), "MPI_Init_thread");
+  joined = true;
   // Errors come back as codes (check() turns them into mb::Error), never abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 0;
@@ -36,7 +39,13 @@ Team::Team(const Launch& launch) {
                             launch.launcher == "srun" ? " srun needs --mpi=pmix" : ""));
 }
 
-Team::~Team() { MPI_Finalize(); }
+Team::~Team() = default;
+
+void Team::leave() noexcept {
+  if (!joined) return;
+  joined = false;
+  MPI_Finalize();
+}
 
 std::optional<std::uint64_t> Team::first_failed(bool ok) {
   const unsigned long long mine = ok ? size_ : rank_;

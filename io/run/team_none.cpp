@@ -11,6 +11,8 @@ Team::Team(const Launch&) { throw Error("this build has no MPI (cmake -DMB_MPI=O
 
 Team::~Team() = default;
 
+void Team::leave() noexcept {}
+
 std::optional<std::uint64_t> Team::first_failed(bool ok) {
   if (ok) return std::nullopt;
   return rank_;

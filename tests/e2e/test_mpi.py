@@ -129,6 +129,34 @@ def test_a_rank_failing_mid_write_publishes_nothing_anywhere(setup, tmp_path, mp
     assert res.code == 0, res.err
 
 
+# Holds a rank up for 3 seconds after MPI_Finalize returns, as a loaded node can: signals do not cut it short.
+SLOW_FINALIZE = r"""
+#include <dlfcn.h>
+#include <time.h>
+int MPI_Finalize(void) {
+  int status = ((int (*)(void))dlsym(RTLD_NEXT, "MPI_Finalize"))();
+  struct timespec left = {3, 0};
+  while (nanosleep(&left, &left) != 0) {}
+  return status;
+}
+"""
+
+
+def test_the_failing_rank_says_why_before_the_team_exits(setup, tmp_path, mpi_binary):
+    # mpirun kills every rank once one exits non-zero after MPI_Finalize: a rank that printed its error only
+    # after leaving MPI (here held up there) was killed before it did, and nobody said why the split failed.
+    src, spec, _ = setup
+    source, shim = tmp_path / "slow.c", tmp_path / "slow.so"
+    source.write_text(SLOW_FINALIZE)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", shim, source, "-ldl"], check=True, timeout=120)
+    res = mpirun(2, mpi_binary, "split", src, "-s", spec, "-n", 7, "-o", tmp_path / "out",
+                 wrap=f"trap '' XFSZ; if [ $RANK = 1 ]; then ulimit -f 4; export LD_PRELOAD={shim}; fi")
+    assert res.code != 0, res.err
+    errors = [line for line in res.err.splitlines() if line.startswith("microbatch: error:")]
+    assert len(errors) == 2 and any("rank 1 of 2 failed" in line for line in errors), res.err
+    assert any("cannot write data (File too large)" in line for line in errors), res.err  # rank 1's own
+
+
 def test_a_held_directory_lock_stops_the_team_before_any_work(setup, tmp_path, mpi_binary):
     # Another run holds the output directory (a plain split, or finish): the team must not write a byte.
     src, spec, _ = setup
