@@ -20,7 +20,6 @@ class Team {
   // Joins the team `launch` describes (MPI_Init); the rank and size are
   // MPI's, checked against the launcher's. Only one per process.
   explicit Team(const Launch& launch);
-  ~Team();
   // Leaves MPI (MPI_Finalize) if this process joined a team; a no-op
   // otherwise. main calls it last, after the error line is printed, not the
   // destructor: MPI_Finalize waits for every member, and mpirun kills the

@@ -39,8 +39,6 @@ Team::Team(const Launch& launch) {
                             launch.launcher == "srun" ? " srun needs --mpi=pmix" : ""));
 }
 
-Team::~Team() = default;
-
 void Team::leave() noexcept {
   if (!joined) return;
   joined = false;

@@ -9,8 +9,6 @@ bool Team::supported() { return false; }
 
 Team::Team(const Launch&) { throw Error("this build has no MPI (cmake -DMB_MPI=ON builds one)", ErrorKind::Usage); }
 
-Team::~Team() = default;
-
 void Team::leave() noexcept {}
 
 std::optional<std::uint64_t> Team::first_failed(bool ok) {
