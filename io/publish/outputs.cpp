@@ -41,6 +41,8 @@ bool is_split_output(const std::string& name) {
   return microbatch || temporary || part || name == specs::kManifestName;
 }
 
+bool is_final_output(const std::string& name) { return !name.starts_with(".") && is_split_output(name); }
+
 namespace {
 
 // What stands at `path`, not following a symbolic link: "" for nothing.

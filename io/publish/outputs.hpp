@@ -148,6 +148,10 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
 // files, manifest.json, split --shard's part records, their temporaries.
 bool is_split_output(const std::string& name);
 
+// A split output under its final name: not the hidden temporary of a
+// writer running, or killed.
+bool is_final_output(const std::string& name);
+
 // Refuses (mb::Error) anything at `path` but a regular file or nothing.
 void refuse_unless_regular(const std::string& path);
 

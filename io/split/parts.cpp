@@ -55,9 +55,6 @@ void remove_file(const fs::path& p) {
   if (ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
 }
 
-// A split output under its final name: not the hidden temporary of a writer running, or killed.
-bool is_final_output(const std::string& name) { return !name.starts_with(".") && publish::is_split_output(name); }
-
 // Another shard's part record where a shard writes must be of the same split.
 void check_other_part(const std::string& where, const std::string& text, const PartRecord& ours,
                       const std::string& shown) {
@@ -243,7 +240,7 @@ void claim_shard_prefix(const std::string& prefix, bool force, const PartRecord&
   const std::string shown = shown_name(prefix);
   std::vector<std::string> remove_first, remove_then;  // manifest; then our part record and files
   for (const auto& o : remote::list_prefix(client, resolve_listing(prefix, std::getenv))) {
-    if (!is_final_output(o.name)) continue;
+    if (!publish::is_final_output(o.name)) continue;
     const Found found = classify(o.name, outputs, ours, shown);
     if (found == Found::Theirs) continue;
     if (found == Found::OtherPart) {
@@ -341,7 +338,7 @@ SplitPlace local_place(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!is_final_output(name)) continue;
+    if (!publish::is_final_output(name)) continue;
     std::error_code size_ec;
     const auto size = fs::file_size(entry.path(), size_ec);
     if (!size_ec) place.outputs[name] = size;  // else not there for finish: "missing"
@@ -380,7 +377,7 @@ SplitPlace remote_place(const std::string& prefix, remote::Client& client) {
     return *text;
   };
   for (const auto& o : remote::list_prefix(client, resolve_listing(prefix, std::getenv)))
-    if (is_final_output(o.name)) place.outputs[o.name] = o.size;
+    if (publish::is_final_output(o.name)) place.outputs[o.name] = o.size;
   return place;
 }
 
@@ -391,7 +388,7 @@ std::string with_slash(std::string prefix) { return prefix.ends_with("/") ? pref
 void delete_outputs(remote::Client& client, const std::string& prefix, const std::vector<remote::Listed>& listed) {
   std::vector<std::string> names;
   for (const auto& o : listed)
-    if (is_final_output(o.name) && o.name != specs::kManifestName)
+    if (publish::is_final_output(o.name) && o.name != specs::kManifestName)
       names.push_back(o.name);
   std::stable_partition(names.begin(), names.end(), [](const std::string& n) { return shards_in_name(n) != 0; });
   for (const auto& name : names) remote::delete_object(client, resolve_remote(prefix + name, std::getenv));
@@ -417,7 +414,7 @@ void claim_team_prefix(const std::string& name, bool force) {
   const auto listed = remote::list_prefix(client, resolve_listing(prefix, std::getenv));
   bool finished = false;
   for (const auto& o : listed) {
-    if (!is_final_output(o.name)) continue;
+    if (!publish::is_final_output(o.name)) continue;
     if (!force)
       throw Error(fmt::format("{}: holds the output of an earlier split ({}); use --force to replace it",
                               shown_name(prefix), o.name));
@@ -459,7 +456,7 @@ void remove_split_outputs(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!is_final_output(name) || name == specs::kManifestName) continue;
+    if (!publish::is_final_output(name) || name == specs::kManifestName) continue;
     (shards_in_name(name) != 0 ? parts : files).push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());

@@ -24,7 +24,7 @@ std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force) {
   remote::Client client(remote::settings_from(std::getenv));
   std::vector<std::string> found;  // split outputs under their final names
   for (const auto& o : remote::list_prefix(client, resolve_listing(out.prefix, std::getenv)))
-    if (!o.name.starts_with(".") && publish::is_split_output(o.name)) found.push_back(o.name);
+    if (publish::is_final_output(o.name)) found.push_back(o.name);
   if (found.empty()) return {};
   const bool finished = std::find(found.begin(), found.end(), specs::kManifestName) != found.end();
   if (!force)
