@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/clones.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/object.hpp"
@@ -31,19 +32,14 @@ namespace {
 // The file at `path`, read at offsets.
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  explicit Reader(const std::string& path) : path_(path), fd_(run::open_fd(path, O_RDONLY | O_CLOEXEC)) {
     struct stat st {};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) fail(std::strerror(errno));
+    if (!fd_.valid() || ::fstat(fd_.get(), &st) != 0) fail(std::strerror(errno));
     size_ = static_cast<std::uint64_t>(st.st_size);
-  }
-  Reader(const Reader&) = delete;
-  Reader& operator=(const Reader&) = delete;
-  ~Reader() {
-    if (fd_ >= 0) ::close(fd_);
   }
   std::uint64_t size() const { return size_; }
   void read(std::uint64_t at, std::size_t n, unsigned char* into) const {
-    const std::int64_t got = transfer::read_at(fd_, into, n, at);
+    const std::int64_t got = transfer::read_at(fd_.get(), into, n, at);
     if (got < 0) fail(std::strerror(errno));
     if (static_cast<std::size_t>(got) < n) fail("it ends early: truncated or replaced");
   }
@@ -51,7 +47,7 @@ class Reader {
  private:
   [[noreturn]] void fail(const char* why) const { throw Error(fmt::format("{}: cannot read ({})", path_, why)); }
   std::string path_;
-  int fd_;
+  run::Fd fd_;
   std::uint64_t size_ = 0;
 };
 

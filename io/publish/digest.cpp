@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/remote/driver.hpp"
 
@@ -30,14 +31,6 @@ std::string hex(XXH128_hash_t h) {
   return fmt::format("{:016x}{:016x}", static_cast<unsigned long long>(h.high64),
                      static_cast<unsigned long long>(h.low64));
 }
-
-// Closes a descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Mapped this many bytes at a time: memory stays bounded by it (per
 // thread), however large the file.
@@ -50,9 +43,9 @@ constexpr std::uint64_t kWindow = 16u << 20;
 FileDigest digest_file(const Source& file, const std::atomic<bool>* stop = nullptr) {
   const std::string& path = file.name();
   const std::string& shown_as = file.shown();
-  const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  const run::Fd fd = run::open_fd(path, O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0)
     throw Error(fmt::format("{}: cannot read to compute its digest ({})", shown_as, std::strerror(errno)));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
@@ -62,7 +55,7 @@ FileDigest digest_file(const Source& file, const std::atomic<bool>* stop = nullp
     if (stop && stop->load(std::memory_order_relaxed))
       throw Error(fmt::format("{}: its digest was given up", shown_as));
     const std::size_t n = static_cast<std::size_t>(std::min(kWindow, size - at));
-    void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.fd, static_cast<off_t>(at));
+    void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), static_cast<off_t>(at));
     if (map == MAP_FAILED)
       throw Error(fmt::format("{}: cannot map to compute its digest ({})", shown_as, std::strerror(errno)));
     XXH3_128bits_update(state.get(), map, n);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::publish {
 namespace fs = std::filesystem;
@@ -20,11 +21,10 @@ namespace {
 // Someone holds the flock(2) on `path` (a lock file that nobody holds is a
 // killed run's, harmless).
 bool is_held(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;  // gone meanwhile: its run ended
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);  // releases the lock taken to test it
-  return held;
+  const run::Fd fd = run::open_fd(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (!fd.valid()) return false;  // gone meanwhile: its run ended
+  // Closing `fd` on return releases the lock taken to test it.
+  return ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 bool digits(std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; }

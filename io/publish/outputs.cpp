@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "io/publish/leftovers.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "specs/manifest.hpp"
 
@@ -161,55 +162,52 @@ OutputLock::OutputLock(const std::string& lock_path, const std::string& output) 
   // before would then hold a lock on a removed file while a third run locks
   // a new one. So the locked file must still be the one under the name.
   for (int attempt = 0; attempt < 8; ++attempt) {
-    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) throw system_error(fmt::format("{}: cannot create the lock file {}", output, lock_path));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    run::Fd fd = run::open_fd(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (!fd.valid()) throw system_error(fmt::format("{}: cannot create the lock file {}", output, lock_path));
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
-      ::close(fd);
       if (error == EWOULDBLOCK)
         throw environment_error(fmt::format("{}: another microbatch run is writing this output (it holds {}); wait "
                                             "for it to finish or choose another output",
                                             output, lock_path));
       throw Error(fmt::format("{}: cannot lock {}: {}", output, lock_path, std::strerror(error)));
     }
-    if (same_file(fd, lock_path)) {
-      fd_ = fd;
+    if (same_file(fd.get(), lock_path)) {
+      fd_ = std::move(fd);
       run::register_temporary(path_);  // removed on a forced exit too
       return;
     }
-    ::close(fd);
   }
   throw Error(fmt::format("{}: cannot lock {}: other runs keep replacing it", output, lock_path));
 }
 
-OutputLock::OutputLock(OutputLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(other.path_) {}
+OutputLock::OutputLock(OutputLock&& other) noexcept : fd_(std::move(other.fd_)), path_(other.path_) {}
 
 OutputLock::~OutputLock() {
-  if (fd_ < 0) return;
+  if (!fd_.valid()) return;
   run::unregister_temporary(path_);
   ::unlink(path_.c_str());  // while still held: a run waiting on this file then sees it replaced
-  ::close(fd_);
+  fd_.reset();
 }
 
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string temp = temporary_name(path);
   // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw system_error(path + ": cannot write");
+  run::Fd fd = run::open_fd(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (!fd.valid()) throw system_error(path + ": cannot write");
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = run::retry_on_eintr([&] { return ::write(fd.get(), text.data() + done, text.size() - done); });
     if (n <= 0) {
       const Error failed = system_error(path + ": cannot write");
-      ::close(fd);
+      fd.reset();
       std::remove(temp.c_str());
       throw failed;
     }
     done += static_cast<std::size_t>(n);
   }
-  const bool synced = ::fsync(fd) == 0;
-  const bool closed = ::close(fd) == 0;
+  const bool synced = ::fsync(fd.get()) == 0;
+  const bool closed = fd.close();
   if (!synced || !closed) {
     const Error failed = system_error(path + ": cannot write");
     std::remove(temp.c_str());

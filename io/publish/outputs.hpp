@@ -17,6 +17,7 @@
 
 #include "core/source.hpp"
 #include "io/publish/identity.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::publish {
 
@@ -84,7 +85,7 @@ class OutputLock {
   ~OutputLock();
 
  private:
-  int fd_ = -1;
+  run::Fd fd_;
   std::string path_;
 };
 

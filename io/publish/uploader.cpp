@@ -18,9 +18,11 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "io/remote/upload.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::publish {
@@ -31,8 +33,7 @@ constexpr auto kCleanupWait = std::chrono::seconds(120);
 
 void write_all(int fd, std::string_view text) {
   while (!text.empty()) {
-    const ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = run::retry_on_eintr([&] { return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL); });
     if (n <= 0) throw environment_error("the uploading process ended unexpectedly (its socket is closed)");
     text.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -85,8 +86,7 @@ class Uploads {
           return true;
         }
       }
-      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
-      if (n < 0 && errno == EINTR) continue;
+      const ssize_t n = run::retry_on_eintr([&] { return ::recv(fd_, chunk, sizeof chunk, 0); });
       if (n <= 0) return false;
       buffer.append(chunk, static_cast<std::size_t>(n));
     }
@@ -213,25 +213,21 @@ Uploader::Uploader(UploadPlan plan) : plan_(std::move(plan)) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw Error(fmt::format("cannot create a socket for the uploads: {}", std::strerror(errno)));
+  run::Fd ours(fds[0]), theirs(fds[1]);
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) {
-    const int error = errno;
-    ::close(fds[0]), ::close(fds[1]);
-    throw Error(fmt::format("cannot start the uploading process: {}", std::strerror(error)));
-  }
+  if (pid_ < 0) throw Error(fmt::format("cannot start the uploading process: {}", std::strerror(errno)));
   if (pid_ == 0) {
-    ::close(fds[0]);
-    run_uploads(plan_, fds[1], parent);
+    ours.reset();  // the child's copy: the parent's end stays open in the parent
+    run_uploads(plan_, theirs.get(), parent);  // ends in _exit: no destructor runs in the child
   }
-  ::close(fds[1]);
-  fd_ = fds[0];
+  fd_ = std::move(ours);  // `theirs` closes on return: the child holds that end
 }
 
 void Uploader::upload(std::size_t index) {
   collect(0);
   throw_if_failed();
-  write_all(fd_, fmt::format("u {}\n", index));
+  write_all(fd_.get(), fmt::format("u {}\n", index));
   ++sent_;
 }
 
@@ -251,13 +247,11 @@ void Uploader::handle(const std::string& line) {
 }
 
 void Uploader::collect(int wait_ms) {
-  pollfd pfd{fd_, POLLIN, 0};
-  int ready;
-  do ready = ::poll(&pfd, 1, wait_ms);
-  while (ready < 0 && errno == EINTR);
+  pollfd pfd{fd_.get(), POLLIN, 0};
+  const int ready = run::retry_on_eintr([&] { return ::poll(&pfd, 1, wait_ms); });
   if (ready <= 0) return;
   char chunk[4096];
-  const ssize_t n = ::recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+  const ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, MSG_DONTWAIT);
   if (n == 0) ended_ = true;
   if (n <= 0) return;
   incoming_.append(chunk, static_cast<std::size_t>(n));
@@ -286,7 +280,7 @@ void Uploader::wait_for(std::size_t at_most) {
 
 void Uploader::commit(const std::string& manifest_text) {
   wait_for(0);
-  write_all(fd_, fmt::format("m {}\n", manifest_text.size()) + manifest_text);
+  write_all(fd_.get(), fmt::format("m {}\n", manifest_text.size()) + manifest_text);
   while (!committed_) {
     run::throw_if_interrupted();
     run::note_progress();
@@ -298,14 +292,13 @@ void Uploader::commit(const std::string& manifest_text) {
 
 std::string Uploader::abandon() {
   if (pid_ < 0) return "";
-  ::shutdown(fd_, SHUT_WR);  // without the manifest: the process abandons the uploads and deletes what it created
+  ::shutdown(fd_.get(), SHUT_WR);  // without the manifest: the process abandons the uploads and deletes what it created
   const auto until = std::chrono::steady_clock::now() + kCleanupWait;
   while (!ended_ && std::chrono::steady_clock::now() < until) collect(200);
   if (!ended_) ::kill(pid_, SIGKILL);
-  ::close(fd_);
+  fd_.reset();
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  run::retry_on_eintr([&] { return ::waitpid(pid_, &status, 0); });
   pid_ = -1;
   if (committed_ || left_.empty()) return "";
   std::vector<std::string> urls;

@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/remote/settings.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::publish {
 
@@ -76,7 +77,7 @@ class Uploader {
 
   UploadPlan plan_;
   pid_t pid_ = -1;
-  int fd_ = -1;  // a socket to the uploading process: commands out, reports in
+  run::Fd fd_;  // a socket to the uploading process: commands out, reports in
   std::string incoming_;
   std::size_t sent_ = 0, confirmed_ = 0;
   std::uint64_t bytes_ = 0;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 #include "io/transfer/file_bytes.hpp"
 
 namespace mb::io::remote {
@@ -22,12 +23,12 @@ std::string temporary_directory() {
 
 // An unnamed file in `dir`; where the filesystem cannot make one, a named
 // one removed at once.
-int open_unnamed(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR)) return fd;
+run::Fd open_unnamed(const std::string& dir) {
+  run::Fd fd = run::open_fd(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd.valid() || (errno != EOPNOTSUPP && errno != EISDIR)) return fd;
   std::string name = dir + "/.microbatch-download-XXXXXX";
-  const int named = ::mkostemp(name.data(), O_CLOEXEC);
-  if (named >= 0) ::unlink(name.c_str());
+  run::Fd named(::mkostemp(name.data(), O_CLOEXEC));
+  if (named.valid()) ::unlink(name.c_str());
   return named;
 }
 
@@ -36,23 +37,21 @@ int open_unnamed(const std::string& dir) {
 LocalCopy::LocalCopy(std::string shown)
     : shown_(std::move(shown)),
       directory_(temporary_directory()),
-      where_{fmt::format("{} (its temporary copy in {}; TMPDIR)", shown_, directory_), ""} {
-  fd_ = open_unnamed(directory_);
-  if (fd_ < 0)
+      where_{fmt::format("{} (its temporary copy in {}; TMPDIR)", shown_, directory_), ""},
+      fd_(open_unnamed(directory_)) {
+  if (!fd_.valid())
     throw Error(fmt::format("{}: cannot make a temporary file in {} ({}; set TMPDIR)", shown_, directory_,
                             std::strerror(errno)),
                 kind_of_errno(errno));
 }
 
-LocalCopy::~LocalCopy() { ::close(fd_); }
-
 void LocalCopy::append(const char* bytes, std::size_t n) {
-  transfer::write_bytes(fd_, bytes, n, size_, where_);
+  transfer::write_bytes(fd_.get(), bytes, n, size_, where_);
   size_ += n;
 }
 
 void LocalCopy::read(std::uint64_t offset, std::uint64_t n, char* out) const {
-  const std::int64_t got = transfer::read_at(fd_, out, n, offset);
+  const std::int64_t got = transfer::read_at(fd_.get(), out, n, offset);
   if (got < 0 || static_cast<std::uint64_t>(got) != n)
     throw Error(fmt::format("{}: cannot read its temporary copy in {} ({})", shown_, directory_,
                             got < 0 ? std::strerror(errno) : "it is shorter than written"),

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "io/h5/handle.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::remote {
 
@@ -19,7 +20,6 @@ class LocalCopy {
  public:
   // An empty copy of `shown` (which names it in messages).
   explicit LocalCopy(std::string shown);
-  ~LocalCopy();
   LocalCopy(const LocalCopy&) = delete;
   LocalCopy& operator=(const LocalCopy&) = delete;
 
@@ -33,7 +33,7 @@ class LocalCopy {
  private:
   std::string shown_, directory_;
   h5::Location where_;  // what write errors name: the URL and its copy
-  int fd_ = -1;
+  run::Fd fd_;
   std::uint64_t size_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "io/remote/curl.hpp"
 #include "io/remote/http.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::remote {
@@ -59,9 +60,8 @@ std::size_t on_read(char* out, std::size_t size, std::size_t count, void* user) 
   const Call& c = *x.call;
   const std::uint64_t want = std::min<std::uint64_t>(size * count, c.length - x.sent);
   if (want == 0) return 0;
-  ssize_t n;
-  do n = ::pread(c.fd, out, want, static_cast<off_t>(c.offset + x.sent));
-  while (n < 0 && errno == EINTR);
+  const ssize_t n =
+      run::retry_on_eintr([&] { return ::pread(c.fd, out, want, static_cast<off_t>(c.offset + x.sent)); });
   if (n <= 0) {
     x.read_errno = n < 0 ? errno : EIO;  // a file shorter than it was: it changed
     return CURL_READFUNC_ABORT;

@@ -16,6 +16,7 @@
 #include "core/multipart.hpp"
 #include "core/units.hpp"
 #include "io/remote/curl.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::remote {
 namespace {
@@ -29,23 +30,18 @@ Error file_error(const std::string& what, int error) {
 // An open local file, closed on every path.
 class ReadFile {
  public:
-  explicit ReadFile(const std::string& path) : path_(path) {
-    do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    while (fd_ < 0 && errno == EINTR);
+  explicit ReadFile(const std::string& path) : path_(path), fd_(run::open_fd(path, O_RDONLY | O_CLOEXEC)) {
     struct stat st{};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) throw file_error(path + ": cannot open it to upload", errno);
+    if (!fd_.valid() || ::fstat(fd_.get(), &st) != 0) throw file_error(path + ": cannot open it to upload", errno);
     size_ = static_cast<std::uint64_t>(st.st_size);
   }
-  ~ReadFile() { ::close(fd_); }
-  ReadFile(const ReadFile&) = delete;
-  ReadFile& operator=(const ReadFile&) = delete;
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  int fd_ = -1;
+  run::Fd fd_;
   std::uint64_t size_ = 0;
 };
 
@@ -88,8 +84,8 @@ std::string md5_of_range(const ReadFile& file, std::uint64_t offset, std::uint64
   std::vector<char> buffer(std::min<std::uint64_t>(n, 1u << 20));
   for (std::uint64_t done = 0; done < n;) {
     const std::uint64_t want = std::min<std::uint64_t>(buffer.size(), n - done);
-    const ssize_t got = ::pread(file.fd(), buffer.data(), want, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
+    const ssize_t got =
+        run::retry_on_eintr([&] { return ::pread(file.fd(), buffer.data(), want, static_cast<off_t>(offset + done)); });
     if (got <= 0) throw file_error(file.path() + ": cannot read it to upload", got < 0 ? errno : 0);
     md5.add(buffer.data(), static_cast<std::size_t>(got));
     if (whole) whole->add(buffer.data(), static_cast<std::size_t>(got));

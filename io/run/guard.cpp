@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::run {
 namespace {
@@ -127,8 +128,7 @@ bool kill_workers() {
     const pid_t pid = slot.load();
     if (pid <= 0) continue;
     ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    retry_on_eintr([&] { return ::waitpid(pid, nullptr, 0); });  // no allocation: safe in a signal handler
     slot.store(0);
     any = true;
   }

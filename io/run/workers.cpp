@@ -12,9 +12,11 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::run {
@@ -25,22 +27,19 @@ namespace {
 // remove every worker's outputs).
 struct Worker {
   pid_t pid = -1;
-  int pipe_fd = -1;
+  Fd pipe;  // the read end of its error pipe
 };
 
 Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
+  Fd read_end(fds[0]), write_end(fds[1]);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int error = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw Error(fmt::format("cannot start a worker process: {}", std::strerror(error)));
-  }
+  if (pid < 0) throw Error(fmt::format("cannot start a worker process: {}", std::strerror(errno)));
   if (pid == 0) {
-    ::close(fds[0]);
+    // The child ends in _exit: no destructor runs here, so it closes only what it closes itself.
+    read_end.reset();
     // A worker must not outlive this process: killed with SIGKILL (scancel
     // --batch --signal=KILL, the OOM killer), it cannot stop the workers, and
     // an orphan would go on writing and holding the output's lock after the
@@ -71,12 +70,12 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
       message = "internal error: an exception of unknown type";
       status = 1;
     }
-    if (!message.empty()) (void)!::write(fds[1], message.data(), message.size());
+    if (!message.empty()) (void)!::write(write_end.get(), message.data(), message.size());
     ::_exit(status);
   }
-  ::close(fds[1]);
+  write_end.reset();  // the worker holds it: its end is the pipe's end of file
   register_worker(pid);
-  return {pid, fds[0]};
+  return {pid, std::move(read_end)};
 }
 
 // How a worker ended: its error message ("" when it succeeded) and the
@@ -87,32 +86,30 @@ struct Outcome {
 };
 
 // Waits for a worker, calling `waiting` every 200 ms.
-Outcome finish_worker(const Worker& w, const std::function<void()>& waiting) {
+Outcome finish_worker(Worker& w, const std::function<void()>& waiting) {
   std::string message;
   char buf[4096];
   bool told = false;
   while (true) {
-    pollfd pfd{w.pipe_fd, POLLIN, 0};
+    pollfd pfd{w.pipe.get(), POLLIN, 0};
     const int ready = ::poll(&pfd, 1, waiting ? 200 : 1000);
     note_progress();  // waiting is not stalling; the worker has its own watchdog
     if (waiting) waiting();
     if (interrupted() && !told) told = ::kill(w.pid, SIGTERM) == 0;  // pass a stop request on, once
+    // Not retried at once: a signal that interrupts the wait may be a stop request, passed on above.
     if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
-    const ssize_t n = ::read(w.pipe_fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = retry_on_eintr([&] { return ::read(w.pipe.get(), buf, sizeof buf); });
     if (n <= 0) break;
     message.append(buf, static_cast<std::size_t>(n));
   }
-  ::close(w.pipe_fd);
+  w.pipe.reset();
   // Unregistered while it is a zombie, before it is reaped: a forced exit
   // in between kills nothing (its pid cannot have been reused yet).
   siginfo_t ended{};
-  while (::waitid(P_PID, static_cast<id_t>(w.pid), &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
+  retry_on_eintr([&] { return ::waitid(P_PID, static_cast<id_t>(w.pid), &ended, WEXITED | WNOWAIT); });
   unregister_worker(w.pid);
   int status = 0;
-  while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  retry_on_eintr([&] { return ::waitpid(w.pid, &status, 0); });
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (message.empty())
     message = WIFSIGNALED(status) ? fmt::format("a worker process died of signal {}", WTERMSIG(status))
@@ -146,7 +143,7 @@ void run_workers(std::uint64_t workers, const std::function<void(std::uint64_t)>
     stop_workers(started);
   }
   Outcome failure;
-  for (const auto& w : started) {
+  for (auto& w : started) {
     Outcome outcome = finish_worker(w, waiting);
     if (failure.message.empty() && !outcome.message.empty()) failure = std::move(outcome);
   }

@@ -8,11 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <memory>
-#include <utility>
 
 #include "core/error.hpp"
 #include "core/selection.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
@@ -47,32 +46,26 @@ Patchable patchable(const ModelNotes::Written& w, const PatchedDataset& d, std::
   return {placed->address, ""};
 }
 
-// A descriptor closed on every path out; close() reports a failed close.
-struct Fd {
-  int fd = -1;
-  Fd(const std::string& path, int flags, const std::string& shown) : fd(::open(path.c_str(), flags, 0666)) {
-    if (fd < 0) throw Error(fmt::format("{}: cannot open ({})", shown, std::strerror(errno)));
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  void close(const std::string& shown) {
-    const int was = std::exchange(fd, -1);
-    if (::close(was) != 0) throw Error(fmt::format("{}: cannot write ({})", shown, std::strerror(errno)));
-  }
-};
+run::Fd open_or_throw(const std::string& path, int flags, const std::string& shown) {
+  run::Fd fd = run::open_fd(path, flags, 0666);
+  if (!fd.valid()) throw Error(fmt::format("{}: cannot open ({})", shown, std::strerror(errno)));
+  return fd;
+}
+
+// A copy's close reports what writing it could not (NFS, a full disk).
+void close_written(run::Fd& fd, const std::string& shown) {
+  if (!fd.close()) throw Error(fmt::format("{}: cannot write ({})", shown, std::strerror(errno)));
+}
 
 // A new file at `target.temp` holding the model's bytes.
-std::unique_ptr<Fd> copy_model(const CopyTarget& target, std::size_t step) {
+run::Fd copy_model(const CopyTarget& target, std::size_t step) {
   const h5::Location from{target.shown + " (its model)", ""}, to{target.shown, ""};
-  const Fd model(target.model, O_RDONLY | O_CLOEXEC, from.file);
+  const run::Fd model = open_or_throw(target.model, O_RDONLY | O_CLOEXEC, from.file);
   struct stat st {};
-  if (::fstat(model.fd, &st) != 0) throw Error(fmt::format("{}: cannot read ({})", from.file, std::strerror(errno)));
+  if (::fstat(model.get(), &st) != 0) throw Error(fmt::format("{}: cannot read ({})", from.file, std::strerror(errno)));
   // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
-  auto out = std::make_unique<Fd>(target.temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, to.file);
-  transfer::copy_range({{model.fd, 0}, 0, from, {out->fd, 0}, 0, to, static_cast<std::uint64_t>(st.st_size)}, step,
+  run::Fd out = open_or_throw(target.temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, to.file);
+  transfer::copy_range({{model.get(), 0}, 0, from, {out.get(), 0}, 0, to, static_cast<std::uint64_t>(st.st_size)}, step,
                        nullptr);
   return out;
 }
@@ -86,7 +79,7 @@ struct Patch {
 
 // Writes the patch's piece of every target over its model's.
 void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarget>& targets,
-           const std::vector<std::unique_ptr<Fd>>& fds) {
+           const std::vector<run::Fd>& fds) {
   const PatchedDataset& d = p.d;
   const std::size_t element = d.node->element_size;
   std::vector<unsigned char> piece;
@@ -99,7 +92,7 @@ void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarg
       places = place_positions(places, source.plan.positions.at(d.node->path).at(targets[t].file), *d.sequence_axis);
     for (const auto& place : places)
       copy_selected({p.elements, d.node->shape}, place.batch, {piece.data(), dims}, place.piece, element);
-    transfer::write_bytes(fds[t]->fd, piece.data(), piece.size(), (*targets[t].offsets)[p.index],
+    transfer::write_bytes(fds[t].get(), piece.data(), piece.size(), (*targets[t].offsets)[p.index],
                           {targets[t].shown, d.node->path});
     run::count_bytes(source.policy.meter, piece.size());
   }
@@ -169,7 +162,7 @@ const std::vector<unsigned char>* ModelNotes::elements(std::size_t index) const 
 
 void write_copies(const SplitSource& source, const ModelNotes& notes, const std::vector<CopyTarget>& targets) {
   const ClonePlan& clones = notes.clones();
-  std::vector<std::unique_ptr<Fd>> fds;
+  std::vector<run::Fd> fds;
   for (const auto& target : targets) {
     run::throw_if_interrupted();
     fds.push_back(copy_model(target, source.policy.buffer_bytes));
@@ -191,7 +184,7 @@ void write_copies(const SplitSource& source, const ModelNotes& notes, const std:
     }
     patch(source, {d, j, elements->data()}, targets, fds);
   }
-  for (std::size_t t = 0; t < targets.size(); ++t) fds[t]->close(targets[t].shown);
+  for (std::size_t t = 0; t < targets.size(); ++t) close_written(fds[t], targets[t].shown);
 }
 
 }  // namespace mb::io::split

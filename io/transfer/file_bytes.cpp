@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
@@ -47,8 +48,7 @@ bool kernel_copy_unsupported(int error) {
   throw Error(where.describe() + ": the file ends before the dataset's data (truncated or corrupt)");
 }
 
-// One step through a buffer (the one EINTR loop per direction); returns
-// the bytes moved (> 0).
+// One step through a buffer; returns the bytes moved (> 0).
 std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::size_t n,
                                 std::vector<unsigned char>& buffer) {
   buffer.resize(std::max(buffer.size(), n));
@@ -67,8 +67,8 @@ std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset) {
   auto* p = static_cast<unsigned char*>(into);
   std::size_t got = 0;
   while (got < n) {
-    const ssize_t k = pread(fd, p + got, n - got, static_cast<off_t>(offset + got));
-    if (k < 0 && errno == EINTR) continue;
+    const ssize_t k =
+        run::retry_on_eintr([&] { return ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got)); });
     if (k < 0) return -1;
     if (k == 0) break;  // the end of the file
     got += static_cast<std::size_t>(k);
@@ -79,8 +79,8 @@ std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset) {
 void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where) {
   const auto* p = static_cast<const unsigned char*>(bytes);
   for (std::size_t put = 0; put < n;) {
-    const ssize_t k = pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put));
-    if (k < 0 && errno == EINTR) continue;
+    const ssize_t k =
+        run::retry_on_eintr([&] { return ::pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put)); });
     if (k < 0) fail_io(where, "cannot write data", errno);
     if (k == 0) fail_io(where, "cannot write data", EIO);  // never for a regular file; not a loop forever
     put += static_cast<std::size_t>(k);
@@ -103,7 +103,7 @@ void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
     auto in = static_cast<off64_t>(r.from.offset + r.from_offset + done);
     auto out = static_cast<off64_t>(r.to.offset + r.to_offset + done);
     const ssize_t k = copy_file_range(r.from.fd, &in, r.to.fd, &out, n, 0);
-    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == EINTR) continue;  // back through the stop check at the loop's head
     if (k < 0 && kernel_copy_unsupported(errno)) {
       kernel = false;
       continue;

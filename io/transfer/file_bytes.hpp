@@ -37,7 +37,7 @@ struct ByteRange {
 void copy_range(const ByteRange& range, std::size_t step, run::ByteMeter* meter);
 
 // Reads `n` bytes at `offset` of `fd`, or fewer at the end of the file:
-// how many, or -1 (errno set) on an error. The one read loop (EINTR).
+// how many, or -1 (errno set) on an error; interrupted reads are made again.
 std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset);
 
 // Writes `n` bytes at `offset` of `fd` (`where` names it in errors).
