@@ -55,6 +55,38 @@ void warn_about_sources(const MergeJob& job) {
                job.output, job.inputs.size(), limit.rlim_cur);
 }
 
+// Every file the run reads (the inputs, then what it reads besides), watched
+// from before the first byte (digests included) so that publishing can check
+// that none changed, and so that none is the output.
+std::vector<Source> watch_inputs(const MergeJob& job) {
+  std::vector<Source> read;
+  for (const auto& input : job.inputs) read.push_back(input.source);
+  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
+  for (const auto& source : read) publish::watch_input(source);
+  return read;
+}
+
+// The output, checked and locked before any work by the process that writes
+// it (rank 0 of a team); what killed merges onto it left is removed, since
+// the lock tells that no live run is writing it. Nothing for other ranks.
+struct ClaimedOutput {
+  std::optional<publish::FileIdentity> replaces;  // the file it replaces (--force)
+  std::optional<publish::OutputLock> lock;
+};
+ClaimedOutput claim_output(const MergeJob& job, const std::vector<Source>& read) {
+  ClaimedOutput claimed;
+  if (!leads(job)) return claimed;
+  claimed.replaces = publish::prepare_output_file(job.output, read, job.force);
+  claimed.lock.emplace(publish::lock_merge_output(job.output));
+  return claimed;
+}
+
+std::uint64_t dataset_count(const NodeInfo& tree) {
+  std::uint64_t count = 0;
+  for_each_node(tree, [&](const NodeInfo& n) { count += !n.is_group() && !n.is_further_name(); });
+  return count;
+}
+
 // Every input in turn, each one piece of the meter (`sizes[i]` bytes of
 // input i): opened once, merged, and closed before the next is opened.
 struct Pass {
@@ -89,29 +121,16 @@ void finish_output(const Context& ctx, const MergeState& state, const NodeInfo& 
 MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
-  std::vector<Source> inputs;
-  for (const auto& input : job.inputs) inputs.push_back(input.source);
-  // Every file the run reads: never its output, and watched from before the first byte (digests included), so
-  // that publishing can check none changed.
-  std::vector<Source> read = inputs;
-  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
-  for (const auto& source : read) publish::watch_input(source);
-  // The output is checked and locked before any work (rank 0 for a team), and what killed merges onto it left
-  // goes: the lock tells no live run is writing it.
   const bool lead = leads(job);
-  std::optional<publish::FileIdentity> replaces;
-  std::optional<publish::OutputLock> lock;
-  if (lead) {
-    replaces = publish::prepare_output_file(job.output, read, job.force);
-    lock.emplace(publish::lock_merge_output(job.output));
-  }
+  const ClaimedOutput claimed = claim_output(job, watch_inputs(job));  // held to the end: the lock
   VerifiedInputs verified(job);  // sizes now; digests now, or each as its input is reached
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   verified.ready(0);
-  const std::string& first = inputs.front().shown();
+  const Source& model_source = job.inputs.front().source;
+  const std::string& first = model_source.shown();
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.
-  h5::Id model = tree::open_input(inputs.front());
+  h5::Id model = tree::open_input(model_source);
   const NodeInfo tree = tree::read_tree(model.get(), first);
   const tree::SpecChoice choice = *tree::choose_spec(spec, tree, first);  // the default spec at the least
   const Resolution resolution =
@@ -125,7 +144,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const Context& ctx = base;
   plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
-  const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, inputs.size());
+  const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, job.inputs.size());
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output
@@ -133,7 +152,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
-  const std::string temp = lead ? outputs.add(job.output, replaces) : scratch->path();
+  const std::string temp = lead ? outputs.add(job.output, claimed.replaces) : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {first, "/"});
   h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});
   state.copies.possible = copies_possible(ctx);
@@ -154,9 +173,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.team) job.team->agree();  // published
   outputs.keep();
   warn_about_sources(job);
-  MergeResult result{0, meter.total(), choice.preset};
-  for_each_node(tree, [&](const NodeInfo& n) { result.datasets += !n.is_group() && !n.is_further_name(); });
-  return result;
+  return {dataset_count(tree), meter.total(), choice.preset};
 }
 
 }  // namespace mb::io::merge
