@@ -124,6 +124,34 @@ std::uint64_t count_for_n(const std::vector<CutLength>& cuts, std::uint64_t n, O
   return n;
 }
 
+// How many microbatches, by --micro-batch-size or by -n, checked against the
+// limit on files (which per-rank files and CP ranks multiply). Sets
+// plan.dropped and adds warnings on the way; `cuts` as count_by_size leaves
+// them.
+std::uint64_t microbatch_count(std::vector<CutLength>& cuts, const SplitOptions& options, SplitPlan& plan) {
+  if (options.drop_last && !options.micro_batch_size)
+    throw usage_error("--drop-last needs --micro-batch-size (-n cuts every row into N microbatches)");
+  std::uint64_t count = 0;
+  if (options.micro_batch_size) {
+    const std::uint64_t size = *options.micro_batch_size;
+    if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
+    count = count_by_size(cuts, options, plan);
+    if (count > kMaxMicrobatches)
+      throw usage_error(fmt::format("--micro-batch-size {} gives {} microbatches, more than the limit of {}", size,
+                                    count, kMaxMicrobatches));
+  } else {
+    if (*options.count == 0) throw usage_error("-n/--chunks must be at least 1");
+    if (*options.count > kMaxMicrobatches)
+      throw usage_error(
+          fmt::format("-n {} is more than the limit of {} microbatches", *options.count, kMaxMicrobatches));
+    count = count_for_n(cuts, *options.count, options.on_short, plan.warnings);
+  }
+  if (plan.ranks * options.cp_degree * count > kMaxMicrobatches)
+    throw usage_error(fmt::format("{} microbatches for {} ranks and {} CP ranks make more files than the limit of {}",
+                                  count, plan.ranks, options.cp_degree, kMaxMicrobatches));
+  return count;
+}
+
 std::vector<RowMap> contiguous(const std::vector<Range>& ranges) {
   std::vector<RowMap> maps;
   for (const auto& r : ranges) maps.push_back(r.size() ? RowMap{{r.begin, r.size(), 1}} : RowMap{});
@@ -184,6 +212,24 @@ void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Seq
     plan.pieces[p->path] = contiguous(rows);
   }
   for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
+}
+
+// The runs of whole sequences, one per microbatch: --micro-batch-size
+// sequences each (of the `kept` ones, those --drop-last did not leave out),
+// equal counts (--balance sequences), or balanced by tokens; then the rows
+// they give every packed-family dataset.
+void plan_sequence_runs(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                        std::uint64_t kept, const SplitOptions& options, SplitPlan& plan) {
+  SequencePlan& seq = *plan.sequences;
+  if (options.micro_batch_size) {
+    seq.runs = split_by_size(kept, *options.micro_batch_size);
+  } else if (options.balance == Balance::Sequences) {
+    seq.runs = array_split(seq.sequences, plan.count);
+  } else {
+    seq.runs = balance_tokens(sequences.tokens, plan.count);
+  }
+  seq.run_tokens = run_tokens(sequences.tokens, seq.runs);
+  cut_sequences(leaves, resolution, sequences, seq, plan);
 }
 
 std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
@@ -291,25 +337,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
   }
 
-  if (options.drop_last && !options.micro_batch_size)
-    throw usage_error("--drop-last needs --micro-batch-size (-n cuts every row into N microbatches)");
-  if (options.micro_batch_size) {
-    const std::uint64_t size = *options.micro_batch_size;
-    if (size == 0) throw usage_error("--micro-batch-size must be at least 1");
-    plan.count = count_by_size(cuts, options, plan);
-    if (plan.count > kMaxMicrobatches)
-      throw usage_error(fmt::format("--micro-batch-size {} gives {} microbatches, more than the limit of {}", size,
-                                    plan.count, kMaxMicrobatches));
-  } else {
-    if (*options.count == 0) throw usage_error("-n/--chunks must be at least 1");
-    if (*options.count > kMaxMicrobatches)
-      throw usage_error(
-          fmt::format("-n {} is more than the limit of {} microbatches", *options.count, kMaxMicrobatches));
-    plan.count = count_for_n(cuts, *options.count, options.on_short, plan.warnings);
-  }
-  if (plan.ranks * options.cp_degree * plan.count > kMaxMicrobatches)
-    throw usage_error(fmt::format("{} microbatches for {} ranks and {} CP ranks make more files than the limit of {}",
-                                  plan.count, plan.ranks, options.cp_degree, kMaxMicrobatches));
+  plan.count = microbatch_count(cuts, options, plan);
 
   if (leaves.split.empty() && leaves.offsets.empty() && !options.allow_copies)
     throw Error(fmt::format("the spec splits no dataset: each of the {} files would be a whole copy of the input "
@@ -325,18 +353,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     plan.pieces[c.path] = options.layout == FileLayout::PerRank ? per_rank_maps(length, options.dp, pieces)
                                                                  : data_parallel_maps(length, options.dp, pieces);
   }
-  if (plan.sequences) {
-    SequencePlan& seq = *plan.sequences;
-    if (options.micro_batch_size) {
-      seq.runs = split_by_size(cuts.back().length, *options.micro_batch_size);  // without the sequences dropped
-    } else if (options.balance == Balance::Sequences) {
-      seq.runs = array_split(seq.sequences, plan.count);
-    } else {
-      seq.runs = balance_tokens(sequences.tokens, plan.count);
-    }
-    seq.run_tokens = run_tokens(sequences.tokens, seq.runs);
-    cut_sequences(leaves, resolution, sequences, seq, plan);
-  }
+  if (plan.sequences) plan_sequence_runs(leaves, resolution, sequences, cuts.back().length, options, plan);
   if (options.cp_degree > 1) cut_context_parallel(leaves, resolution, sequences, options.cp_degree, plan);
   return plan;
 }
