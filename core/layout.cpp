@@ -12,28 +12,28 @@ std::uint64_t rows_in(const RowMap& map) {
   return n;
 }
 
-Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::uint64_t shard, const Range& piece) {
-  if (dp.align) return {shard + piece.begin * dp.degree, piece.size(), dp.degree};
-  return {shard * shard_length + piece.begin, piece.size(), 1};
+Segment slice_segment(std::uint64_t slice_length, const DataParallel& dp, std::uint64_t slice, const Range& piece) {
+  if (dp.align) return {slice + piece.begin * dp.degree, piece.size(), dp.degree};
+  return {slice * slice_length + piece.begin, piece.size(), 1};
 }
 
 std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces) {
-  const std::uint64_t shard_length = length / dp.degree;
+  const std::uint64_t slice_length = length / dp.degree;
   std::vector<RowMap> maps(pieces.size());
   for (std::size_t i = 0; i < pieces.size(); ++i)
     for (std::uint64_t s = 0; s < dp.degree; ++s) {
-      const Segment seg = shard_segment(shard_length, dp, s, pieces[i]);
+      const Segment seg = slice_segment(slice_length, dp, s, pieces[i]);
       if (seg.count > 0) maps[i].push_back(seg);
     }
   return maps;
 }
 
 std::vector<RowMap> per_rank_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces) {
-  const std::uint64_t shard_length = length / dp.degree;
+  const std::uint64_t slice_length = length / dp.degree;
   std::vector<RowMap> maps;
   for (std::uint64_t s = 0; s < dp.degree; ++s)
     for (const auto& piece : pieces)
-      maps.push_back(piece.size() ? RowMap{shard_segment(shard_length, dp, s, piece)} : RowMap{});
+      maps.push_back(piece.size() ? RowMap{slice_segment(slice_length, dp, s, piece)} : RowMap{});
   return maps;
 }
 
@@ -45,7 +45,7 @@ std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, co
     throw Error(fmt::format("{}: {} per-rank files do not divide into {} ranks", what, lengths.size(), dp.degree));
   const std::size_t per_rank = lengths.size() / dp.degree;
   std::vector<std::vector<Range>> pieces(dp.degree);
-  std::uint64_t shard_length = 0;
+  std::uint64_t slice_length = 0;
   for (std::uint64_t s = 0; s < dp.degree; ++s) {
     std::uint64_t at = 0;
     for (std::size_t i = 0; i < per_rank; ++i) {
@@ -53,15 +53,15 @@ std::vector<RowMap> merge_per_rank(const std::vector<std::uint64_t>& lengths, co
       pieces[s].push_back({at, at + n});
       at += n;
     }
-    if (s > 0 && at != shard_length)
+    if (s > 0 && at != slice_length)
       throw Error(fmt::format("{}: rank {} holds {} rows, rank 0 holds {} (data-parallel slices must be equal)", what,
-                              s, at, shard_length));
-    shard_length = at;
+                              s, at, slice_length));
+    slice_length = at;
   }
   std::vector<RowMap> maps;
   for (std::uint64_t s = 0; s < dp.degree; ++s)
     for (const auto& piece : pieces[s])
-      maps.push_back(piece.size() ? RowMap{shard_segment(shard_length, dp, s, piece)} : RowMap{});
+      maps.push_back(piece.size() ? RowMap{slice_segment(slice_length, dp, s, piece)} : RowMap{});
   return maps;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Row maps: which rows of a split axis make up one microbatch. A microbatch
 // is usually one contiguous range, but the data-parallel layout makes it a
-// concatenation of one piece per shard, and align mode makes each piece a
-// strided run. HDF5 hyperslabs take strides, so a row map is copied as is.
+// concatenation of one piece per data-parallel slice, and align mode makes
+// each piece a strided run. HDF5 hyperslabs take strides, so a row map is
+// copied as is.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,8 +27,8 @@ using RowMap = std::vector<Segment>;
 std::uint64_t rows_in(const RowMap& map);
 
 // Data-parallel layout (PaddlePaddle's microbatch code): the split axis of
-// length L holds D = `degree` contiguous shards of R = L/D rows; with
-// `align`, new row s*R + r is old row s + r*D, i.e. shard s is the rows
+// length L holds D = `degree` contiguous slices of R = L/D rows; with
+// `align`, new row s*R + r is old row s + r*D, i.e. slice s is the rows
 // s, s+D, s+2D, ...
 struct DataParallel {
   std::uint64_t degree = 1;
@@ -35,24 +36,24 @@ struct DataParallel {
 };
 
 // How outputs are cut into files: one per microbatch (each holding piece i of
-// every shard), or one per (data-parallel rank, microbatch) so that each
+// every slice), or one per (data-parallel rank, microbatch) so that each
 // rank's loader opens only its own; files are then rank-major.
 enum class FileLayout { PerMicrobatch, PerRank };
 
-// Row map of `piece` (a range of rows within a shard) of shard `shard`.
-Segment shard_segment(std::uint64_t shard_length, const DataParallel& dp, std::uint64_t shard, const Range& piece);
+// Row map of `piece` (a range of rows within a slice) of slice `slice`.
+Segment slice_segment(std::uint64_t slice_length, const DataParallel& dp, std::uint64_t slice, const Range& piece);
 
-// Microbatch i = piece i of every shard, shards in order. `pieces` cut one
-// shard (of length L/D).
+// Microbatch i = piece i of every slice, slices in order. `pieces` cut one
+// slice (of length L/D).
 std::vector<RowMap> data_parallel_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces);
 
-// File (s, i) of the per-rank layout = piece i of shard s; rank-major.
+// File (s, i) of the per-rank layout = piece i of slice s; rank-major.
 std::vector<RowMap> per_rank_maps(std::uint64_t length, const DataParallel& dp, const std::vector<Range>& pieces);
 
 // The row maps that put files of the given lengths (in file order) back in
 // place: the inverse of data_parallel_maps (each length a multiple of the
 // degree) or of per_rank_maps (every rank's pieces adding up to the same
-// shard length). With degree 1 both are consecutive ranges. `what` names
+// slice length). With degree 1 both are consecutive ranges. `what` names
 // the dataset in errors.
 std::vector<RowMap> merge_maps(const std::vector<std::uint64_t>& lengths, const DataParallel& dp, FileLayout layout,
                                const std::string& what);

@@ -60,9 +60,9 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
   return out;
 }
 
-// With a data-parallel degree D, every split axis holds D equal shards, and
-// the cut applies to the shard length.
-void to_shard_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
+// With a data-parallel degree D, every split axis holds D equal slices, and
+// the cut applies to the slice length.
+void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
   if (degree == 1) return;
   for (auto& c : cuts) {
     if (c.length % degree != 0)
@@ -326,7 +326,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (options.layout == FileLayout::PerRank) plan.ranks = options.dp.degree;
   const Leaves leaves = collect_leaves(root, resolution);
   std::vector<CutLength> cuts = leaves.split;
-  to_shard_lengths(cuts, options.dp.degree);
+  to_slice_lengths(cuts, options.dp.degree);
 
   const std::size_t split_cuts = cuts.size();  // the sequence count may follow
   Sequences sequences;
@@ -344,7 +344,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
                             "(give a spec that splits one, or --allow-copies if copies are meant)",
                             plan.count));
 
-  // Regular split leaves: array_split (or torch.split) of each shard.
+  // Regular split leaves: array_split (or torch.split) of each data-parallel slice.
   for (std::size_t i = 0; i < split_cuts; ++i) {
     const CutLength& c = cuts[i];
     const auto pieces = options.micro_batch_size ? split_by_size(c.length, *options.micro_batch_size)

@@ -7,7 +7,7 @@
 // interleaving, so the rows land packed one after the other as the map
 // says. Long segments still go through copy() and its byte paths. Only for
 // packed documents under CP: other many-segment maps (many data-parallel
-// shards) have segments that whole chunks and file bytes serve better.
+// slices) have segments that whole chunks and file bytes serve better.
 #include "core/layout.hpp"
 #include "io/transfer/copy.hpp"
 

@@ -30,8 +30,8 @@ std::vector<std::uint64_t> aligned_order(std::uint64_t length, std::uint64_t d) 
 }
 }  // namespace
 
-TEST_CASE("data-parallel maps: microbatch i is piece i of every shard") {
-  // L = 12, D = 2: shards [0,6) and [6,12); N = 3 pieces of 2 rows each
+TEST_CASE("data-parallel maps: microbatch i is piece i of every slice") {
+  // L = 12, D = 2: slices [0,6) and [6,12); N = 3 pieces of 2 rows each
   const auto maps = mb::data_parallel_maps(12, {2, false}, mb::array_split(6, 3));
   CHECK(expand(maps) == std::vector<std::vector<std::uint64_t>>{{0, 1, 6, 7}, {2, 3, 8, 9}, {4, 5, 10, 11}});
 }
@@ -86,7 +86,7 @@ TEST_CASE("segments print as Python slices") {
   CHECK(mb::rows_in({{0, 2, 1}, {5, 3, 2}}) == 5);
 }
 
-TEST_CASE("per-rank files: file (s, i) is piece i of shard s, rank-major, and merge inverts it") {
+TEST_CASE("per-rank files: file (s, i) is piece i of slice s, rank-major, and merge inverts it") {
   const auto maps = mb::per_rank_maps(12, {2, false}, mb::array_split(6, 3));
   CHECK(expand(maps) == std::vector<std::vector<std::uint64_t>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}});
   for (bool align : {false, true})

@@ -94,15 +94,15 @@ TEST_CASE("reducers are refused on split, absurd counts are usage errors") {
   CHECK_THROWS_AS(plan("null", cut_into(0)), mb::Error);
 }
 
-TEST_CASE("data-parallel degree: shards cut separately, lengths must divide") {
-  // /a has 10 rows -> 2 shards of 5; /b has 3 rows, not divisible by 2
+TEST_CASE("data-parallel degree: slices cut separately, lengths must divide") {
+  // /a has 10 rows -> 2 slices of 5; /b has 3 rows, not divisible by 2
   CHECK(error_of("null", {2, std::nullopt, OnShort::Error, {2, false}}) ==
         "/b has 3 rows on its split axis, not divisible by --dp-degree 2");
   const auto p = plan(R"({"a": 0, "*": "replicate"})", {2, std::nullopt, OnShort::Error, {2, false}});
   CHECK(p.pieces.at("/a") == std::vector<RowMap>{{{0, 3, 1}, {5, 3, 1}}, {{3, 2, 1}, {8, 2, 1}}});
   const auto aligned = plan(R"({"a": 0, "*": "replicate"})", {2, std::nullopt, OnShort::Error, {2, true}});
   CHECK(aligned.pieces.at("/a") == std::vector<RowMap>{{{0, 3, 2}, {1, 3, 2}}, {{6, 2, 2}, {7, 2, 2}}});
-  // the shard length (5) is what --on-short compares with N
+  // the slice length (5) is what --on-short compares with N
   CHECK(error_of(R"({"a": 0, "*": "replicate"})", {6, std::nullopt, OnShort::Error, {2, false}})
             .find("/a has 5 rows on its split axis per data-parallel slice") != std::string::npos);
 }
