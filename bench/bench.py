@@ -44,7 +44,7 @@ to the same s3rver on loopback; goal: at most 1.2x the longer of the two alone, 
 microbatch file, not of the bytes. For each N it prints split and merge time
 and peak RSS, merge time per input, the h5py script's merge (its inputs from a
 directory: 64,000 paths would not fit on a command line), the load average
-(the machine may be shared), and at the end the goals of issue 17: merge at
+(the machine may be shared), and at the end its goals: merge at
 N = 16,000 within 2x of split, peak RSS <= 100 MiB, time per input flat
 across N (+-30%). Each command runs once at N >= 16,000, best of 2 below,
 under a 16 GiB address-space limit and --many-timeout (default 600 s); a
@@ -316,7 +316,7 @@ def many_line(n, row):
 
 
 def many_goals(rows):
-    """Issue 17's goals, from the Ns that ran."""
+    """The goals of `many` (merge within 2x of split, bounded RSS, flat time per input), from the Ns that ran."""
     ok = {n: r for n, r in rows.items() if not r["merge"].error}
     out = []
     if MANY_ONCE_FROM in ok and not ok[MANY_ONCE_FROM]["split"].error:

@@ -254,7 +254,7 @@ def test_datasets_kept_from_the_tree_keep_their_own_creation_properties(tmp_path
 
 def test_datasets_kept_from_the_tree_stay_within_the_buffer_and_the_ids_interned(tmp_path):
     """What is kept stays within --buffer-size, and within 32 distinct creation properties; the rest is opened by
-    the writer as before, and the files are the same bytes either way."""
+    the writer from the input, and the files are the same bytes either way."""
     big, many = tmp_path / "big", tmp_path / "many"
     big.mkdir()
     many.mkdir()

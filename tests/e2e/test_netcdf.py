@@ -203,7 +203,7 @@ def test_inspect_detects_netcdf_and_preset_none_gives_the_default_spec(tmp_path)
     # a spec given is used as it is
     spec = run("inspect", src, "-n", 2, "--json", "--spec-json", '{"*": "replicate"}', "--allow-copies", check=0)
     assert json.loads(spec.out)["preset"] is None and rules(spec)["/t2"] == {"mode": "replicate"}
-    # a file of another kind: nothing detected, as before
+    # a file of another kind: nothing detected
     plain = tmp_path / "plain.h5"
     with h5py.File(plain, "w") as f:
         f["a"] = np.arange(4)

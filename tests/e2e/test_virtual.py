@@ -91,7 +91,7 @@ def test_virtual_merge_of_percent_names_reads_its_own_files(tmp_path, datasets):
     """Directories `run%b` and `run%%b` side by side with different data:
     each merge --virtual reads its own microbatches (unescaped, `run%%b` read
     as `run%b`'s files); `p%b`, `q%1`, `50%` and datasets named `acc%b` work."""
-    dirs = ["run%%b", "run%b", "p%b", "q%1", "50%", "x%"]  # run%%b first: it used to read run%b's files
+    dirs = ["run%%b", "run%b", "p%b", "q%1", "50%", "x%"]  # run%%b first: read unescaped, it would find run%b's files
     for k, d in enumerate(dirs):
         (tmp_path / d).mkdir()
         make_named(tmp_path / d / "in.h5", 1000 * k, datasets)

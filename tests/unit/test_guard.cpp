@@ -132,7 +132,7 @@ TEST_CASE("a second thread crashing meanwhile waits: the first handler removes t
   for (const auto& t : temps) ::unlink(t.c_str());
 }
 
-TEST_CASE("a long name is cut at 1023 characters, as before") {
+TEST_CASE("a long name is cut at 1023 characters") {
   const std::string path = "/" + std::string(2000, 'n');
   const Outcome out = run_in_child([&] {
     mb::io::run::install_crash_guard();

@@ -23,7 +23,7 @@ struct SleepingWorker {
 
   SleepingWorker() { REQUIRE(::pipe(fds) == 0); }
   ~SleepingWorker() {
-    // Without the fix the worker is still there: do not leave it behind.
+    // A worker that outlived run_workers (what these tests look for) is killed here: none is left behind.
     if (pid > 0 && ::kill(pid, 0) == 0) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
