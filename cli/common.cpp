@@ -149,8 +149,8 @@ void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layo
 }
 
 void add_copy_policy_options(CLI::App& app, io::transfer::Policy& policy) {
-  policy.byte_paths = std::getenv("MICROBATCH_NO_RAW_COPY") == nullptr;
-  policy.clones = std::getenv("MICROBATCH_NO_CLONES") == nullptr;
+  policy.byte_paths = !process_settings().has("MICROBATCH_NO_RAW_COPY");
+  policy.clones = !process_settings().has("MICROBATCH_NO_CLONES");
   app.add_option_function<std::size_t>(
          "--buffer-size", [&policy](std::size_t mib) { policy.buffer_bytes = mib << 20; },
          "MiB of data moved per read/write; bounds memory (default 64)")
@@ -239,10 +239,10 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
   return request;
 }
 
-Source input_source(const std::string& name) { return Source::resolve(name, std::getenv); }
+Source input_source(const std::string& name) { return Source::resolve(name, process_settings().environment()); }
 
 std::optional<Launch> team_launch(const std::string& command) {
-  auto launch = detect_launch([](const char* name) { return std::getenv(name); });
+  auto launch = detect_launch(process_settings().environment());
   if (!launch || launch->tasks < 2) return std::nullopt;
   if (!io::run::Team::supported())
     throw usage_error(fmt::format(

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/settings.hpp"
 #include "core/error.hpp"
 #include "core/launcher.hpp"
 #include "core/source.hpp"

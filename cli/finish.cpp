@@ -6,6 +6,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "io/split/parts.hpp"
+#include "io/store/store.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::cli {
 
@@ -28,8 +30,9 @@ void setup_finish(CLI::App& app) {
     apply_common_options();
     // One process checks the parts and writes the manifest (under mpirun, split's rank 0 does it itself).
     if (team_launch("finish")) throw usage_error("finish: run it as one process, not as several tasks of a launcher");
-    const std::string manifest = io::split::finish_split(*dir);
-    spdlog::info("finished the split in {}: wrote {}", *dir, manifest);
+    const auto place = io::store::open_store(*dir, process_settings());
+    io::split::finish(*place);
+    spdlog::info("finished the split in {}: wrote {}", *dir, place->shown(specs::kManifestName));
   });
 }
 

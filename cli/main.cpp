@@ -63,7 +63,7 @@ int check_handles(int status) {
     spdlog::debug("{} HDF5 objects left open after {} failed closes", open, mb::io::h5::failed_closes());
   } else if (open > 0) {
     spdlog::debug("{} HDF5 objects still open at exit", open);
-    if (std::getenv("MICROBATCH_CHECK_HANDLES") != nullptr) {
+    if (mb::cli::process_settings().has("MICROBATCH_CHECK_HANDLES")) {
       spdlog::error("internal: {} HDF5 objects left open at exit", open);
       return 70;
     }

@@ -13,6 +13,7 @@
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
 #include "io/publish/remote_file.hpp"
+#include "io/store/store.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/team.hpp"
 #include "specs/emit.hpp"
@@ -118,9 +119,11 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
                                       in.shown()));
   const io::merge::MergeSources sources = io::merge::find_sources(inputs);
+  const io::store::Member output = io::store::open_member(cmd.output, process_settings());
+  io::merge::refuse_reading(*output.store, output.name, sources);
   // -o s3://: checked before any work, written to a spool, uploaded once complete.
   std::optional<io::publish::RemoteFile> remote;
-  if (to_store(cmd)) remote.emplace(cmd.output, cmd.force);
+  if (to_store(cmd)) remote.emplace(cmd.output, cmd.force, process_settings());
   io::merge::MergeJob job = merge_job(cmd, sources);
   if (remote) job.output = remote->local();
   job.team = std::move(team);

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -19,6 +18,7 @@
 #include "io/split/parts.hpp"
 #include "io/split/split.hpp"
 #include "io/split/team.hpp"
+#include "io/store/store.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/team.hpp"
 #include "specs/emit.hpp"
@@ -47,7 +47,7 @@ struct SplitCommand {
 std::map<std::string, std::string> slurm_array_environment() {
   std::map<std::string, std::string> env;
   for (const char* name : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"})
-    if (const char* value = std::getenv(name)) env[name] = value;
+    if (const char* value = process_settings().get(name)) env[name] = value;
   return env;
 }
 
@@ -65,27 +65,19 @@ std::optional<io::split::RemoteOutput> remote_output(const SplitCommand& cmd) {
     if (cmd.keep_local) throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
     return std::nullopt;
   }
-  io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads};
+  io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads, false, process_settings()};
   if (!out.prefix.ends_with("/")) out.prefix += "/";
-  resolve_remote(out.prefix + specs::kManifestName, std::getenv);  // malformed, or half-given credentials
   return out;
 }
 
-// Where the summary says a file went: the local path, or its object's URL.
-std::string output_name(const SplitCommand& cmd, const std::string& file) {
-  if (!to_store(cmd)) return (fs::path(cmd.output_dir) / file).string();
-  return shown_name(cmd.output_dir.ends_with("/") ? cmd.output_dir + file : cmd.output_dir + "/" + file);
-}
-
-void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prepared,
-                         const io::split::SplitResult& result,
-                         Summary summary) {
+void print_split_summary(const SplitCommand& cmd, const io::store::Store& place, const io::tree::Prepared& prepared,
+                         const io::split::SplitResult& result, Summary summary) {
   const SplitPlan& plan = *prepared.plan;
-  for (const auto& f : result.files) summary.files.push_back(output_name(cmd, f.name));
+  for (const auto& f : result.files) summary.files.push_back(place.shown(f.name));
   // The manifest, or a shard's part record.
   const std::string last = !cmd.shard ? std::string(specs::kManifestName)
                                       : io::split::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
-  summary.files.push_back(output_name(cmd, last));
+  summary.files.push_back(place.shown(last));
   if (to_store(cmd)) {
     for (const auto& f : result.files) summary.sizes.push_back(f.size);
     summary.sizes.push_back(result.manifest_bytes);
@@ -104,9 +96,11 @@ void print_split_summary(const SplitCommand& cmd, const io::tree::Prepared& prep
 // What one process of a split does, and how it reports.
 using SplitRun = io::split::ShareRun;
 
-io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, const Source& input) {
+io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, const Source& input,
+                              io::store::Store& place) {
   io::split::SplitJob job;
   job.input = input;
+  job.place = &place;
   job.remote = remote_output(cmd);
   if (job.remote) job.remote->claimed = run.prepared_directory;  // by a team's rank 0
   job.output_dir = job.remote ? io::split::spool_directory(*job.remote) : cmd.output_dir;
@@ -144,7 +138,8 @@ void log_shard(const SplitCommand& cmd, const Shard& shard, const io::tree::Prep
 }
 
 // Plans and writes this process's files; returns what it wrote.
-std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run) {
+std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run,
+                                                                 io::store::Store& place) {
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
@@ -157,23 +152,23 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
   if (run.report) io::tree::log_preset(prepared.input.shown(), prepared.preset);
   if (run.report)
     for (const auto& w : prepared.plan->warnings) spdlog::warn("{}", w);
-  io::split::SplitJob job = split_job(cmd, run, prepared.input);
+  io::split::SplitJob job = split_job(cmd, run, prepared.input, place);
   ProgressLine progress("split");
   if (run.report) job.progress = progress.callback();
   io::split::SplitResult result = io::split::execute(job, prepared);
   return {std::move(prepared), std::move(result)};
 }
 
-void run_alone(const SplitCommand& cmd) {
+void run_alone(const SplitCommand& cmd, io::store::Store& place) {
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
   SplitRun run;
   if (cmd.shard) run.shard = parse_shard(*cmd.shard, slurm_array_environment());
-  const auto [prepared, result] = split_once(cmd, run);
+  const auto [prepared, result] = split_once(cmd, run, place);
   if (capture) {
     summary.warnings = capture->warnings();
-    print_split_summary(cmd, prepared, result, std::move(summary));
+    print_split_summary(cmd, place, prepared, result, std::move(summary));
   }
   if (run.shard)
     log_shard(cmd, *run.shard, prepared, result);
@@ -181,7 +176,7 @@ void run_alone(const SplitCommand& cmd) {
     log_split(cmd, prepared);
 }
 
-void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub) {
+void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
@@ -192,20 +187,22 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& 
   std::optional<WarningCapture> capture;
   if (cmd.json && team.rank() == 0) capture.emplace();
   const auto [prepared, result] =
-      io::split::split_as_team(team, {.dir = cmd.output_dir, .force = cmd.force, .input = cmd.input},
-                               [&](const SplitRun& run) { return split_once(cmd, run); });
+      io::split::split_as_team(team, {.place = &place, .force = cmd.force, .input = input_source(cmd.input)},
+                               [&](const SplitRun& run) { return split_once(cmd, run, place); });
   if (team.rank() != 0) return;
   if (capture) {
     summary.warnings = capture->warnings();
-    print_split_summary(cmd, prepared, result, std::move(summary));
+    print_split_summary(cmd, place, prepared, result, std::move(summary));
   }
   log_split(cmd, prepared);
   spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
 }
 
 void run_split(const SplitCommand& cmd, const CLI::App& sub) {
-  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch, sub);
-  run_alone(cmd);
+  // The output place, opened once: everything below takes it.
+  const std::unique_ptr<io::store::Store> place = io::store::open_store(cmd.output_dir, process_settings());
+  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch, sub, *place);
+  run_alone(cmd, *place);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cli/summary.hpp"
 
+#include "cli/settings.hpp"
+
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -80,7 +82,7 @@ bool failure_json_wanted(int argc, char** argv) {
   bool asked = false;
   for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i)
     asked = asked || std::string_view(argv[i]) == "--json";
-  const auto launch = detect_launch(std::getenv);
+  const auto launch = detect_launch(process_settings().environment());
   return asked && (!launch || launch->rank == 0);
 }
 

@@ -64,7 +64,7 @@ void run_verify(const VerifyCommand& cmd) {
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
   const Source target = input_source(manifest_of_prefix(cmd.target));
-  const io::verify::Report report = io::verify::verify(target, std::max(1u, std::thread::hardware_concurrency()));
+  const io::verify::Report report = io::verify::verify(target, process_settings(), std::max(1u, std::thread::hardware_concurrency()));
   std::uint64_t bad = 0;
   std::uint64_t bytes = 0;
   for (const auto& f : report.files) {

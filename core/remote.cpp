@@ -98,7 +98,7 @@ RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
   const auto [bucket, key] = bucket_and_key(name);
   if (!valid_bucket(bucket) || key.empty() || key.ends_with('/'))
     throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
-  return RemoteAddress{std::string(name), s3_url(bucket, key, env), signing_from(env)};
+  return RemoteAddress{std::string(name), s3_url(bucket, key, env), signing_from(env), env};
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ RemoteAddress resolve_remote(std::string_view name, const Environment& env) {
   const auto host = name.find("://") + 3;
   if (host >= name.size() || name[host] == '/')
     throw usage_error(fmt::format("{}: not a URL with a host", shown_name(name)));
-  return RemoteAddress{std::string(name), std::string(name), std::nullopt};
+  return RemoteAddress{std::string(name), std::string(name), std::nullopt, env};
 }
 
 S3Listing resolve_listing(std::string_view name, const Environment& env) {
@@ -124,7 +124,7 @@ S3Listing resolve_listing(std::string_view name, const Environment& env) {
   const auto [bucket, key] = bucket_and_key(name);
   if (!valid_bucket(bucket) || (!key.empty() && !key.ends_with('/')))
     throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
-  return {RemoteAddress{std::string(name), s3_url(bucket, "", env), signing_from(env)}, std::string(key)};
+  return {RemoteAddress{std::string(name), s3_url(bucket, "", env), signing_from(env), env}, std::string(key)};
 }
 
 std::string shown_name(std::string_view name) {

@@ -27,6 +27,9 @@ struct RemoteAddress {
   std::string name;               // as given: s3://bkt/key or the URL
   std::string url;                // the http(s) URL requested
   std::optional<Signing> signing;  // none: anonymous
+  // The environment that resolved it: how its requests behave (timeouts,
+  // the CA) and where a local copy of it goes are read from it too.
+  Environment env;
 };
 
 // Resolves `name` (is_remote). s3://BUCKET/KEY goes to AWS_ENDPOINT_URL_S3,

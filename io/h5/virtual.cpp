@@ -91,6 +91,9 @@ std::vector<std::string> candidates(const std::string& name, const std::string& 
     out.push_back(name);
     base = name.substr(name.rfind('/') + 1);
   }
+  // The one variable io/ reads itself: libhdf5 reads it from the process's
+  // environment when it opens the dataset, and this list must be the one
+  // the library will try, not a copy taken earlier.
   const char* env = std::getenv("HDF5_VDS_PREFIX");
   const std::string prefixes = env ? env : "";
   for (std::size_t from = 0; from < prefixes.size();) {

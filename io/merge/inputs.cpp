@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/remote/http.hpp"
+#include "io/store/place.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -24,7 +25,7 @@ struct Listing {
 constexpr std::uint64_t kManifestLimit = 1u << 30;
 
 specs::Manifest read_remote_manifest(const Source& manifest) {
-  const std::string text = remote::fetch_text(manifest.address(), remote::settings_from(std::getenv), kManifestLimit);
+  const std::string text = remote::fetch_text(manifest.address(), remote::settings_from(manifest.address().env), kManifestLimit);
   return specs::parse_manifest(text, manifest.name());
 }
 
@@ -143,8 +144,18 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
   out.manifest = cache.at(*first_listed);
   out.manifest_path = *first_listed;
   check_listed(arguments, listings, *out.manifest, out.manifest_path);
-  if (!arguments.front().is_remote()) out.read_besides.push_back(Source::local(out.manifest_path));
+  for (std::size_t i = 0; i < arguments.size(); ++i)
+    if (listings[i] && listings[i]->manifest_path == *first_listed) {
+      out.read_besides.push_back(arguments[i].beside(specs::kManifestName));
+      break;
+    }
   return out;
+}
+
+void refuse_reading(const store::Store& place, const std::string& name, const MergeSources& sources) {
+  std::vector<Source> read = sources.files;
+  read.insert(read.end(), sources.read_besides.begin(), sources.read_besides.end());
+  store::refuse_reading(place, name, read);
 }
 
 }  // namespace mb::io::merge

@@ -9,6 +9,7 @@
 
 #include "core/source.hpp"
 #include "specs/manifest.hpp"
+#include "io/store/store.hpp"
 
 namespace mb::io::merge {
 
@@ -22,5 +23,10 @@ struct MergeSources {
 // Throws mb::Error (exit 2 for a directory mixed with files; exit 1 for
 // files that do not match their manifest), one line saying what to do.
 MergeSources find_sources(const std::vector<Source>& arguments);
+
+// Refuses an output (member `name` of `place`) that is one of the files the
+// merge reads: an input, or the manifest beside them, on any kind of place
+// and even with --force.
+void refuse_reading(const store::Store& place, const std::string& name, const MergeSources& sources);
 
 }  // namespace mb::io::merge

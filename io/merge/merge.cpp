@@ -57,13 +57,11 @@ void warn_about_sources(const MergeJob& job) {
 
 // Every file the run reads (the inputs, then what it reads besides), watched
 // from before the first byte (digests included) so that publishing can check
-// that none changed, and so that none is the output.
-std::vector<Source> watch_inputs(const MergeJob& job) {
-  std::vector<Source> read;
-  for (const auto& input : job.inputs) read.push_back(input.source);
-  read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
-  for (const auto& source : read) publish::watch_input(source);
-  return read;
+// that none changed. (That none is the output is checked where the output's
+// place is known, on every kind of place: io/merge/inputs.hpp.)
+void watch_inputs(const MergeJob& job) {
+  for (const auto& input : job.inputs) publish::watch_input(input.source);
+  for (const auto& source : job.read_besides) publish::watch_input(source);
 }
 
 // The output, checked and locked before any work by the process that writes
@@ -73,10 +71,10 @@ struct ClaimedOutput {
   std::optional<publish::FileIdentity> replaces;  // the file it replaces (--force)
   std::optional<publish::OutputLock> lock;
 };
-ClaimedOutput claim_output(const MergeJob& job, const std::vector<Source>& read) {
+ClaimedOutput claim_output(const MergeJob& job) {
   ClaimedOutput claimed;
   if (!leads(job)) return claimed;
-  claimed.replaces = publish::prepare_output_file(job.output, read, job.force);
+  claimed.replaces = publish::prepare_output_file(job.output, job.force);
   claimed.lock.emplace(publish::lock_merge_output(job.output));
   return claimed;
 }
@@ -122,7 +120,8 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (unmetered.inputs.empty()) throw usage_error("merge needs at least one input");
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   const bool lead = leads(job);
-  const ClaimedOutput claimed = claim_output(job, watch_inputs(job));  // held to the end: the lock
+  watch_inputs(job);
+  const ClaimedOutput claimed = claim_output(job);  // held to the end: the lock
   VerifiedInputs verified(job);  // sizes now; digests now, or each as its input is reached
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   verified.ready(0);

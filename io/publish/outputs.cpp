@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "io/publish/leftovers.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "specs/manifest.hpp"
@@ -250,38 +249,6 @@ CreatedDirectories::~CreatedDirectories() {
   }
 }
 
-OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std::string& input) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw Error(dir + ": the output path exists and is not a directory");
-  CreatedDirectories created(dir);
-  if (!fs::is_directory(dir, ec)) throw Error(dir + ": the output path exists and is not a directory");
-  OutputLock lock((fs::path(dir) / kDirectoryLockName).string(), dir);
-  remove_split_leftovers(dir);  // temporaries of a killed run: the lock is ours, so no live run's
-  std::vector<fs::path> earlier;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (is_split_output(entry.path().filename().string())) earlier.push_back(entry.path());
-  if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
-  if (earlier.empty()) return {std::move(created), std::move(lock)};
-  std::sort(earlier.begin(), earlier.end());
-  for (const auto& p : earlier) refuse_unless_regular(p.string());
-  for (const auto& p : earlier)
-    if (fs::equivalent(p, input, ec))
-      throw Error(dir + ": the input " + input + " has a microbatch file name in the output directory; choose "
-                  "another output directory");
-  if (!force)
-    throw Error(dir + ": holds the output of an earlier split (" + earlier.front().filename().string() +
-                "); use --force to replace it");
-  std::stable_sort(earlier.begin(), earlier.end(), [](const fs::path& a, const fs::path& b) {
-    return (a.filename() == specs::kManifestName) > (b.filename() == specs::kManifestName);
-  });
-  for (const auto& p : earlier) {
-    fs::remove(p, ec);  // false without an error: it is gone already
-    if (ec) throw Error(p.string() + ": cannot remove the earlier output: " + ec.message());
-  }
-  return {std::move(created), std::move(lock)};
-}
-
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours) {
   std::set<std::string> own;
   for (const auto& p : ours) own.insert(fs::path(p).filename().string());
@@ -296,14 +263,10 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
 }
 
-std::optional<FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
-                                                bool force) {
+std::optional<FileIdentity> prepare_output_file(const std::string& output, bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");
   if (what_is_at(output).empty()) return std::nullopt;
-  for (const auto& in : inputs)
-    if (!in.is_remote() && fs::equivalent(in.name(), output, ec))
-      throw Error(output + ": the output would replace " + in.shown() + ", which this run reads");
   refuse_unless_regular(output);
   if (!force) throw Error(output + ": the output exists; use --force to replace it");
   return identity_of(output);

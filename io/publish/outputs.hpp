@@ -132,15 +132,6 @@ std::string temporary_name(const std::string& final_path);
 // is an error, never replaced.
 void write_text_atomically(const std::string& path, const std::string& text);
 
-// Split's output directory: created if missing (and removed again unless
-// the result is kept: see CreatedDirectories), and locked for the run. An
-// earlier split in it is refused unless `force`; when forced, it is removed,
-// manifest first, so that no mix of old and new can pass for finished. The
-// input itself is never among what is removed, nor is anything under a
-// split output's name that is not a regular file (a FIFO, a device, a
-// symbolic link, a directory): that is refused.
-[[nodiscard]] OutputDirectory prepare_output_dir(const std::string& dir, bool force, const std::string& input);
-
 // Just before publishing: the directory holds no split output but `ours`
 // (the run's temporaries). Anything else appeared while the run wrote.
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
@@ -156,11 +147,11 @@ bool is_final_output(const std::string& name);
 // Refuses (mb::Error) anything at `path` but a regular file or nothing.
 void refuse_unless_regular(const std::string& path);
 
-// Merge's output file: not a directory, not one of the inputs, not an
-// existing file unless `force`, and never anything but a regular file (a
-// FIFO, a device node, a symbolic link are refused even with `force`).
-// Returns the file that `force` replaces, if there is one.
-std::optional<FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
-                                                bool force);
+// Merge's output file: not a directory, not an existing file unless
+// `force`, and never anything but a regular file (a FIFO, a device node, a
+// symbolic link are refused even with `force`); that it is none of the
+// inputs is checked on every kind of place (io/merge/inputs.hpp). Returns
+// the file that `force` replaces, if there is one.
+std::optional<FileIdentity> prepare_output_file(const std::string& output, bool force);
 
 }  // namespace mb::io::publish

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -18,10 +17,11 @@
 namespace mb::io::publish {
 namespace {
 
-std::string spool_for(const std::string& url) {
-  const char* tmp = std::getenv("TMPDIR");
+std::string spool_for(const RemoteAddress& address) {
+  const std::string& url = address.name;
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  return fmt::format("{}/microbatch-upload-{}-{:x}", tmp && *tmp ? tmp : "/tmp", ::getpid(), stamp & 0xffffff) +
+  return fmt::format("{}/microbatch-upload-{}-{:x}", temporary_directory(address.env), ::getpid(),
+                     stamp & 0xffffff) +
          "/" + std::filesystem::path(url.substr(url.rfind('/') + 1)).string();
 }
 
@@ -36,30 +36,32 @@ bool exists(remote::Client& client, const RemoteAddress& address) {
 }
 
 // The object checked (before any work), then the spool path for it.
-std::string checked_spool(const std::string& url, bool force) {
+RemoteAddress checked(const std::string& url, bool force, const Settings& settings) {
   if (url.ends_with("/"))
     throw usage_error(fmt::format("-o/--output: {} names a prefix, not an object", shown_name(url)));
-  const RemoteAddress address = resolve_remote(url, std::getenv);
-  remote::Client client(remote::settings_from(std::getenv));
+  RemoteAddress address = resolve_remote(url, settings.environment());
+  remote::Client client(remote::settings_from(address.env));
   if (exists(client, address) && !force)
     throw Error(fmt::format("{}: the output exists; use --force to replace it", shown_name(url)));
-  return spool_for(url);
+  return address;
 }
 
 }  // namespace
 
-RemoteFile::RemoteFile(const std::string& url, bool force)
-    : url_(url), local_(checked_spool(url, force)), spool_(std::filesystem::path(local_).parent_path().string()) {}
+RemoteFile::RemoteFile(const std::string& url, bool force, const Settings& settings)
+    : address_(checked(url, force, settings)),
+      local_(spool_for(address_)),
+      spool_(std::filesystem::path(local_).parent_path().string()) {}
 
 std::uint64_t RemoteFile::publish(const std::function<void(std::uint64_t)>& uploaded) {
-  remote::Client client(remote::settings_from(std::getenv));
+  remote::Client client(remote::settings_from(address_.env));
   std::uint64_t sent = 0;
-  const remote::Uploaded up = remote::put_file(client, resolve_remote(url_, std::getenv), local_, [&](std::uint64_t n) {
+  const remote::Uploaded up = remote::put_file(client, address_, local_, [&](std::uint64_t n) {
     sent += n;
     if (uploaded) uploaded(sent);
   });
   std::remove(local_.c_str());
-  spdlog::debug("{}: {} uploaded", shown_name(url_), byte_text(static_cast<double>(up.size)));
+  spdlog::debug("{}: {} uploaded", shown_name(address_.name), byte_text(static_cast<double>(up.size)));
   return up.size;
 }
 

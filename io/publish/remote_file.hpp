@@ -9,13 +9,15 @@
 #include <functional>
 #include <string>
 
+#include "core/remote.hpp"
+#include "core/settings.hpp"
 #include "io/publish/outputs.hpp"
 
 namespace mb::io::publish {
 
 class RemoteFile {
  public:
-  RemoteFile(const std::string& url, bool force);
+  RemoteFile(const std::string& url, bool force, const Settings& settings);
   RemoteFile(const RemoteFile&) = delete;
   RemoteFile& operator=(const RemoteFile&) = delete;
 
@@ -26,7 +28,7 @@ class RemoteFile {
   std::uint64_t publish(const std::function<void(std::uint64_t uploaded)>& uploaded = {});
 
  private:
-  std::string url_;
+  RemoteAddress address_;
   std::string local_;
   CreatedDirectories spool_;  // local_'s directory, removed (once empty) when this goes out of scope
 };

@@ -26,8 +26,6 @@ constexpr std::uint64_t kBlock = 1u << 20;
 // All open remote files share this many bytes of blocks (merge opens many).
 constexpr std::uint64_t kCacheBytes = 64u << 20;
 
-const char* environment(const char* name) { return std::getenv(name); }
-
 // Blocks of remote files, least recently used dropped first. Locked:
 // merge's digest threads fill it while they read whole files.
 class BlockCache {
@@ -135,7 +133,7 @@ struct Opened {
 // An Object for `address`, its first block in the cache.
 Opened open_object(const RemoteAddress& address) {
   const std::string& name = address.name;
-  const Settings settings = settings_from(environment);
+  const Settings settings = settings_from(address.env);
   if (const auto k = known().find(name)) return {std::make_unique<Object>(address, settings, k->served), k->serial};
   auto object = std::make_unique<Object>(address, settings, kBlock);
   const std::uint64_t serial = known().next_serial();
@@ -315,7 +313,7 @@ std::uint64_t read_all(const RemoteAddress& address, const std::function<void(co
 }
 
 h5::Id file_access(const RemoteAddress& address) {
-  settings_from(environment);  // a usage error before any request
+  settings_from(address.env);  // a usage error before any request
   const RemoteAddress* info = &address;
   return h5::access_through(driver_id(), &info, kShown, {shown_name(address.name), ""});
 }

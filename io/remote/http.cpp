@@ -42,6 +42,7 @@ struct Response {
   std::exception_ptr failed;  // the copy's failure (a full disk), thrown once the transfer has stopped
   std::chrono::steady_clock::time_point shown_at;
   const std::string* shown = nullptr;
+  const std::string* spool = nullptr;  // where a LocalCopy goes
   std::string status_line, content_range, etag, last_modified, error_body;
   CURL* curl = nullptr;
 
@@ -89,7 +90,7 @@ void report_download(Response& r) {
 bool keep_whole(Response& r, const char* data, std::size_t n) {
   try {
     if (!r.copy && r.body + n > r.capacity) {
-      r.copy = std::make_shared<LocalCopy>(*r.shown);
+      r.copy = std::make_shared<LocalCopy>(*r.shown, *r.spool);
       const std::string size = r.length ? fmt::format(" ({})", byte_text(static_cast<double>(r.length))) : "";
       spdlog::info("{}: the server answers range requests with the whole file (HTTP 200); reading it{} into a "
                    "temporary copy in {}",
@@ -181,6 +182,7 @@ Settings settings_from(const Environment& env) {
   s.timeout_seconds = whole_from(env, "MICROBATCH_HTTP_TIMEOUT", "seconds", 86400, s.timeout_seconds);
   s.min_rate = whole_from(env, "MICROBATCH_HTTP_MIN_RATE", "bytes per second", 1ul << 30, s.min_rate);
   if (const char* ca = env("AWS_CA_BUNDLE"); ca && *ca) s.ca_bundle = ca;
+  s.temporary_directory = temporary_directory(env);
   return s;
 }
 
@@ -235,7 +237,7 @@ void Object::State::set_headers(bool with_etag) {
 
 std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_t n, char* out, bool first) {
   Response r;
-  r.curl = curl, r.out = out, r.capacity = n, r.shown = &shown;
+  r.curl = curl, r.out = out, r.capacity = n, r.shown = &shown, r.spool = &settings.temporary_directory;
   r.may_be_whole = first || !served.ranges, r.keeps_whole = first, r.skip = offset;
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);

@@ -16,11 +16,6 @@
 namespace mb::io::remote {
 namespace {
 
-std::string temporary_directory() {
-  const char* dir = std::getenv("TMPDIR");
-  return dir && *dir ? dir : "/tmp";
-}
-
 // An unnamed file in `dir`; where the filesystem cannot make one, a named
 // one removed at once.
 run::Fd open_unnamed(const std::string& dir) {
@@ -34,9 +29,9 @@ run::Fd open_unnamed(const std::string& dir) {
 
 }  // namespace
 
-LocalCopy::LocalCopy(std::string shown)
+LocalCopy::LocalCopy(std::string shown, std::string directory)
     : shown_(std::move(shown)),
-      directory_(temporary_directory()),
+      directory_(std::move(directory)),
       where_{fmt::format("{} (its temporary copy in {}; TMPDIR)", shown_, directory_), ""},
       fd_(open_unnamed(directory_)) {
   if (!fd_.valid())

@@ -4,7 +4,7 @@
 // some CDNs. The body they send is written here as it arrives (memory stays
 // bounded; the disk bounds the size) and every read is served from it.
 //
-// The file is unnamed (O_TMPFILE in $TMPDIR, else /tmp): nothing is left on
+// The file is unnamed (O_TMPFILE in $TMPDIR, else /tmp: remote::Settings): nothing is left on
 // the disk however the run ends, and split -j's workers read it through the
 // descriptor they inherit.
 #include <cstddef>
@@ -18,8 +18,8 @@ namespace mb::io::remote {
 
 class LocalCopy {
  public:
-  // An empty copy of `shown` (which names it in messages).
-  explicit LocalCopy(std::string shown);
+  // An empty copy of `shown` (which names it in messages), in `directory`.
+  LocalCopy(std::string shown, std::string directory);
   LocalCopy(const LocalCopy&) = delete;
   LocalCopy& operator=(const LocalCopy&) = delete;
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/launcher.hpp"  // Environment
+#include "core/settings.hpp"  // temporary_directory
 
 namespace mb::io::remote {
 
@@ -17,6 +18,7 @@ struct Settings {
   unsigned min_rate = 16384;
   unsigned attempts = 3;
   std::string ca_bundle;
+  std::string temporary_directory = "/tmp";  // $TMPDIR: where a server's whole answer is kept (LocalCopy)
 };
 Settings settings_from(const Environment& env);
 

@@ -13,14 +13,16 @@
 #include "io/tree/prepare.hpp"
 #include "io/run/progress.hpp"
 #include "io/split/upload.hpp"
+#include "io/store/store.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::split {
 
 struct SplitJob {
-  Source input;            // the batch file
-  std::string output_dir;  // created if missing
+  Source input;                     // the batch file
+  store::Store* place = nullptr;    // where the outputs go (-o)
+  std::string output_dir;           // where the files are written: the place's directory, or the local spool
   bool force = false;      // replace an earlier split in output_dir
   SplitOptions options;    // as planned; recorded in the manifest
   transfer::Policy policy;
@@ -31,7 +33,7 @@ struct SplitJob {
   // Called once this run's files are written and digested, just before any
   // is published; throwing abandons them (a team: every rank agrees first).
   std::function<void()> before_publish;
-  // -o s3://PREFIX/: output_dir is the local spool (io/split/upload.hpp), shard is none.
+  // -o s3://PREFIX/: output_dir is the local spool (io/split/upload.hpp).
   std::optional<RemoteOutput> remote;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;

@@ -2,8 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/remote.hpp"
-#include "io/publish/outputs.hpp"
+#include "io/split/claim.hpp"
 #include "io/split/parts.hpp"
 #include "specs/manifest.hpp"
 
@@ -12,9 +11,9 @@ namespace {
 
 // Never throws: the run's own error is the one to report, and every rank
 // must still reach the team's last vote.
-void undo_published(const std::string& dir) noexcept {
+void undo_published(store::Store& place) noexcept {
   try {
-    remove_split_outputs(dir);
+    remove_split_outputs(place);
   } catch (const std::exception& e) {
     spdlog::error("{} (the split did not finish; remove its files)", e.what());
   }
@@ -27,16 +26,13 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
   const bool lead = team.rank() == 0;
   // Rank 0's, for the team: held until the manifest is written, removed
   // last (after every rank settled) if the split fails and rank 0 made it.
-  std::optional<publish::OutputDirectory> directory;
+  Claimed claimed;
   std::optional<Share> share;
   bool undo = false;  // ranks may have published: rank 0 removes it all if the split does not finish
   std::string manifest;  // rank 0's, once written
   try {
-    if (lead && is_remote(output.dir))
-      claim_team_prefix(output.dir, output.force);
-    else if (lead)
-      directory.emplace(publish::prepare_output_dir(output.dir, output.force, output.input));
-    votes.agree();  // the directory is the team's: no other run writes into it
+    if (lead) claimed = claim_split(*output.place, output.force, output.input, false);
+    votes.agree();  // the place is the team's: no other run writes into it
     const ShareRun run{.shard = Shard{team.rank(), team.size()},
                        .before_publish =
                            [&] {
@@ -48,27 +44,22 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
     share = once(run);
     votes.agree();  // every rank's files and part record are published
     if (lead) {
-      if (is_remote(output.dir))
-        manifest = finish_remote_split(output.dir);
-      else
-        finish_locked_split(output.dir);
+      manifest = finish_claimed(*output.place);
       undo = false;  // the manifest is written: the split is finished
-      remove_part_records(output.dir, team.size());
-      if (directory) directory->keep();
+      remove_part_records(*output.place, team.size());
+      claimed.claim->keep();
     }
     votes.agree();
   } catch (...) {
     votes.abandon();
-    if (lead && undo) undo_published(output.dir);
+    if (lead && undo) undo_published(*output.place);
     votes.settle();
     throw;
   }
   share->second.data_bytes = team.sum(share->second.data_bytes);
-  if (lead && is_remote(output.dir)) {
-    share->second.files = specs::parse_manifest(manifest, shown_name(output.dir)).files;
+  if (lead) {
+    share->second.files = specs::parse_manifest(manifest, output.place->shown(specs::kManifestName)).files;
     share->second.manifest_bytes = manifest.size();
-  } else if (lead) {
-    share->second.files = specs::read_manifest(output.dir).files;
   }
   return std::move(*share);
 }

@@ -6,8 +6,8 @@
 // writes the manifest and removes the part records. A failure or an
 // interruption on any rank before the manifest is written: every rank
 // stops, and rank 0 removes what the ranks published (and the directory
-// if it made it). Onto an S3 prefix the same happens with objects: rank 0
-// claims the prefix (io/split/parts.hpp), each rank uploads its shard.
+// if it made it). The same on every kind of place (io/store): on an S3
+// prefix each rank uploads its shard.
 // No HDF5 types here (cli/ calls it).
 #include <functional>
 #include <optional>
@@ -17,6 +17,7 @@
 #include "core/shards.hpp"
 #include "io/run/team.hpp"
 #include "io/split/split.hpp"
+#include "io/store/store.hpp"
 #include "io/tree/prepare.hpp"
 
 namespace mb::io::split {
@@ -34,14 +35,14 @@ struct ShareRun {
 
 // Where a team's split goes, as the command line says.
 struct TeamOutput {
-  std::string dir;  // or s3://BUCKET/PREFIX/
+  store::Store* place = nullptr;
   bool force = false;
-  std::string input;  // never removed from the directory
+  Source input;  // never removed from the place
 };
 
 using Share = std::pair<tree::Prepared, SplitResult>;
 
-// Runs `once` as this rank's share of `team`'s split into `output.dir`. On
+// Runs `once` as this rank's share of `team`'s split into `output.place`. On
 // rank 0 the result lists every file of the manifest; data_bytes is the
 // team's sum on every rank.
 Share split_as_team(run::Team& team, const TeamOutput& output, const std::function<Share(const ShareRun&)>& once);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "io/publish/uploader.hpp"
 
 namespace mb::io::split {
@@ -15,16 +16,8 @@ struct RemoteOutput {
   std::optional<std::string> keep_local;  // --keep-local DIR: the files are written and kept there
   unsigned uploads = 4;                   // concurrent uploads
   bool claimed = false;                   // a team's rank 0 claimed the prefix for this run
+  Settings settings;                      // the objects' addresses, how requests behave, $TMPDIR
 };
-
-// What the prefix held: the names of an earlier split's files, when
-// `force` let it be replaced. The prefix is listed: without `force` any
-// split output there (a manifest, microbatch files, shards' part records)
-// is refused; with it, the manifest and the part records are deleted at
-// once, so that from here on nothing under the prefix passes for a
-// finished split until the new manifest is up. A bad credential, a missing
-// bucket, an unreachable store fail here, before any work.
-std::vector<std::string> claim_prefix(const RemoteOutput& out, bool force);
 
 // The directory the files are written in: --keep-local's, else a new one
 // under $TMPDIR (default /tmp), removed when the run ends.

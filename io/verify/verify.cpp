@@ -14,7 +14,7 @@
 #include "io/merge/inputs.hpp"
 #include "io/publish/digest.hpp"
 #include "io/remote/http.hpp"
-#include "io/remote/listing.hpp"
+#include "io/store/store.hpp"
 #include "io/tree/input.hpp"
 #include "specs/manifest.hpp"
 
@@ -85,23 +85,18 @@ std::string rows_problem(const specs::Manifest& manifest, const Source& source, 
 // What stands beside the manifest: a local directory's entries, an S3
 // prefix's objects (listed); none for an HTTP(S) URL, which nothing lists,
 // nor for a prefix the credentials may read but not list (`why` says so).
-std::optional<std::vector<std::string>> names_beside(const Source& target, std::string& why) {
+std::optional<std::vector<std::string>> names_beside(const Source& target, const Settings& settings,
+                                                     std::string& why) {
+  // The target is the directory itself, or a URL of the manifest in it.
+  const auto place = target.is_remote() ? store::open_member(target.name(), settings).store
+                                        : store::open_store(target.name(), settings);
   std::vector<std::string> names;
-  if (!target.is_remote()) {
-    for (const auto& entry : fs::directory_iterator(target.name())) names.push_back(entry.path().filename().string());
-    return names;
-  }
-  if (!is_s3(target.name())) {
-    why = "an HTTP(S) URL cannot be listed";
-    return std::nullopt;
-  }
-  remote::Client client(remote::settings_from(std::getenv));
   try {
-    for (const auto& o : remote::list_prefix(client, resolve_listing(sibling(target.name(), ""), std::getenv)))
-      names.push_back(o.name);
+    for (const auto& entry : place->list()) names.push_back(entry.name);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Data) throw;  // the store is down: a retry may help
-    why = fmt::format("the prefix cannot be listed ({})", e.what());  // 403: no s3:ListBucket
+    // An HTTP(S) location, or a prefix the credentials may read but not list (403: no s3:ListBucket).
+    why = fmt::format("the prefix cannot be listed ({})", e.what());
     return std::nullopt;
   }
   return names;
@@ -176,7 +171,7 @@ bool Report::intact() const {
   return extra.empty();
 }
 
-Report verify(const Source& target, unsigned threads) {
+Report verify(const Source& target, const Settings& settings, unsigned threads) {
   std::error_code ec;
   if (target.is_remote() ? !remote_manifest_name(target.name(), specs::kManifestName).has_value()
                          : fs::exists(target.name(), ec) && !fs::is_directory(target.name(), ec))
@@ -195,7 +190,7 @@ Report verify(const Source& target, unsigned threads) {
   report.manifest = sources.manifest_path;
   report.split_id = manifest.split_id;
   check_files(sources, threads, report);
-  if (const auto names = names_beside(target, report.unlisted)) {
+  if (const auto names = names_beside(target, settings, report.unlisted)) {
     report.extra = extra_files(*names, manifest);
     report.listed = true;
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "core/source.hpp"
 
 namespace mb::io::verify {
@@ -38,6 +39,6 @@ struct Report {
 // time. A manifest that cannot be read, or whose split id does not match
 // its contents, is an mb::Error as for merge; what is wrong with the files
 // is in the report.
-Report verify(const Source& target, unsigned threads);
+Report verify(const Source& target, const Settings& settings, unsigned threads);
 
 }  // namespace mb::io::verify

@@ -1,0 +1,25 @@
+#include "core/settings.hpp"
+
+#include <utility>
+
+namespace mb {
+
+Settings::Settings(std::map<std::string, std::string> variables)
+    : variables_(std::make_shared<const std::map<std::string, std::string>>(std::move(variables))) {}
+
+const char* Settings::get(const char* name) const {
+  if (!variables_) return nullptr;
+  const auto it = variables_->find(name);
+  return it == variables_->end() ? nullptr : it->second.c_str();
+}
+
+Environment Settings::environment() const {
+  return [held = *this](const char* name) { return held.get(name); };
+}
+
+std::string temporary_directory(const Environment& env) {
+  const char* dir = env ? env("TMPDIR") : nullptr;
+  return dir && *dir ? dir : "/tmp";
+}
+
+}  // namespace mb

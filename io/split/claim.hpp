@@ -1,0 +1,28 @@
+#pragma once
+// The place of a whole split (one process, or a team's rank 0 for the team)
+// claimed before any work, on every kind of place alike: a directory is
+// created if missing and locked, and what killed runs left there goes; the
+// place's split outputs are refused without `force`, and the input among
+// them even with it; with `force` the manifest goes first (so nothing there
+// passes for finished from then on), then the part records, then the files,
+// unless the run keeps them until its own manifest is up.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/source.hpp"
+#include "io/store/store.hpp"
+
+namespace mb::io::split {
+
+struct Claimed {
+  std::unique_ptr<store::Claim> claim;
+  std::vector<std::string> earlier;  // earlier files left in place (`keep_files`), by name
+};
+
+// `keep_files`: earlier microbatch files stay (a new file of the same name
+// overwrites one; the rest are removed after the commit) — for a place
+// whose writes replace, where removing first costs a request per file.
+Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files);
+
+}  // namespace mb::io::split

@@ -1,0 +1,114 @@
+#include "io/store/local.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "io/publish/leftovers.hpp"
+#include "io/publish/outputs.hpp"
+
+namespace mb::io::store {
+namespace {
+namespace fs = std::filesystem;
+
+// The directories a claim made and the lock it holds; `created` is declared
+// first so that it goes last, after the lock removed its file from inside it.
+class DirectoryClaim final : public Claim {
+ public:
+  explicit DirectoryClaim(publish::OutputDirectory held) : held_(std::move(held)) {}
+  void keep() override { held_.keep(); }
+
+ private:
+  publish::OutputDirectory held_;
+};
+
+class LocalDirectory final : public Store {
+ public:
+  explicit LocalDirectory(std::string dir) : dir_(std::move(dir)) {}
+
+  std::string shown() const override { return dir_; }
+  std::string shown(std::string_view name) const override { return path(name); }
+
+  std::vector<Entry> list() const override {
+    std::vector<Entry> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      std::error_code stat_ec;
+      const fs::file_status status = fs::symlink_status(entry.path(), stat_ec);
+      if (stat_ec || !fs::exists(status)) continue;  // gone while listed
+      const bool regular = fs::is_regular_file(status);
+      const auto size = regular ? fs::file_size(entry.path(), stat_ec) : 0;
+      out.push_back({entry.path().filename().string(), stat_ec ? 0 : size, regular});
+    }
+    if (ec) throw Error(fmt::format("{}: cannot list the directory: {}", dir_, ec.message()), kind_of_errno(ec.value()));
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    return out;
+  }
+
+  std::optional<std::uint64_t> size(std::string_view name) const override {
+    std::error_code ec;
+    const auto size = fs::file_size(path(name), ec);
+    if (ec) return std::nullopt;
+    return size;
+  }
+
+  Source source(std::string_view name) const override { return Source::local(path(name)); }
+
+  std::optional<std::string> read_text(std::string_view name) const override {
+    const std::string p = path(name);
+    std::ifstream in(p);
+    if (!in) {
+      if (errno == ENOENT) return std::nullopt;
+      throw Error(fmt::format("{}: cannot read: {}", p, std::strerror(errno)), kind_of_errno(errno));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  void put_text(std::string_view name, const std::string& text) override {
+    publish::write_text_atomically(path(name), text);
+  }
+
+  void remove(std::string_view name) override {
+    const std::string p = path(name);
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT)
+      throw Error(fmt::format("{}: cannot remove: {}", p, std::strerror(errno)), kind_of_errno(errno));
+  }
+
+  std::unique_ptr<Claim> claim(std::string_view lock_name) override {
+    std::error_code ec;
+    if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
+      throw Error(dir_ + ": the output path exists and is not a directory");
+    publish::CreatedDirectories created(dir_);
+    if (!fs::is_directory(dir_, ec)) throw Error(dir_ + ": the output path exists and is not a directory");
+    publish::OutputLock lock(path(lock_name), dir_);
+    // The directory's own lock is held by every writer of a whole split and
+    // by finish: holding it proves whatever temporaries are there dead.
+    if (lock_name == publish::kDirectoryLockName) publish::remove_split_leftovers(dir_);
+    return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)});
+  }
+
+  bool holds(const Source& source, std::string_view name) const override {
+    std::error_code ec;
+    return !source.is_remote() && fs::equivalent(source.name(), path(name), ec);
+  }
+
+ private:
+  std::string path(std::string_view name) const { return (fs::path(dir_) / name).string(); }
+
+  std::string dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> local_directory(std::string dir) { return std::make_unique<LocalDirectory>(std::move(dir)); }
+
+}  // namespace mb::io::store

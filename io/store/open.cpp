@@ -1,0 +1,27 @@
+#include <filesystem>
+
+#include "core/remote.hpp"
+#include "io/store/local.hpp"
+#include "io/store/remote.hpp"
+#include "io/store/store.hpp"
+
+namespace mb::io::store {
+
+std::unique_ptr<Store> open_store(const std::string& where, const Settings& settings) {
+  if (!is_remote(where)) return local_directory(where);
+  const std::string base = where.ends_with("/") ? where : where + "/";
+  if (is_s3(where)) return s3_prefix(base, settings);
+  return http_location(base, settings);
+}
+
+Member open_member(const std::string& path, const Settings& settings) {
+  if (is_remote(path)) {
+    const std::string base = sibling(path, "");
+    return {open_store(base, settings), path.substr(base.size(), path.find('?', base.size()) - base.size())};
+  }
+  const std::filesystem::path p(path);
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  return {open_store(dir, settings), p.filename().string()};
+}
+
+}  // namespace mb::io::store

@@ -1,0 +1,43 @@
+#include "io/store/place.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "io/publish/identity.hpp"
+#include "io/publish/outputs.hpp"
+#include "io/run/guard.hpp"
+
+namespace mb::io::store {
+
+std::vector<Entry> split_outputs(const Store& store) {
+  std::vector<Entry> out;
+  for (auto& entry : store.list())
+    if (publish::is_final_output(entry.name)) out.push_back(std::move(entry));
+  return out;
+}
+
+void refuse_reading(const Store& store, std::string_view name, const std::vector<Source>& read) {
+  for (const auto& source : read)
+    if (store.holds(source, name))
+      throw Error(store.shown(name) + ": the output would replace " + source.shown() + ", which this run reads");
+}
+
+void commit(Store& store, std::string_view name, const std::string& text) {
+  run::throw_if_interrupted();
+  publish::check_inputs_unchanged();
+  try {
+    store.put_text(name, text);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Environment) throw;  // refused: nothing landed, and what stands is not ours
+    try {
+      store.remove(name);
+    } catch (const Error& undo) {
+      throw Error(fmt::format("{}; it may have been stored all the same and could not be removed ({}): remove it",
+                              e.what(), undo.what()),
+                  e.kind(), e.where());
+    }
+    throw;
+  }
+}
+
+}  // namespace mb::io::store

@@ -1,0 +1,32 @@
+#pragma once
+// What the tool promises of every place it writes to, written once over the
+// Store interface so that a directory, an S3 prefix and whatever comes next
+// keep the same guarantees (docs/behavior.md): an output is never one of
+// the run's inputs, not even with --force; a commit object (a manifest, a
+// part record) whose answer was lost is undone, so the exit status tells
+// the truth; a split's outputs are told from everything else by name.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/source.hpp"
+#include "io/store/store.hpp"
+
+namespace mb::io::store {
+
+// The place's split outputs under their final names (microbatch files,
+// manifest.json, part records), as listed.
+std::vector<Entry> split_outputs(const Store& store);
+
+// Refuses (mb::Error) to write member `name` of `store` when it is one of
+// `read`, the files the run reads (its inputs, a manifest beside them).
+void refuse_reading(const Store& store, std::string_view name, const std::vector<Source>& read);
+
+// Writes `text` as member `name` (the commit point of a run: nothing passes
+// for finished before it), once every watched input is checked unchanged.
+// A failure that a retry may cure can have landed all the same (the store
+// kept the object but its answer was lost): the member is then removed
+// before the error goes on, so a failed run leaves no commit behind.
+void commit(Store& store, std::string_view name, const std::string& text);
+
+}  // namespace mb::io::store

@@ -1,0 +1,123 @@
+#include "io/store/remote.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/remote.hpp"
+#include "io/remote/driver.hpp"
+#include "io/remote/http.hpp"
+#include "io/remote/listing.hpp"
+#include "io/remote/upload.hpp"
+
+namespace mb::io::store {
+namespace {
+
+// A manifest or part record is small; anything larger is not one.
+constexpr std::uint64_t kTextLimit = 64u << 20;
+
+class NoClaim final : public Claim {
+ public:
+  void keep() override {}
+};
+
+// What every place named by URL shares: members are base + name.
+class UrlStore : public Store {
+ public:
+  UrlStore(std::string base, const Settings& settings) : base_(std::move(base)), env_(settings.environment()) {}
+
+  std::string shown() const override { return shown_name(base_); }
+  std::string shown(std::string_view name) const override { return shown_name(url(name)); }
+  Source source(std::string_view name) const override { return Source::resolve(url(name), env_); }
+
+  bool holds(const Source& source, std::string_view name) const override {
+    return source.is_remote() && source.address().url == address(name).url;
+  }
+
+ protected:
+  std::string url(std::string_view name) const { return base_ + std::string(name); }
+  RemoteAddress address(std::string_view name) const { return resolve_remote(url(name), env_); }
+  remote::Settings requests() const { return remote::settings_from(env_); }
+
+  std::string base_;
+  Environment env_;
+};
+
+class S3Prefix final : public UrlStore {
+ public:
+  S3Prefix(std::string prefix, const Settings& settings) : UrlStore(std::move(prefix), settings) {
+    resolve_listing(base_, env_);  // a malformed prefix, or half-given credentials: before any request
+  }
+
+  std::vector<Entry> list() const override {
+    remote::Client client(requests());
+    std::vector<Entry> out;
+    for (const auto& o : remote::list_prefix(client, resolve_listing(base_, env_))) out.push_back({o.name, o.size});
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    return out;
+  }
+
+  std::optional<std::uint64_t> size(std::string_view name) const override {
+    remote::Client client(requests());
+    const remote::Answer a = client.send(address(name), {.method = "HEAD", .absent_ok = true});
+    if (a.status == 404) return std::nullopt;
+    return a.length;
+  }
+
+  std::optional<std::string> read_text(std::string_view name) const override {
+    remote::Client client(requests());
+    return remote::get_text(client, address(name));
+  }
+
+  void put_text(std::string_view name, const std::string& text) override {
+    remote::Client client(requests());
+    remote::put_text(client, address(name), text);
+  }
+
+  void remove(std::string_view name) override {
+    remote::Client client(requests());
+    remote::delete_object(client, address(name));
+  }
+
+  std::unique_ptr<Claim> claim(std::string_view) override { return std::make_unique<NoClaim>(); }
+};
+
+class HttpLocation final : public UrlStore {
+ public:
+  using UrlStore::UrlStore;
+
+  std::vector<Entry> list() const override {
+    throw Error(fmt::format("{}: an HTTP(S) URL cannot be listed", shown()));
+  }
+
+  std::optional<std::uint64_t> size(std::string_view name) const override {
+    return remote::describe(address(name)).size;
+  }
+
+  std::optional<std::string> read_text(std::string_view name) const override {
+    return remote::fetch_text(address(name), requests(), kTextLimit);
+  }
+
+  void put_text(std::string_view name, const std::string&) override { refuse(name); }
+  void remove(std::string_view name) override { refuse(name); }
+  std::unique_ptr<Claim> claim(std::string_view) override { refuse(""); }
+
+ private:
+  [[noreturn]] void refuse(std::string_view name) const {
+    throw usage_error(fmt::format("{}: an HTTP(S) location is read-only; write to a directory or an s3:// prefix",
+                                  shown(name)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Store> s3_prefix(std::string prefix, const Settings& settings) {
+  return std::make_unique<S3Prefix>(std::move(prefix), settings);
+}
+
+std::unique_ptr<Store> http_location(std::string base, const Settings& settings) {
+  return std::make_unique<HttpLocation>(std::move(base), settings);
+}
+
+}  // namespace mb::io::store
