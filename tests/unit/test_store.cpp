@@ -1,0 +1,215 @@
+// io/store in-process: the contract every Store keeps (a local directory
+// here; an S3 prefix on a loopback server when tests/e2e/test_store_contract.py
+// names one), and the guarantees written once above the interface, proved on
+// an in-memory store that can fail the way a network does.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "helpers.hpp"
+#include "io/split/claim.hpp"
+#include "io/store/local.hpp"
+#include "io/store/place.hpp"
+#include "io/store/store.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using mb::io::store::Entry;
+using mb::io::store::Store;
+using mb::test::message_of;
+
+// A store in memory. `lose_next_put`: the next put is kept but answered
+// with a failure a retry may cure (an answer lost on the way back);
+// `refuse_next_put`: the next put is refused (nothing kept).
+class MemoryStore final : public Store {
+ public:
+  std::map<std::string, std::string> members;
+  std::vector<std::string> removed;  // in the order removed
+  bool lose_next_put = false, refuse_next_put = false;
+
+  std::string shown() const override { return "mem://"; }
+  std::string shown(std::string_view name) const override { return "mem://" + std::string(name); }
+  std::vector<Entry> list() const override {
+    std::vector<Entry> out;
+    for (const auto& [name, text] : members) out.push_back({name, text.size(), true});
+    return out;
+  }
+  std::optional<std::uint64_t> size(std::string_view name) const override {
+    const auto it = members.find(std::string(name));
+    if (it == members.end()) return std::nullopt;
+    return it->second.size();
+  }
+  mb::Source source(std::string_view name) const override { return mb::Source::local(shown(name)); }
+  std::optional<std::string> read_text(std::string_view name) const override {
+    const auto it = members.find(std::string(name));
+    if (it == members.end()) return std::nullopt;
+    return it->second;
+  }
+  void put_text(std::string_view name, const std::string& text) override {
+    if (std::exchange(refuse_next_put, false)) throw mb::Error(shown(name) + ": HTTP 403");
+    members[std::string(name)] = text;
+    if (std::exchange(lose_next_put, false)) throw mb::environment_error(shown(name) + ": HTTP 500");
+  }
+  void remove(std::string_view name) override {
+    removed.emplace_back(name);
+    members.erase(std::string(name));
+  }
+  std::unique_ptr<mb::io::store::Claim> claim(std::string_view) override { return nullptr; }
+  bool holds(const mb::Source& source, std::string_view name) const override { return source.name() == shown(name); }
+};
+
+// A fresh directory under /tmp, removed with everything in it.
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("mb-store-test-" + std::to_string(::getpid()));
+  TempDir() { fs::remove_all(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// What every Store keeps: members written whole, listed in name order with
+// their sizes, read back, removed (a missing one too), and told apart from
+// what is not there.
+void check_contract(Store& store) {
+  CHECK(store.size("a.json") == std::nullopt);
+  CHECK(store.read_text("a.json") == std::nullopt);
+  store.put_text("b.json", "bee\n");
+  store.put_text("a.json", "{}");
+  const std::vector<Entry> listed = store.list();
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].name == "a.json");
+  CHECK(listed[0].size == 2);
+  CHECK(listed[1].name == "b.json");
+  CHECK(listed[1].size == 4);
+  CHECK(store.size("b.json") == 4);
+  CHECK(store.read_text("b.json") == "bee\n");
+  CHECK(store.holds(store.source("a.json"), "a.json"));
+  CHECK_FALSE(store.holds(store.source("a.json"), "b.json"));
+  CHECK(store.shown("a.json").ends_with("a.json"));
+  store.remove("a.json");
+  store.remove("a.json");  // gone already: no error
+  CHECK(store.size("a.json") == std::nullopt);
+  store.remove("b.json");
+  CHECK(store.list().empty());
+}
+
+}  // namespace
+
+TEST_CASE("store contract: a local directory") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  check_contract(*store);
+}
+
+TEST_CASE("store contract: an S3 prefix, when a loopback server is named") {
+  // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
+  const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
+  if (prefix == nullptr) return;
+  std::map<std::string, std::string> variables;
+  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"})
+    if (const char* value = std::getenv(name)) variables[name] = value;
+  const auto store = mb::io::store::open_store(prefix, mb::Settings(variables));
+  check_contract(*store);
+  const std::string ran = std::string("the S3 contract ran against ") + prefix;
+  MESSAGE(ran);
+}
+
+TEST_CASE("store: a local directory lists what is not a file as not regular, and refuses to replace a member") {
+  TempDir dir;
+  fs::create_directories(dir.path / "sub");
+  write(dir.path / "x.json", "x");
+  REQUIRE(::mkfifo((dir.path / "fifo").c_str(), 0600) == 0);
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  std::map<std::string, bool> regular;
+  for (const auto& e : store->list()) regular[e.name] = e.regular;
+  CHECK(regular == std::map<std::string, bool>{{"fifo", false}, {"sub", false}, {"x.json", true}});
+  CHECK(message_of([&] { store->put_text("x.json", "y"); }).find("appeared") != std::string::npos);
+  CHECK(store->read_text("x.json") == "x");
+  fs::create_hard_link(dir.path / "x.json", dir.path / "same.json");
+  CHECK(store->holds(mb::Source::local((dir.path / "same.json").string()), "x.json"));
+}
+
+TEST_CASE("store: a directory's claim creates it, locks it, and removes it again unless kept") {
+  TempDir dir;
+  const fs::path out = dir.path / "a" / "b";
+  const auto store = mb::io::store::local_directory(out.string());
+  {
+    const auto claim = store->claim(".microbatch.lock");
+    CHECK(fs::is_directory(out));
+    const auto second = mb::io::store::local_directory(out.string());
+    try {
+      (void)second->claim(".microbatch.lock");
+      FAIL("a second claim of a held lock succeeded");
+    } catch (const mb::Error& e) {
+      CHECK(e.kind() == mb::ErrorKind::Environment);  // a retry may help: the other run ends
+    }
+  }
+  CHECK_FALSE(fs::exists(dir.path / "a"));  // not kept: the directories it made are gone
+  {
+    const auto claim = store->claim(".microbatch.lock");
+    claim->keep();
+  }
+  CHECK(fs::is_directory(out));
+  CHECK_FALSE(fs::exists(out / ".microbatch.lock"));
+}
+
+TEST_CASE("place: a commit whose answer was lost is removed, a refused one leaves what stands") {
+  MemoryStore store;
+  store.lose_next_put = true;
+  try {
+    mb::io::store::commit(store, "manifest.json", "{}");
+    FAIL("a lost commit succeeded");
+  } catch (const mb::Error& e) {
+    CHECK(e.kind() == mb::ErrorKind::Environment);
+  }
+  CHECK(store.members.empty());
+  store.members["part.json"] = "theirs";
+  store.refuse_next_put = true;
+  CHECK(message_of([&] { mb::io::store::commit(store, "part.json", "ours"); }).find("403") != std::string::npos);
+  CHECK(store.members.at("part.json") == "theirs");
+  CHECK(store.removed.size() == 1);  // only the lost manifest
+  mb::io::store::commit(store, "manifest.json", "{}");
+  CHECK(store.members.at("manifest.json") == "{}");
+}
+
+TEST_CASE("place: an output that the run reads is refused") {
+  MemoryStore store;
+  const std::vector<mb::Source> read{store.source("microbatch-00000.h5"), store.source("manifest.json")};
+  CHECK(message_of([&] { mb::io::store::refuse_reading(store, "manifest.json", read); }) ==
+        "mem://manifest.json: the output would replace mem://manifest.json, which this run reads");
+  mb::io::store::refuse_reading(store, "merged.h5", read);
+}
+
+TEST_CASE("claim: an earlier split is refused, or replaced with force manifest first") {
+  MemoryStore store;
+  for (const char* name : {"microbatch-00000.h5", "microbatch-00001.h5", "manifest.json",
+                           "part-00000-of-00002.json", "notes.txt"})
+    store.members[name] = "x";
+  const mb::Source input = mb::Source::local("/data/in.h5");
+  CHECK(message_of([&] { (void)mb::io::split::claim_split(store, false, input, false); }) ==
+        "mem://: holds the output of an earlier split (manifest.json); use --force to replace it");
+  CHECK(store.removed.empty());
+  const auto kept = mb::io::split::claim_split(store, true, input, true);
+  CHECK(store.removed == std::vector<std::string>{"manifest.json", "part-00000-of-00002.json"});
+  CHECK(kept.earlier == std::vector<std::string>{"microbatch-00000.h5", "microbatch-00001.h5"});
+  (void)mb::io::split::claim_split(store, true, input, false);
+  CHECK(store.members == std::map<std::string, std::string>{{"notes.txt", "x"}});  // not a split output
+}
+
+TEST_CASE("claim: the input among the place's outputs is refused even with force") {
+  MemoryStore store;
+  store.members["microbatch-00000.h5"] = "x";
+  store.members["manifest.json"] = "{}";
+  const std::string message =
+      message_of([&] { (void)mb::io::split::claim_split(store, true, store.source("microbatch-00000.h5"), false); });
+  CHECK(message.find("the input mem://microbatch-00000.h5") != std::string::npos);
+  CHECK(store.removed.empty());
+}
