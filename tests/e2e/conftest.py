@@ -127,7 +127,8 @@ def signalled(args, delay, sig, env=None):
 # An LD_PRELOAD shim that holds microbatch up for 2 minutes right after it has
 # created its first output file (every process of it: -j workers as well), so
 # that a test can kill it halfway through its work at the same point every
-# time; the file named by MB_TEST_PAUSED appears once it is there. With
+# time; the file named by MB_TEST_PAUSED appears once it is there (a stop
+# signal sent from then on ends the hold, whenever it lands). With
 # MB_TEST_PAUSE_CLOSE, it holds instead just before it closes the first file
 # whose name contains that text (after the last byte is written, before the
 # output is published). With MB_TEST_RESUME, it goes on as soon as that file
@@ -138,6 +139,7 @@ def signalled(args, delay, sig, env=None):
 PAUSE_SHIM = r"""#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,18 +151,46 @@ typedef int herr_t;
 typedef hid_t (*create_fn)(const char*, unsigned, hid_t, hid_t);
 typedef herr_t (*close_fn)(hid_t);
 typedef ssize_t (*name_fn)(hid_t, char*, size_t);
+/* While a process is held, a stop signal goes through on_stop, which notes it and calls the run's own
+   handler. The note, not an interrupted sleep, ends the wait: the signal may come while the held thread
+   is between two sleeps, or be taken by another of the process's threads. */
+static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction run_handlers[3];
+static volatile sig_atomic_t stop_seen = 0;
+static void on_stop(int sig, siginfo_t* info, void* context) {
+  stop_seen = 1;
+  for (int k = 0; k < 3; ++k) {
+    if (stop_signals[k] != sig) continue;
+    const struct sigaction* run = &run_handlers[k];
+    if (run->sa_flags & SA_SIGINFO) {
+      run->sa_sigaction(sig, info, context);
+    } else if (run->sa_handler == SIG_DFL) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+    } else if (run->sa_handler != SIG_IGN) {
+      run->sa_handler(sig);
+    }
+  }
+}
 static void hold(void) {
   const char* marker = getenv("MB_TEST_PAUSED");
   if (!marker) return;
   unsetenv("MB_TEST_PAUSED");
+  struct sigaction noting;
+  memset(&noting, 0, sizeof noting);
+  noting.sa_sigaction = on_stop;
+  noting.sa_flags = SA_SIGINFO;
+  sigemptyset(&noting.sa_mask);
+  for (int k = 0; k < 3; ++k) sigaction(stop_signals[k], &noting, &run_handlers[k]);
   char mine[4096];  /* MARKER.PID as well: which of a run's processes are held */
   snprintf(mine, sizeof mine, "%s.%d", marker, (int)getpid());
   close(open(mine, O_CREAT | O_WRONLY, 0644));
   close(open(marker, O_CREAT | O_WRONLY, 0644));
   const char* resume = getenv("MB_TEST_RESUME");
   const int deaf = getenv("MB_TEST_PAUSE_DEAF") != NULL;  /* a call stuck in the library: signals do not end it */
-  for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i)
-    if (usleep(10000) != 0 && !deaf) break;  /* a signal */
+  for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0) && !(stop_seen && !deaf); ++i)
+    usleep(10000);
+  for (int k = 0; k < 3; ++k) sigaction(stop_signals[k], &run_handlers[k], NULL);
 }
 hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);
@@ -197,7 +227,9 @@ def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
     proc = subprocess.Popen([str(a) for a in argv], env=held, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_until((tmp_path / "paused").exists, "the run did not reach the point it is held at")
+        wait_until(lambda: (tmp_path / "paused").exists() or proc.poll() is not None,
+                   "the run did not reach the point it is held at")
+        assert (tmp_path / "paused").exists(), f"exit {proc.returncode} before the point it is held at"
         during(proc)
     except BaseException:
         proc.kill()
