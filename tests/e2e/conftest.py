@@ -241,7 +241,8 @@ def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
     return Result(subprocess.CompletedProcess(argv, proc.returncode, out, err))
 
 
-def wait_until(condition, what, timeout=30):
+def wait_until(condition, what, timeout=120):
+    """Polls `condition` until it holds; the deadline only bounds a run that never gets there."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"{what} after {timeout} s"

@@ -79,7 +79,7 @@ def test_spec_from_a_fifo(tmp_path, batch, expected):
 
     def write():
         # Waits for a reader without blocking, so that a run that never opens the FIFO cannot hang the test.
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
                 fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)

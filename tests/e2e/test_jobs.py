@@ -98,7 +98,7 @@ def test_workers_do_not_outlive_a_killed_split(tmp_path):
     proc.kill()
     proc.wait()
     try:
-        wait_until(lambda: not any(alive(w) for w in workers), "a worker outlived the killed split", timeout=10)
+        wait_until(lambda: not any(alive(w) for w in workers), "a worker outlived the killed split")
     finally:
         for w in filter(alive, workers):
             os.kill(w, signal.SIGKILL)
