@@ -11,7 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, run, write_spec
+from conftest import (BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, run, signalled_in_a_stuck_read,
+                      write_spec)
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -258,14 +259,11 @@ def test_a_spec_from_a_slow_pipe_is_not_a_stall(tmp_path):
 
 
 def test_stop_signal_during_a_stuck_library_call_still_exits_clean(tmp_path):
-    proc = subprocess.Popen([BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", "2", "-o",
-                             str(tmp_path / "mb"), "--stall-timeout", "0"], env=LIBRARY_FAULT_ENV, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=30)[1]
-    assert proc.returncode == 130, err
-    assert "did not return in time; partial outputs removed" in err
+    argv = [BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", 2, "-o", tmp_path / "mb",
+            "--stall-timeout", 0]
+    res = signalled_in_a_stuck_read(tmp_path, argv, signal.SIGTERM, env=LIBRARY_FAULT_ENV)
+    assert res.code == 130, res
+    assert "did not return in time; partial outputs removed" in res.err
     assert listing(tmp_path / "mb") == []
 
 
