@@ -314,6 +314,15 @@ def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
     res = signalled_in_a_stuck_read(tmp_path, argv, signal.SIGTERM, env=LIBRARY_FAULT_ENV)
     assert res.code == 130 and "did not return in time" in res.err, res
     assert not (tmp_path / "b").exists()
+    # That input loops while its tree is read, before the directory exists. Here the stuck call comes once it
+    # does: held at the first output file, deaf to the signal as a library call is (the pause shim).
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["d"] = np.zeros((16, 1 << 20), dtype=np.uint8)
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 8, "-o", tmp_path / "c" / "mb"],
+                   lambda proc: proc.send_signal(signal.SIGTERM), env=dict(ENV, MB_TEST_PAUSE_DEAF="1"), resume=False)
+    assert res.code == 130 and "did not return in time" in res.err, res
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize("command", ["split", "merge", "inspect", "finish", "verify"])
