@@ -112,32 +112,26 @@ def batch(tmp_path):
     return path
 
 
-def signalled(args, delay, sig, env=None):
-    """Runs microbatch with `args` and sends it `sig` after `delay` seconds;
-    returns (exit status, stderr): 130 when its handler ran, -sig when the
-    signal came before the handlers were installed, 0 when it finished first."""
-    proc = subprocess.Popen([BINARY, *map(str, args)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=env)
-    time.sleep(delay)
-    proc.send_signal(sig)
-    err = proc.communicate(timeout=60)[1]
-    return proc.returncode, err
-
-
 # An LD_PRELOAD shim that holds microbatch up for 2 minutes right after it has
 # created its first output file (every process of it: -j workers as well), so
 # that a test can kill it halfway through its work at the same point every
-# time; the file named by MB_TEST_PAUSED appears once it is there. With
+# time; the file named by MB_TEST_PAUSED appears once it is there (a stop
+# signal sent from then on ends the hold, whenever it lands). With
 # MB_TEST_PAUSE_CLOSE, it holds instead just before it closes the first file
 # whose name contains that text (after the last byte is written, before the
 # output is published). With MB_TEST_RESUME, it goes on as soon as that file
 # exists (a test changes something meanwhile). A signal ends the wait early
 # (with MB_TEST_PAUSE_DEAF it does not: a call stuck in the library), and a
 # test run that dies leaves no process behind for long. Each held process
-# also creates MB_TEST_PAUSED.PID.
+# also creates MB_TEST_PAUSED.PID. Apart from holding: the file named by
+# MB_TEST_ENTERED appears when the process enters its first read of
+# variable-length data (H5Dread, H5Aread), just before the library's code
+# runs: for an input whose heap loops, proof that the process is in a call
+# that never returns, with no check for a stop signal left before it.
 PAUSE_SHIM = r"""#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,18 +143,50 @@ typedef int herr_t;
 typedef hid_t (*create_fn)(const char*, unsigned, hid_t, hid_t);
 typedef herr_t (*close_fn)(hid_t);
 typedef ssize_t (*name_fn)(hid_t, char*, size_t);
+typedef herr_t (*dread_fn)(hid_t, hid_t, hid_t, hid_t, hid_t, void*);
+typedef herr_t (*aread_fn)(hid_t, hid_t, void*);
+typedef int (*class_fn)(hid_t);
+typedef int (*detect_fn)(hid_t, int);
+/* While a process is held, a stop signal goes through on_stop, which notes it and calls the run's own
+   handler. The note, not an interrupted sleep, ends the wait: the signal may come while the held thread
+   is between two sleeps, or be taken by another of the process's threads. */
+static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction run_handlers[3];
+static volatile sig_atomic_t stop_seen = 0;
+static void on_stop(int sig, siginfo_t* info, void* context) {
+  stop_seen = 1;
+  for (int k = 0; k < 3; ++k) {
+    if (stop_signals[k] != sig) continue;
+    const struct sigaction* run = &run_handlers[k];
+    if (run->sa_flags & SA_SIGINFO) {
+      run->sa_sigaction(sig, info, context);
+    } else if (run->sa_handler == SIG_DFL) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+    } else if (run->sa_handler != SIG_IGN) {
+      run->sa_handler(sig);
+    }
+  }
+}
 static void hold(void) {
   const char* marker = getenv("MB_TEST_PAUSED");
   if (!marker) return;
   unsetenv("MB_TEST_PAUSED");
+  struct sigaction noting;
+  memset(&noting, 0, sizeof noting);
+  noting.sa_sigaction = on_stop;
+  noting.sa_flags = SA_SIGINFO;
+  sigemptyset(&noting.sa_mask);
+  for (int k = 0; k < 3; ++k) sigaction(stop_signals[k], &noting, &run_handlers[k]);
   char mine[4096];  /* MARKER.PID as well: which of a run's processes are held */
   snprintf(mine, sizeof mine, "%s.%d", marker, (int)getpid());
   close(open(mine, O_CREAT | O_WRONLY, 0644));
   close(open(marker, O_CREAT | O_WRONLY, 0644));
   const char* resume = getenv("MB_TEST_RESUME");
   const int deaf = getenv("MB_TEST_PAUSE_DEAF") != NULL;  /* a call stuck in the library: signals do not end it */
-  for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0); ++i)
-    if (usleep(10000) != 0 && !deaf) break;  /* a signal */
+  for (int i = 0; i < 12000 && !(resume && access(resume, F_OK) == 0) && !(stop_seen && !deaf); ++i)
+    usleep(10000);
+  for (int k = 0; k < 3; ++k) sigaction(stop_signals[k], &run_handlers[k], NULL);
 }
 hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);
@@ -172,6 +198,25 @@ herr_t H5Fclose(hid_t id) {
   char name[4096];
   if (which && ((name_fn)dlsym(RTLD_NEXT, "H5Fget_name"))(id, name, sizeof name) > 0 && strstr(name, which)) hold();
   return ((close_fn)dlsym(RTLD_NEXT, "H5Fclose"))(id);
+}
+static void entering_read(hid_t type) {
+  const char* marker = getenv("MB_TEST_ENTERED");
+  if (!marker) return;
+  const int string_class = 3, vlen_class = 9;  /* H5T_STRING, H5T_VLEN */
+  const int vlen = ((detect_fn)dlsym(RTLD_DEFAULT, "H5Tdetect_class"))(type, vlen_class) > 0 ||
+                   (((class_fn)dlsym(RTLD_DEFAULT, "H5Tget_class"))(type) == string_class &&
+                    ((class_fn)dlsym(RTLD_DEFAULT, "H5Tis_variable_str"))(type) > 0);
+  if (!vlen) return;
+  unsetenv("MB_TEST_ENTERED");
+  close(open(marker, O_CREAT | O_WRONLY, 0644));
+}
+herr_t H5Dread(hid_t dset, hid_t type, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
+  entering_read(type);
+  return ((dread_fn)dlsym(RTLD_NEXT, "H5Dread"))(dset, type, mem_space, file_space, dxpl, buf);
+}
+herr_t H5Aread(hid_t attr, hid_t type, void* buf) {
+  entering_read(type);
+  return ((aread_fn)dlsym(RTLD_NEXT, "H5Aread"))(attr, type, buf);
 }
 """
 
@@ -197,7 +242,9 @@ def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
     proc = subprocess.Popen([str(a) for a in argv], env=held, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_until((tmp_path / "paused").exists, "the run did not reach the point it is held at")
+        wait_until(lambda: (tmp_path / "paused").exists() or proc.poll() is not None,
+                   "the run did not reach the point it is held at")
+        assert (tmp_path / "paused").exists(), f"exit {proc.returncode} before the point it is held at"
         during(proc)
     except BaseException:
         proc.kill()
@@ -209,7 +256,28 @@ def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
     return Result(subprocess.CompletedProcess(argv, proc.returncode, out, err))
 
 
-def wait_until(condition, what, timeout=30):
+def signalled_in_a_stuck_read(tmp_path, argv, sig, env=None):
+    """Runs `argv` (microbatch's command line, on an input whose variable-length data loops in the library)
+    under the pause shim and sends it `sig` once it has entered its first read of such data (MB_TEST_ENTERED):
+    the signal comes while it is in a call that does not return. Returns its Result."""
+    entered = tmp_path / "entered"
+    watched = dict(env or ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_ENTERED=str(entered))
+    proc = subprocess.Popen([str(a) for a in argv], env=watched, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: entered.exists() or proc.poll() is not None, "the run did not read variable-length data")
+        assert entered.exists(), f"exit {proc.returncode} before it read variable-length data"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return Result(subprocess.CompletedProcess(argv, proc.returncode, out, err))
+
+
+def wait_until(condition, what, timeout=120):
+    """Polls `condition` until it holds; the deadline only bounds a run that never gets there."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"{what} after {timeout} s"

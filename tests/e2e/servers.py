@@ -71,7 +71,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for_port(port, proc=None, timeout=20, what="server"):
+def wait_for_port(port, proc=None, timeout=120, what="server"):
     """Returns once something accepts connections on `port`; fails when `proc` exits first."""
     deadline = time.monotonic() + timeout
     while True:

@@ -100,7 +100,7 @@ class Cluster:
     """One node, `cpus` CPUs. start() returns once sinfo shows the node idle;
     stop() ends the jobs, then the daemons, then removes the directory."""
 
-    def __init__(self, cpus=4, start_timeout=30):
+    def __init__(self, cpus=4, start_timeout=120):
         self.cpus = cpus
         self.start_timeout = start_timeout
         self.host = socket.gethostname().split(".")[0]
@@ -238,7 +238,7 @@ class Cluster:
             jobs[name] = (fields["JobState"], fields.get("ExitCode", ""))
         return jobs
 
-    def wait(self, *jobs, timeout=60, until=DONE):
+    def wait(self, *jobs, timeout=300, until=DONE):
         """Waits until every task of `jobs` is in a state of `until`; returns
         their states as jobs() does."""
         deadline = time.monotonic() + timeout

@@ -14,7 +14,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, project_version, run, signalled, write_spec
+from conftest import (BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, project_version, run,
+                      signalled_in_a_stuck_read, write_spec)
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -79,7 +80,7 @@ def test_spec_from_a_fifo(tmp_path, batch, expected):
 
     def write():
         # Waits for a reader without blocking, so that a run that never opens the FIFO cannot hang the test.
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
                 fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
@@ -292,17 +293,14 @@ def test_a_failed_split_leaves_an_existing_directory_as_it_was(tmp_path, big):
 def test_an_interrupted_split_removes_the_directory_it_created(tmp_path):
     src = tmp_path / "big.h5"
     with h5py.File(src, "w") as f:
-        f["d"] = np.zeros((128, 1 << 20), dtype=np.uint8)  # a split takes ~0.1 s
-    interrupted = 0
-    for delay in [0.01, 0.02, 0.04, 0.08, 0.12]:
-        out = tmp_path / f"new{delay}" / "mb"
-        code, err = signalled(["split", src, "-n", "8", "-o", out, "--buffer-size", "1"], delay, signal.SIGINT)
-        if code == 0:
-            continue
-        assert code in (130, -signal.SIGINT), err
-        assert not out.parent.exists(), listing(out)
-        interrupted += code == 130
-    assert interrupted > 0
+        f["d"] = np.zeros((128, 1 << 20), dtype=np.uint8)
+    out = tmp_path / "new" / "mb"
+    # SIGINT once the split has created its first output (the pause shim holds it there): mid-run.
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 8, "-o", out, "--buffer-size", 1],
+                   lambda proc: proc.send_signal(signal.SIGINT), resume=False)
+    assert res.code == 130, res
+    assert "interrupted by signal" in res.err, res
+    assert not out.parent.exists(), listing(out)
 
 
 def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
@@ -311,14 +309,20 @@ def test_a_forced_exit_removes_the_directory_it_created(tmp_path):
               env=LIBRARY_FAULT_ENV)
     assert_one_line_error(res, 1, "the HDF5 library crashed reading this (SIGSEGV)")
     assert not (tmp_path / "a").exists()
-    proc = subprocess.Popen([BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", "2", "-o",
-                             str(tmp_path / "b" / "mb"), "--stall-timeout", "0"], env=LIBRARY_FAULT_ENV,
-                            stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=30)[1]
-    assert proc.returncode == 130 and "did not return in time" in err, err
+    argv = [BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", 2, "-o", tmp_path / "b" / "mb",
+            "--stall-timeout", 0]
+    res = signalled_in_a_stuck_read(tmp_path, argv, signal.SIGTERM, env=LIBRARY_FAULT_ENV)
+    assert res.code == 130 and "did not return in time" in res.err, res
     assert not (tmp_path / "b").exists()
+    # That input loops while its tree is read, before the directory exists. Here the stuck call comes once it
+    # does: held at the first output file, deaf to the signal as a library call is (the pause shim).
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["d"] = np.zeros((16, 1 << 20), dtype=np.uint8)
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 8, "-o", tmp_path / "c" / "mb"],
+                   lambda proc: proc.send_signal(signal.SIGTERM), env=dict(ENV, MB_TEST_PAUSE_DEAF="1"), resume=False)
+    assert res.code == 130 and "did not return in time" in res.err, res
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize("command", ["split", "merge", "inspect", "finish", "verify"])

@@ -8,15 +8,14 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import h5py
 import numpy as np
 import pytest
 
 # make_mixed_batch: test_shards' batch, a chunked tensor, groups, strings, packed tokens
-from conftest import (BINARY, ENV, MIXED_SPEC, Result, children, h5diff, held_run, listing, make_mixed_batch, run,
-                      summary, write_spec)
+from conftest import (BINARY, ENV, MIXED_SPEC, Result, alive, children, h5diff, held_run, listing, make_mixed_batch,
+                      run, summary, wait_until, write_spec)
 
 # Set by ctest when the build has microbatch-mpi (cmake found MPI); scripts/test.sh checks that CI's does.
 MPI_BINARY = os.environ.get("MICROBATCH_MPI")
@@ -457,14 +456,16 @@ def test_a_rerun_clears_what_a_killed_team_merge_left(compressed_split, tmp_path
     out = tmp_path / "m.h5"
     argv = ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, "merge", split, "-o", out]
 
+    ranks = []
+
     def kill_a_rank(proc):
-        ranks = children(proc.pid)
+        ranks.extend(children(proc.pid))
         assert ranks, "no rank found"
         os.kill(ranks[-1], signal.SIGKILL)
 
     res = held_run(tmp_path, argv, kill_a_rank, env=MPI_ENV, resume=False)
     assert res.code != 0, res
-    time.sleep(0.5)
+    wait_until(lambda: not any(alive(r) for r in ranks), "a rank outlived mpirun")
     assert not out.exists()
     left = [n for n in listing(tmp_path) if n.startswith(".m.h5")]
     assert any("scratch" in n for n in left), left  # what blocked every rerun
@@ -483,15 +484,22 @@ def test_sigterm_after_the_last_byte_publishes_nothing(compressed_split, tmp_pat
     args = ["split", src, "-n", 4, "-o", out] if command == "split" else ["merge", split, "-o", out]
     closing = ".microbatch-00001.h5.tmp-" if command == "split" else ".m.h5.tmp-"
     argv = ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, *args]
-    res = held_run(tmp_path, argv, lambda proc: proc.send_signal(signal.SIGTERM), env=MPI_ENV, close=closing,
-                   resume=False)
+    ranks = []
+
+    def stop(proc):
+        ranks.extend(children(proc.pid))
+        assert ranks, "no rank found"
+        proc.send_signal(signal.SIGTERM)
+
+    res = held_run(tmp_path, argv, stop, env=MPI_ENV, close=closing, resume=False)
     assert res.code != 0, res
+    # mpirun SIGKILLs ranks 1 s after SIGTERM, so a rank may leave its temporary (the rerun removes it), and
+    # ranks it killed may still be exiting when it has: what they leave is looked at once they are gone.
+    wait_until(lambda: not any(alive(r) for r in ranks), "a rank outlived mpirun")
     if command == "merge":
         assert not out.exists()
     else:
         assert not out.exists() or [n for n in listing(out) if not n.startswith(".")] == [], listing(out)
-    # mpirun SIGKILLs ranks 1 s after SIGTERM, so a rank may leave its temporary: the rerun removes it.
-    time.sleep(0.5)  # ranks mpirun killed may still be exiting
     res = mpirun(2, mpi_binary, *args)
     assert res.code == 0, res.err
     assert [n for n in listing(tmp_path) if n.startswith(".") and ".tmp-" in n] == [], listing(tmp_path)

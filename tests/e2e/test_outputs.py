@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, run
 
 TRIAL_SECONDS = 60  # each concurrency test stops starting trials after this
 
@@ -143,33 +143,20 @@ def test_two_merges_onto_one_output_at_once_one_wins(tmp_path, inputs):
 
 def test_a_split_output_that_appears_during_the_run_is_never_replaced(tmp_path, inputs):
     """A file put under a microbatch name while split writes (by something
-    that ignores the lock): split fails instead of publishing over it, and
-    removes only its own files."""
-    planted = appeared = 0
-    for k in range(20):  # a race: each try plants the file while the split runs, or finds it finished first
-        if planted >= 1 and appeared >= 1:
-            break
-        out = tmp_path / f"mb{k}"
-        p = Proc("split", inputs["a"], "-n", 3, "-o", out, "-q")
-        deadline = time.monotonic() + 60
-        while not out.is_dir() and p.popen.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.001)
-        time.sleep(0.05)  # past the directory's first look (that would call it an earlier split's file)
-        try:
-            fd = os.open(out / "microbatch-00001.h5", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        except (FileExistsError, FileNotFoundError):  # the split finished first
-            p.finish()
-            continue
-        os.write(fd, b"someone else's")
-        os.close(fd)
-        p.finish()
-        assert_lost_cleanly(p)
-        assert "microbatch-00001.h5" in p.err and ("appeared" in p.err or "earlier split" in p.err)
-        appeared += "appeared" in p.err
-        assert (out / "microbatch-00001.h5").read_bytes() == b"someone else's"
-        assert listing(out) == ["microbatch-00001.h5"]
-        planted += 1
-    assert planted >= 1 and appeared >= 1
+    that ignores the lock; here while the split is held in its first output
+    file, past its first look at the directory): split fails instead of
+    publishing over it, and removes only its own files."""
+    out = tmp_path / "mb"
+
+    def plant(_):
+        with open(out / "microbatch-00001.h5", "xb") as f:
+            f.write(b"someone else's")
+
+    res = held_run(tmp_path, [BINARY, "split", inputs["a"], "-n", 3, "-o", out, "-q"], plant)
+    assert_lost_cleanly(res)
+    assert "microbatch-00001.h5" in res.err and "appeared" in res.err, res
+    assert (out / "microbatch-00001.h5").read_bytes() == b"someone else's"
+    assert listing(out) == ["microbatch-00001.h5"]
 
 
 def test_a_held_lock_refuses_and_a_stale_one_is_harmless(tmp_path, inputs):

@@ -11,7 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, run, write_spec
+from conftest import (BINARY, CHECK_CLONES, ENV, assert_one_line_error, h5diff, held_run, listing, run,
+                      signalled_in_a_stuck_read, wait_until, write_spec)
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -50,10 +51,20 @@ def medium(tmp_path_factory):
     return path, spec, d / "ref", time.monotonic() - started
 
 
+def timed_split(src, spec, out, *flags):
+    """Splits `src` into 6 files (run(): checked); returns how long one such split took."""
+    started = time.monotonic()
+    run("split", src, "-s", spec, "-n", 6, "-o", out, "-q", *flags, check=0)
+    return (time.monotonic() - started) / (2 if CHECK_CLONES else 1)  # run() then splits a second time
+
+
 def test_sigkill_at_random_moments_never_leaves_a_finished_looking_output(tmp_path, medium):
-    src, spec, ref, duration = medium
+    src, spec, ref, _ = medium
     rng = random.Random(11)
     kills = outcomes_complete = 0
+    # Each kill comes at a random moment within 1.5 times the last whole split's time, on this machine as
+    # loaded as it is now: the split before the loop, then each iteration's rerun.
+    duration = timed_split(src, spec, tmp_path / "timed")
     for k in range(30):
         out = tmp_path / f"mb{k}"
         proc = subprocess.Popen([BINARY, "split", str(src), "-s", str(spec), "-n", "6", "-o", str(out), "-q"],
@@ -72,7 +83,7 @@ def test_sigkill_at_random_moments_never_leaves_a_finished_looking_output(tmp_pa
                 assert h5diff(ref / name, out / name) == 0, name
         if out.exists() and "manifest.json" not in names:
             assert_one_line_error(run("merge", out, "-o", tmp_path / f"m{k}.h5"), 1, "no manifest")
-        run("split", src, "-s", spec, "-n", 6, "-o", out, "--force", check=0)
+        duration = timed_split(src, spec, out, "--force")
         assert finished_names(out) == listing(ref)
     assert kills >= 10  # most kills landed mid-run
 
@@ -245,12 +256,23 @@ def test_time_stopped_is_not_a_stall(tmp_path):
     assert h5diff(src, tmp_path / "m.h5") == 0
 
 
+def reading_a_pipe(pid):
+    """The main thread of `pid` waits in the kernel to read a pipe."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return "pipe" in f.read()  # pipe_read, anon_pipe_read; pipe_wait before Linux 5.6
+    except OSError:
+        return False
+
+
 def test_a_spec_from_a_slow_pipe_is_not_a_stall(tmp_path):
     """-s - (or -s <(jq ...)) waits on the pipe's writer, not on the library:
     a spec that comes after --stall-timeout is read, not a "stuck" error."""
     proc = subprocess.Popen([BINARY, "split", SAMPLE, "-n", "2", "-s", "-", "-o", str(tmp_path / "mb"),
                              "--stall-timeout", "1"], env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+    # The spec comes 2.5 s (more than --stall-timeout) after split began to wait for it on the pipe.
+    wait_until(lambda: reading_a_pipe(proc.pid) or proc.poll() is not None, "split did not read its standard input")
     time.sleep(2.5)
     _, err = proc.communicate(b"null", timeout=60)
     assert proc.returncode == 0, err.decode()
@@ -258,14 +280,11 @@ def test_a_spec_from_a_slow_pipe_is_not_a_stall(tmp_path):
 
 
 def test_stop_signal_during_a_stuck_library_call_still_exits_clean(tmp_path):
-    proc = subprocess.Popen([BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", "2", "-o",
-                             str(tmp_path / "mb"), "--stall-timeout", "0"], env=LIBRARY_FAULT_ENV, stderr=subprocess.PIPE,
-                            text=True)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=30)[1]
-    assert proc.returncode == 130, err
-    assert "did not return in time; partial outputs removed" in err
+    argv = [BINARY, "split", os.path.join(CORRUPT, "vlen-heap-loop.h5"), "-n", 2, "-o", tmp_path / "mb",
+            "--stall-timeout", 0]
+    res = signalled_in_a_stuck_read(tmp_path, argv, signal.SIGTERM, env=LIBRARY_FAULT_ENV)
+    assert res.code == 130, res
+    assert "did not return in time; partial outputs removed" in res.err
     assert listing(tmp_path / "mb") == []
 
 

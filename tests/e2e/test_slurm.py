@@ -180,7 +180,7 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
     fin = submit_finish(slurm, env, logs, out, after=job)
     victim = f"{job}_2"
     if command:
-        wait_until((tmp_path / "paused").exists, "the victim did not start its first file", timeout=60)
+        wait_until((tmp_path / "paused").exists, "the victim did not start its first file")
         assert any(".h5.tmp-" in n for n in listing(out)), listing(out)  # halfway through a file
         slurm.command(*command, victim)
     states = slurm.wait(job, fin)
