@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,7 +25,6 @@
 
 namespace mb::cli {
 namespace {
-namespace fs = std::filesystem;
 
 struct SplitCommand {
   std::string input;

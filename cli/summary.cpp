@@ -1,7 +1,5 @@
 #include "cli/summary.hpp"
 
-#include "cli/settings.hpp"
-
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +10,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "cli/settings.hpp"
 #include "core/launcher.hpp"
 #include "specs/emit.hpp"
 

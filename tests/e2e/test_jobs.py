@@ -59,12 +59,10 @@ def test_jobs_option_is_checked(tmp_path):
         assert_one_line_error(run("split", src, "-n", 2, "-j", jobs, "-o", tmp_path / "mb"), 2, "--jobs")
 
 
-def test_stop_signal_reaches_the_workers(tmp_path):
-    """SIGTERM to the split alone, while it and its worker are each held in their first output file: the
-    split passes it on, the worker stops and removes its temporaries, and only then the split exits 130.
-    A worker that missed the signal would sit out its hold while the split's grace ran out; killed then,
-    it would leave its temporaries (and the split would say so)."""
-    proc, worker, _ = held_split(tmp_path, deaf=False)
+def terminate_held_split(tmp_path, deaf):
+    """SIGTERM to a held split alone (held_split): once it has ended its worker must be gone and its exit 130.
+    Returns its stderr and its arguments."""
+    proc, worker, args = held_split(tmp_path, deaf=deaf)
     try:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -73,6 +71,15 @@ def test_stop_signal_reaches_the_workers(tmp_path):
         reap(proc, worker)
     err = (tmp_path / "err").read_text()
     assert proc.returncode == 130, err
+    return err, args
+
+
+def test_stop_signal_reaches_the_workers(tmp_path):
+    """SIGTERM to the split alone, while it and its worker are each held in their first output file: the
+    split passes it on, the worker stops and removes its temporaries, and only then the split exits 130.
+    A worker that missed the signal would sit out its hold while the split's grace ran out; killed then,
+    it would leave its temporaries (and the split would say so)."""
+    err, _ = terminate_held_split(tmp_path, deaf=False)
     assert "interrupted by signal" in err and "did not stop in time" not in err, err
     assert listing(tmp_path / "mb") == [], listing(tmp_path / "mb")
 
@@ -152,15 +159,7 @@ def test_a_stuck_worker_ends_before_its_interrupted_split(tmp_path):
     """SIGTERM to the split alone, with every process stuck in a library
     call: at the end of its grace the split kills its worker and only then
     exits 130, so that no process of it is left once it is seen to end."""
-    proc, worker, args = held_split(tmp_path, deaf=True)
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        assert not alive(worker), "the worker outlived its split"
-    finally:
-        reap(proc, worker)
-    err = (tmp_path / "err").read_text()
-    assert proc.returncode == 130, err
+    err, args = terminate_held_split(tmp_path, deaf=True)
     assert "did not return in time" in err and "workers that did not stop in time" in err, err
     assert not (tmp_path / "mb" / ".microbatch.lock").exists()
     run(*args[1:], check=0)  # what the killed worker left is removed
