@@ -95,11 +95,11 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   // that publishing can check none changed.
   std::vector<Source> read = inputs;
   read.insert(read.end(), job.read_besides.begin(), job.read_besides.end());
-  for (const auto& source : read) publish::watch_input(source);
+  for (const auto& source : read) run::watch_input(source);
   // The output is checked and locked before any work (rank 0 for a team), and what killed merges onto it left
   // goes: the lock tells no live run is writing it.
   const bool lead = leads(job);
-  std::optional<publish::FileIdentity> replaces;
+  std::optional<run::FileIdentity> replaces;
   std::optional<publish::OutputLock> lock;
   if (lead) {
     replaces = publish::prepare_output_file(job.output, read, job.force);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/source.hpp"
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 
 namespace mb::io::publish {
 
@@ -32,11 +32,11 @@ class AtomicOutputs {
   // published (a file that appeared meanwhile is an error, never replaced);
   // with it, the file there must still be the one the job found when it
   // started (merge --force).
-  std::string add(const std::string& final_path, std::optional<FileIdentity> replaces = std::nullopt);
+  std::string add(const std::string& final_path, std::optional<run::FileIdentity> replaces = std::nullopt);
 
   // Renames every temporary into place, in the order added, unless a stop
   // signal came (then it throws run::Interrupted's error) or a watched input
-  // changed (identity.hpp). After this the outputs still disappear on
+  // changed (io/run/identity.hpp). After this the outputs still disappear on
   // destruction unless keep() is called.
   void publish();
 
@@ -47,7 +47,7 @@ class AtomicOutputs {
   struct Entry {
     std::string temp;
     std::string final_path;
-    std::optional<FileIdentity> replaces;
+    std::optional<run::FileIdentity> replaces;
     bool published = false;
   };
   std::vector<Entry> entries_;
@@ -159,7 +159,7 @@ void refuse_unless_regular(const std::string& path);
 // existing file unless `force`, and never anything but a regular file (a
 // FIFO, a device node, a symbolic link are refused even with `force`).
 // Returns the file that `force` replaces, if there is one.
-std::optional<FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
+std::optional<run::FileIdentity> prepare_output_file(const std::string& output, const std::vector<Source>& inputs,
                                                 bool force);
 
 }  // namespace mb::io::publish
