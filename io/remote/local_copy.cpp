@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "io/transfer/file_bytes.hpp"
+#include "io/h5/file.hpp"
 
 namespace mb::io::remote {
 namespace {
@@ -47,12 +47,12 @@ LocalCopy::LocalCopy(std::string shown)
 LocalCopy::~LocalCopy() { ::close(fd_); }
 
 void LocalCopy::append(const char* bytes, std::size_t n) {
-  transfer::write_bytes(fd_, bytes, n, size_, where_);
+  h5::write_bytes(fd_, bytes, n, size_, where_);
   size_ += n;
 }
 
 void LocalCopy::read(std::uint64_t offset, std::uint64_t n, char* out) const {
-  const std::int64_t got = transfer::read_at(fd_, out, n, offset);
+  const std::int64_t got = h5::read_at(fd_, out, n, offset);
   if (got < 0 || static_cast<std::uint64_t>(got) != n)
     throw Error(fmt::format("{}: cannot read its temporary copy in {} ({})", shown_, directory_,
                             got < 0 ? std::strerror(errno) : "it is shorter than written"),
