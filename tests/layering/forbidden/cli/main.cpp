@@ -1,0 +1,1 @@
+#include "io/store/store.hpp"
