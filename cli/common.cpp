@@ -12,7 +12,7 @@
 #include "core/presets.hpp"
 #include "core/remote.hpp"
 #include "core/units.hpp"
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/team.hpp"
 #include "specs/manifest.hpp"
@@ -265,7 +265,7 @@ void agree_on_command(io::run::Team& team, const CLI::App& sub, const std::vecto
     terms.push_back({name, value});
   }
   std::string seen;  // one term, whatever the number of files: the names are compared as options
-  for (const auto& f : files) seen += fmt::format("{}{}: {}", seen.empty() ? "" : "; ", f, io::publish::identity_term(f));
+  for (const auto& f : files) seen += fmt::format("{}{}: {}", seen.empty() ? "" : "; ", f, io::run::identity_term(f));
   terms.push_back({"the named files' sizes and times", seen});
   io::run::agree_on(team, terms);
 }

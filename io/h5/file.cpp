@@ -1,10 +1,14 @@
 #include "io/h5/file.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/run/fd.hpp"
 
 namespace mb::io::h5 {
 
@@ -121,6 +125,32 @@ Addressing addressing_of(hid_t file, const Location& where) {
   check(H5Pget_sizes(fcpl.get(), &out.address, &out.length), where, "cannot read the file's address sizes");
   out.userblock = userblock;
   return out;
+}
+
+std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset) {
+  auto* p = static_cast<unsigned char*>(into);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t k = run::retry_on_eintr([&] { return ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got)); });
+    if (k < 0) return -1;
+    if (k == 0) break;  // the end of the file
+    got += static_cast<std::size_t>(k);
+  }
+  return static_cast<std::int64_t>(got);
+}
+
+void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const Location& where) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t put = 0; put < n;) {
+    const ssize_t k =
+        run::retry_on_eintr([&] { return ::pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put)); });
+    // k == 0: never for a regular file; reported as EIO, not looped on forever.
+    const int error = k < 0 ? errno : k == 0 ? EIO : 0;
+    if (error != 0)
+      throw Error(fmt::format("{}: cannot write data ({})", where.describe(), std::strerror(error)),
+                  kind_of_errno(error), {where.file, where.path});
+    put += static_cast<std::size_t>(k);
+  }
 }
 
 void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where) {

@@ -84,6 +84,12 @@ struct Addressing {
   std::size_t address = 0, length = 0;
 };
 Addressing addressing_of(hid_t file, const Location& where);
+// Reads `n` bytes at `offset` of `fd`, or fewer at the end of the file:
+// how many, or -1 (errno set) on an error. The one read loop (EINTR).
+std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset);
+// Writes `n` bytes at `offset` of `fd` (`where` names it in errors). The
+// one write loop (EINTR).
+void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const Location& where);
 // Moves the file's end of allocation `bytes` further: the library never
 // allocates below it, so the bytes between are ours to write.
 void increment_filesize(hid_t file, std::uint64_t bytes, const Location& where);

@@ -16,7 +16,6 @@
 #include "io/merge/team.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/transfer/copy.hpp"
-#include "io/transfer/file_bytes.hpp"
 #include "io/transfer/gather.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
@@ -118,7 +117,7 @@ void write_assembled(const Context& ctx, MergeState& state, const std::string& p
   // A read into the dataset's own type converts nothing: the buffer holds
   // the very bytes H5Dwrite would store.
   if (const auto at = concat.placed.find(path); at != concat.placed.end()) {
-    transfer::write_bytes(concat.output_fd, whole.data(), bytes, at->second, out_where);
+    h5::write_bytes(concat.output_fd, whole.data(), bytes, at->second, out_where);
     concat.placed.erase(at);
     ++concat.placed_written;
   } else if (bytes > 0) {

@@ -19,12 +19,12 @@
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/concat.hpp"
 #include "io/merge/copies.hpp"
 #include "io/merge/state.hpp"
-#include "io/transfer/file_bytes.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -39,7 +39,7 @@ class Reader {
   }
   std::uint64_t size() const { return size_; }
   void read(std::uint64_t at, std::size_t n, unsigned char* into) const {
-    const std::int64_t got = transfer::read_at(fd_.get(), into, n, at);
+    const std::int64_t got = h5::read_at(fd_.get(), into, n, at);
     if (got < 0) fail(std::strerror(errno));
     if (static_cast<std::size_t>(got) < n) fail("it ends early: truncated or replaced");
   }

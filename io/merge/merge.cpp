@@ -60,15 +60,15 @@ void warn_about_sources(const MergeJob& job) {
 // that none changed. (That none is the output is checked where the output's
 // place is known, on every kind of place: io/merge/inputs.hpp.)
 void watch_inputs(const MergeJob& job) {
-  for (const auto& input : job.inputs) publish::watch_input(input.source);
-  for (const auto& source : job.read_besides) publish::watch_input(source);
+  for (const auto& input : job.inputs) run::watch_input(input.source);
+  for (const auto& source : job.read_besides) run::watch_input(source);
 }
 
 // The output, checked and locked before any work by the process that writes
 // it (rank 0 of a team); what killed merges onto it left is removed, since
 // the lock tells that no live run is writing it. Nothing for other ranks.
 struct ClaimedOutput {
-  std::optional<publish::FileIdentity> replaces;  // the file it replaces (--force)
+  std::optional<run::FileIdentity> replaces;  // the file it replaces (--force)
   std::optional<publish::OutputLock> lock;
 };
 ClaimedOutput claim_output(const MergeJob& job) {

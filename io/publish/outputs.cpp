@@ -98,10 +98,10 @@ void rename_exclusive(const std::string& from, const std::string& to) {
     throw system_error(to + ": cannot rename the finished output into place");
 }
 
-void publish_one(const std::string& from, const std::string& to, const std::optional<FileIdentity>& replaces) {
+void publish_one(const std::string& from, const std::string& to, const std::optional<run::FileIdentity>& replaces) {
   if (!replaces || what_is_at(to).empty()) return rename_exclusive(from, to);
   refuse_unless_regular(to);  // again: it may have changed since the job started
-  if (identity_of(to) != replaces)
+  if (run::identity_of(to) != replaces)
     throw Error(to + ": was replaced while this run was writing it (another run writing the same output?); it was "
                 "not replaced again");
   if (std::rename(from.c_str(), to.c_str()) != 0)
@@ -122,7 +122,7 @@ std::string temporary_name(const std::string& final_path) {
   return (p.parent_path() / name).string();
 }
 
-std::string AtomicOutputs::add(const std::string& final_path, std::optional<FileIdentity> replaces) {
+std::string AtomicOutputs::add(const std::string& final_path, std::optional<run::FileIdentity> replaces) {
   entries_.push_back({temporary_name(final_path), final_path, replaces, false});
   run::register_temporary(entries_.back().temp);
   return entries_.back().temp;
@@ -130,7 +130,7 @@ std::string AtomicOutputs::add(const std::string& final_path, std::optional<File
 
 void AtomicOutputs::publish() {
   run::throw_if_interrupted();  // a stop signal that came after the last copy: an interrupted run publishes nothing
-  check_inputs_unchanged();
+  run::check_inputs_unchanged();
   for (auto& e : entries_) {
     publish_one(e.temp, e.final_path, e.replaces);
     e.published = true;
@@ -214,7 +214,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   }
   try {
     run::throw_if_interrupted();
-    check_inputs_unchanged();
+    run::check_inputs_unchanged();
     rename_exclusive(temp, path);
   } catch (...) {
     std::remove(temp.c_str());
@@ -263,13 +263,13 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
 }
 
-std::optional<FileIdentity> prepare_output_file(const std::string& output, bool force) {
+std::optional<run::FileIdentity> prepare_output_file(const std::string& output, bool force) {
   std::error_code ec;
   if (fs::is_directory(output, ec)) throw Error(output + ": the output path is a directory");
   if (what_is_at(output).empty()) return std::nullopt;
   refuse_unless_regular(output);
   if (!force) throw Error(output + ": the output exists; use --force to replace it");
-  return identity_of(output);
+  return run::identity_of(output);
 }
 
 }  // namespace mb::io::publish

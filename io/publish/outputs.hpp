@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/source.hpp"
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 #include "io/run/fd.hpp"
 
 namespace mb::io::publish {
@@ -33,11 +33,11 @@ class AtomicOutputs {
   // published (a file that appeared meanwhile is an error, never replaced);
   // with it, the file there must still be the one the job found when it
   // started (merge --force).
-  std::string add(const std::string& final_path, std::optional<FileIdentity> replaces = std::nullopt);
+  std::string add(const std::string& final_path, std::optional<run::FileIdentity> replaces = std::nullopt);
 
   // Renames every temporary into place, in the order added, unless a stop
   // signal came (then it throws run::Interrupted's error) or a watched input
-  // changed (identity.hpp). After this the outputs still disappear on
+  // changed (io/run/identity.hpp). After this the outputs still disappear on
   // destruction unless keep() is called.
   void publish();
 
@@ -48,7 +48,7 @@ class AtomicOutputs {
   struct Entry {
     std::string temp;
     std::string final_path;
-    std::optional<FileIdentity> replaces;
+    std::optional<run::FileIdentity> replaces;
     bool published = false;
   };
   std::vector<Entry> entries_;
@@ -152,6 +152,6 @@ void refuse_unless_regular(const std::string& path);
 // symbolic link are refused even with `force`); that it is none of the
 // inputs is checked on every kind of place (io/merge/inputs.hpp). Returns
 // the file that `force` replaces, if there is one.
-std::optional<FileIdentity> prepare_output_file(const std::string& output, bool force);
+std::optional<run::FileIdentity> prepare_output_file(const std::string& output, bool force);
 
 }  // namespace mb::io::publish

@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/h5/file.hpp"
 #include "io/run/fd.hpp"
-#include "io/transfer/file_bytes.hpp"
 
 namespace mb::io::remote {
 namespace {
@@ -41,12 +41,12 @@ LocalCopy::LocalCopy(std::string shown, std::string directory)
 }
 
 void LocalCopy::append(const char* bytes, std::size_t n) {
-  transfer::write_bytes(fd_.get(), bytes, n, size_, where_);
+  h5::write_bytes(fd_.get(), bytes, n, size_, where_);
   size_ += n;
 }
 
 void LocalCopy::read(std::uint64_t offset, std::uint64_t n, char* out) const {
-  const std::int64_t got = transfer::read_at(fd_.get(), out, n, offset);
+  const std::int64_t got = h5::read_at(fd_.get(), out, n, offset);
   if (got < 0 || static_cast<std::uint64_t>(got) != n)
     throw Error(fmt::format("{}: cannot read its temporary copy in {} ({})", shown_, directory_,
                             got < 0 ? std::strerror(errno) : "it is shorter than written"),

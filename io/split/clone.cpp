@@ -92,7 +92,7 @@ void patch(const SplitSource& source, const Patch& p, const std::vector<CopyTarg
       places = place_positions(places, source.plan.positions.at(d.node->path).at(targets[t].file), *d.sequence_axis);
     for (const auto& place : places)
       copy_selected({p.elements, d.node->shape}, place.batch, {piece.data(), dims}, place.piece, element);
-    transfer::write_bytes(fds[t].get(), piece.data(), piece.size(), (*targets[t].offsets)[p.index],
+    h5::write_bytes(fds[t].get(), piece.data(), piece.size(), (*targets[t].offsets)[p.index],
                           {targets[t].shown, d.node->path});
     run::count_bytes(source.policy.meter, piece.size());
   }

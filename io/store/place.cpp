@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/run/guard.hpp"
 
@@ -24,7 +24,7 @@ void refuse_reading(const Store& store, std::string_view name, const std::vector
 
 void commit(Store& store, std::string_view name, const std::string& text) {
   run::throw_if_interrupted();
-  publish::check_inputs_unchanged();
+  run::check_inputs_unchanged();
   try {
     store.put_text(name, text);
   } catch (const Error& e) {

@@ -54,38 +54,14 @@ std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::siz
   buffer.resize(std::max(buffer.size(), n));
   const auto in = static_cast<off_t>(r.from.offset + r.from_offset + done);
   const auto out = static_cast<off_t>(r.to.offset + r.to_offset + done);
-  const std::int64_t got = read_at(r.from.fd, buffer.data(), n, static_cast<std::uint64_t>(in));
+  const std::int64_t got = h5::read_at(r.from.fd, buffer.data(), n, static_cast<std::uint64_t>(in));
   if (got < 0) fail_io(r.src_where, "cannot read data", errno);
   if (static_cast<std::size_t>(got) < n) fail_short(r.src_where);
-  write_bytes(r.to.fd, buffer.data(), n, static_cast<std::uint64_t>(out), r.dst_where);
+  h5::write_bytes(r.to.fd, buffer.data(), n, static_cast<std::uint64_t>(out), r.dst_where);
   return n;
 }
 
 }  // namespace
-
-std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset) {
-  auto* p = static_cast<unsigned char*>(into);
-  std::size_t got = 0;
-  while (got < n) {
-    const ssize_t k =
-        run::retry_on_eintr([&] { return ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got)); });
-    if (k < 0) return -1;
-    if (k == 0) break;  // the end of the file
-    got += static_cast<std::size_t>(k);
-  }
-  return static_cast<std::int64_t>(got);
-}
-
-void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where) {
-  const auto* p = static_cast<const unsigned char*>(bytes);
-  for (std::size_t put = 0; put < n;) {
-    const ssize_t k =
-        run::retry_on_eintr([&] { return ::pwrite(fd, p + put, n - put, static_cast<off_t>(offset + put)); });
-    if (k < 0) fail_io(where, "cannot write data", errno);
-    if (k == 0) fail_io(where, "cannot write data", EIO);  // never for a regular file; not a loop forever
-    put += static_cast<std::size_t>(k);
-  }
-}
 
 void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
   step = std::max<std::size_t>(step, 1u << 16);

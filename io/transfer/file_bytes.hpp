@@ -36,13 +36,6 @@ struct ByteRange {
 // can, through a buffer where it cannot.
 void copy_range(const ByteRange& range, std::size_t step, run::ByteMeter* meter);
 
-// Reads `n` bytes at `offset` of `fd`, or fewer at the end of the file:
-// how many, or -1 (errno set) on an error; interrupted reads are made again.
-std::int64_t read_at(int fd, void* into, std::size_t n, std::uint64_t offset);
-
-// Writes `n` bytes at `offset` of `fd` (`where` names it in errors).
-void write_bytes(int fd, const void* bytes, std::size_t n, std::uint64_t offset, const h5::Location& where);
-
 // Copies the rows as file bytes, when both datasets are contiguous,
 // allocated, of the same byte-copyable datatype, in files of the default
 // (POSIX) driver, and the runs are long enough to be worth a system call

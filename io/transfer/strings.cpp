@@ -16,9 +16,9 @@
 #include "io/run/guard.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
-#include "io/transfer/file_bytes.hpp"
 #include "io/transfer/string_storage.hpp"
 
 namespace mb::io::transfer {
@@ -32,7 +32,7 @@ constexpr std::uint64_t kBlockElements = 1u << 15;
 
 // An error or the end of the file: false (libhdf5 then reads it, and reports it).
 bool pread_all(int fd, unsigned char* out, std::size_t n, std::uint64_t at) {
-  return read_at(fd, out, n, at) == static_cast<std::int64_t>(n);
+  return h5::read_at(fd, out, n, at) == static_cast<std::int64_t>(n);
 }
 
 // Collections held for reuse at most: strings are mostly stored in the
@@ -172,10 +172,10 @@ bool write_packed(const Target& t, const Selection& to, const char* const* strin
   const heap::Packed packed = heap::pack({strings, n}, t.records.sizes);
   if (packed.free * 2 > packed.bytes.size()) return false;
   const std::uint64_t base = packed.bytes.empty() ? 0 : reserve(t, packed.bytes.size(), where);
-  write_bytes(t.records.fd, packed.bytes.data(), packed.bytes.size(), base, where);
+  h5::write_bytes(t.records.fd, packed.bytes.data(), packed.bytes.size(), base, where);
   const std::unique_ptr<unsigned char[]> records(new unsigned char[n * element]);
   heap::encode_refs(packed.refs, base, t.records.sizes, records.get());
-  write_bytes(t.records.fd, records.get(), n * element, t.records.offset + *first * element, where);
+  h5::write_bytes(t.records.fd, records.get(), n * element, t.records.offset + *first * element, where);
   return true;
 }
 

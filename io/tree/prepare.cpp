@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 #include "io/tree/derived.hpp"
 #include "io/tree/held.hpp"
 #include "io/tree/input.hpp"
@@ -16,7 +16,7 @@ Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   out.input = request.input;
   const std::string& input = request.input.name();
-  publish::watch_input(request.input);  // before the first byte is read: a split publishes only one version
+  run::watch_input(request.input);  // before the first byte is read: a split publishes only one version
   h5::Id file = open_input(request.input, h5::Cache::Keep);
   if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)

@@ -1,4 +1,4 @@
-#include "io/publish/identity.hpp"
+#include "io/run/identity.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "specs/manifest.hpp"
 
-namespace mb::io::publish {
+namespace mb::io::run {
 namespace {
 
 std::int64_t nanoseconds(const timespec& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
@@ -93,4 +93,4 @@ void watch_input(const Source& input) {
 
 void check_inputs_unchanged() { watch().check(); }
 
-}  // namespace mb::io::publish
+}  // namespace mb::io::run

@@ -11,7 +11,7 @@
 
 #include "core/source.hpp"
 
-namespace mb::io::publish {
+namespace mb::io::run {
 
 struct FileIdentity {
   std::uint64_t device = 0, inode = 0, size = 0;
@@ -40,4 +40,4 @@ void watch_input(const Source& input);
 // no longer there, since it was recorded.
 void check_inputs_unchanged();
 
-}  // namespace mb::io::publish
+}  // namespace mb::io::run

@@ -1,0 +1,2 @@
+#include "io/publish/outputs.hpp"
+#include "specs/spec.hpp"

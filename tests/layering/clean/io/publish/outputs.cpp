@@ -1,0 +1,2 @@
+#include "io/tree/reader.hpp"
+#include "../tree/reader.hpp"

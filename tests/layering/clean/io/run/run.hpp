@@ -1,0 +1,3 @@
+#pragma once
+#include "core/base.hpp"
+#include "specs/spec.hpp"

@@ -1,0 +1,2 @@
+#pragma once
+#include "io/run/run.hpp"

@@ -1,0 +1,1 @@
+#include "io/attic/shelf.hpp"

@@ -1,0 +1,3 @@
+#include "io/run/run.hpp"
+
+#include "io/publish/outputs.hpp"
