@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
+#include "io/run/threads.hpp"
 #include "io/remote/driver.hpp"
 
 namespace mb::io::publish {
@@ -93,7 +94,7 @@ std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned 
   };
   std::vector<std::thread> pool;
   const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), files.size()) - (files.empty() ? 0 : 1);
-  for (std::size_t t = 0; t < extra; ++t) pool.emplace_back(work);
+  for (std::size_t t = 0; t < extra; ++t) pool.push_back(run::background_thread(work));
   work();
   for (auto& t : pool) t.join();
   run::note_progress();
@@ -101,7 +102,7 @@ std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned 
   return out;
 }
 
-Hasher::Hasher() : thread_([this] { run(); }) {}
+Hasher::Hasher() : thread_(run::background_thread([this] { run(); })) {}
 
 Hasher::~Hasher() {
   {

@@ -21,6 +21,7 @@
 
 #include "core/error.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/threads.hpp"
 
 namespace mb::io::run {
 namespace {
@@ -205,27 +206,6 @@ extern "C" void on_crash(int sig) {
   remove_temporaries_and_exit(what, 1);
 }
 
-// The watchdog thread blocks the stop signals and SIGALRM, so that their
-// handlers always run on the main thread: they read the temporaries' registry
-// without the lock, which is only safe on the thread that changes it. A new
-// thread inherits the mask of its creator, so the creator blocks them while it
-// starts the watchdog.
-class BlockedInWatchdog {
- public:
-  BlockedInWatchdog() {
-    sigset_t block;
-    sigemptyset(&block);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGALRM}) sigaddset(&block, sig);
-    pthread_sigmask(SIG_BLOCK, &block, &previous_);
-  }
-  ~BlockedInWatchdog() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  BlockedInWatchdog(const BlockedInWatchdog&) = delete;
-  BlockedInWatchdog& operator=(const BlockedInWatchdog&) = delete;
-
- private:
-  sigset_t previous_;
-};
-
 void set_handler(int sig, void (*handler)(int), int flags = 0) {
   struct sigaction sa {};
   sa.sa_handler = handler;
@@ -258,7 +238,7 @@ void install_crash_guard() {
 
 void start_stall_watchdog(unsigned seconds) {
   if (seconds == 0) return;
-  const BlockedInWatchdog blocked;
+  const StopSignalsBlocked blocked;  // its handlers run on the main thread (threads.hpp)
   // Returns only once the thread runs its own code: split -j forks workers
   // soon after, and a thread still being set up by the C library or a
   // sanitizer runtime can hold their locks (thread list, allocator) at the

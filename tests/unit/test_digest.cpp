@@ -1,5 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -65,4 +70,42 @@ TEST_CASE("digest: a Hasher gives each file the digest digest_files gives it, fa
   // Files queued after a failure are still hashed.
   CHECK(hasher.get(hasher.add(Source::local(a))).digest == expected[0].digest);
   for (const auto& p : {a, empty}) std::remove(p.c_str());
+}
+
+namespace {
+
+std::atomic<bool> g_hup_seen{false};
+std::atomic<pthread_t> g_hup_thread{};
+
+void note_hup(int) {
+  g_hup_thread = pthread_self();
+  g_hup_seen = true;
+}
+
+}  // namespace
+
+TEST_CASE("digest: a stop signal sent to the process never runs on the hasher's thread") {
+  // The stop handlers read the temporaries' registry without a lock, which
+  // is safe only on the main thread. With SIGHUP blocked on this thread, a
+  // SIGHUP sent to the process goes to a thread that accepts it: were the
+  // hasher's one of them, its handler would run there at once. Else it
+  // stays pending until this thread unblocks it, and runs here.
+  struct sigaction ours {}, theirs {};
+  ours.sa_handler = note_hup;
+  sigemptyset(&ours.sa_mask);
+  REQUIRE(sigaction(SIGHUP, &ours, &theirs) == 0);
+  g_hup_seen = false;
+  {
+    mb::io::publish::Hasher hasher;
+    sigset_t hup, previous;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    REQUIRE(pthread_sigmask(SIG_BLOCK, &hup, &previous) == 0);
+    REQUIRE(kill(getpid(), SIGHUP) == 0);
+    hasher.get(hasher.add(mb::Source::local(write_file("hup", "bytes"))));  // the hasher's thread has run
+    REQUIRE(pthread_sigmask(SIG_SETMASK, &previous, nullptr) == 0);  // a pending SIGHUP runs here, now
+  }
+  sigaction(SIGHUP, &theirs, nullptr);
+  REQUIRE(g_hup_seen);
+  CHECK(pthread_equal(g_hup_thread.load(), pthread_self()));
 }
