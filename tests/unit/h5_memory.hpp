@@ -40,7 +40,7 @@ inline std::string unique_name(const std::string& stem) {
   return stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".h5";
 }
 
-// A new, empty file in memory named `name` (for messages).
+// An empty file in memory named `name` (for messages).
 inline hid_t memory_file(const std::string& name) {
   Held fapl(H5Pcreate(H5P_FILE_ACCESS));
   REQUIRE(H5Pset_fapl_core(fapl, 1 << 16, /*backing_store=*/0) >= 0);
