@@ -49,7 +49,7 @@ std::size_t open_datasets(hid_t file) { return static_cast<std::size_t>(H5Fget_o
 
 }  // namespace
 
-TEST_CASE("h5: a failing call is one error naming file and object; HDF5 prints nothing") {
+TEST_CASE("h5: a failing call is one error naming file and object, and HDF5 prints nothing") {
   const std::string name = unique_name("fail");
   Held file(memory_file(name));
 
@@ -103,7 +103,7 @@ TEST_CASE("h5: failures of attributes and of writes name the object, silently") 
   CHECK(write.where.file == name);
 }
 
-TEST_CASE("h5: Id closes what it owns exactly once; a moved-from Id closes nothing") {
+TEST_CASE("h5: Id closes what it owns exactly once, and a moved-from Id closes nothing") {
   h5::init_library();
   Held file(memory_file(unique_name("id")));
   { Held made(make_dataset(file, "d", H5T_STD_I32LE, {4})); }

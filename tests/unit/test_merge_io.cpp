@@ -128,7 +128,7 @@ struct TempDir {
 
 }  // namespace
 
-TEST_CASE("merge checks: replicated values equal in both inputs pass; a differing element is named") {
+TEST_CASE("merge checks: replicated values equal in both inputs pass, and a differing element is named") {
   mb::io::h5::init_library();
   TwoInputs in;
   const std::vector<double> values{0.5, 1.5, 2.5, 3.5, 4.5, 5.5};
