@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
