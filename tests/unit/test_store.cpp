@@ -3,6 +3,7 @@
 // names one), and the guarantees written once above the interface, proved on
 // an in-memory store that can fail the way a network does.
 #include <doctest/doctest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -63,6 +65,9 @@ class MemoryStore final : public Store {
   }
   std::unique_ptr<mb::io::store::Claim> claim(std::string_view) override { return nullptr; }
   bool holds(const mb::Source& source, std::string_view name) const override { return source.name() == shown(name); }
+  std::unique_ptr<mb::io::store::Publication> publication(const mb::io::store::PublicationPlan&) override {
+    throw std::logic_error("a memory store publishes nothing");
+  }
 };
 
 // A fresh directory under /tmp, removed with everything in it.
@@ -212,4 +217,92 @@ TEST_CASE("claim: the input among the place's outputs is refused even with force
       message_of([&] { (void)mb::io::split::claim_split(store, true, store.source("microbatch-00000.h5"), false); });
   CHECK(message.find("the input mem://microbatch-00000.h5") != std::string::npos);
   CHECK(store.removed.empty());
+}
+
+namespace {
+
+// Two files and the manifest of a whole split into `dir`, claimed by the directory's lock.
+mb::io::store::PublicationPlan two_files() {
+  mb::io::store::PublicationPlan plan;
+  plan.names = {"microbatch-00000.h5", "microbatch-00001.h5"};
+  plan.mine = {0, 2};
+  plan.last = "manifest.json";
+  plan.claim = [](Store& place, bool) { return mb::io::store::Claimed{place.claim(".microbatch.lock"), {}}; };
+  return plan;
+}
+
+// The names that appear in `dir` under a final name (not hidden), in the order they appear.
+class Appearing {
+ public:
+  explicit Appearing(const fs::path& dir) : fd_(::inotify_init1(IN_NONBLOCK)) {
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO) >= 0);
+  }
+  ~Appearing() { ::close(fd_); }
+  std::vector<std::string> names() {
+    std::vector<std::string> out;
+    alignas(inotify_event) char buffer[1 << 14];
+    for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;)
+      for (char* p = buffer; p < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(p);
+        if (event->len > 0 && event->name[0] != '.') out.emplace_back(event->name);
+        p += sizeof(inotify_event) + event->len;
+      }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+TEST_CASE("publication: a directory's files appear only at the commit, the manifest last") {
+  TempDir dir;
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  const auto publication = store->publication(two_files());
+  REQUIRE(fs::is_directory(dir.path));  // claimed: created
+  Appearing appearing(dir.path);
+  CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}});
+  CHECK(publication->local_name(1) == (dir.path / "microbatch-00001.h5").string());
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    publication->make_room();
+    CHECK(fs::path(publication->path(i)).parent_path() == dir.path);
+    write(publication->path(i), "file " + std::to_string(i));
+  }
+  publication->complete({0, 2});
+  CHECK(mb::io::store::split_outputs(*store).empty());  // written, not yet published
+  publication->commit("{}");
+  CHECK(appearing.names() == std::vector<std::string>{"microbatch-00000.h5", "microbatch-00001.h5", "manifest.json"});
+  CHECK(store->read_text("microbatch-00001.h5") == "file 1");
+  CHECK(store->read_text("manifest.json") == "{}");
+  CHECK(mb::io::store::split_outputs(*store).size() == 3);
+}
+
+TEST_CASE("publication: abandoned, a directory's temporaries go, and the directory it made") {
+  TempDir dir;
+  const fs::path out = dir.path / "out";
+  fs::create_directories(dir.path);
+  const auto store = mb::io::store::local_directory(out.string());
+  {
+    const auto publication = store->publication(two_files());
+    write(publication->path(0), "half");
+    REQUIRE(fs::exists(publication->path(0)));
+    CHECK(publication->abandon().empty());
+    CHECK_FALSE(fs::exists(publication->path(0)));
+  }
+  CHECK_FALSE(fs::exists(out));  // not committed: the claim removed what it created
+}
+
+TEST_CASE("publication: a split output that appears meanwhile fails a whole split's commit, nothing published") {
+  TempDir dir;
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  const auto publication = store->publication(two_files());
+  for (std::uint64_t i = 0; i < 2; ++i) write(publication->path(i), "x");
+  write(dir.path / "microbatch-00007.h5", "stray");
+  CHECK(message_of([&] { publication->commit("{}"); }).find("appeared") != std::string::npos);
+  publication->abandon();
+  const auto left = mb::io::store::split_outputs(*store);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].name == "microbatch-00007.h5");
 }
