@@ -31,7 +31,7 @@ class WrittenFiles {
   void publish() { outputs_->publish(); }
   // The run is complete: what was published stays.
   void keep() { outputs_->keep(); }
-  // Removes what was written (or published) now.
+  // Removes what was written (or published), at once.
   void discard() { outputs_.reset(); }
 
  private:

@@ -114,14 +114,23 @@ TEST_CASE("store contract: a local directory") {
   check_contract(*store);
 }
 
+namespace {
+
+// The loopback server's settings, as tests/e2e/test_store_contract.py gives them.
+mb::Settings s3_settings() {
+  std::map<std::string, std::string> variables;
+  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "TMPDIR"})
+    if (const char* value = std::getenv(name)) variables[name] = value;
+  return mb::Settings(variables);
+}
+
+}  // namespace
+
 TEST_CASE("store contract: an S3 prefix, when a loopback server is named") {
   // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
   const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
   if (prefix == nullptr) return;
-  std::map<std::string, std::string> variables;
-  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"})
-    if (const char* value = std::getenv(name)) variables[name] = value;
-  const auto store = mb::io::store::open_store(prefix, mb::Settings(variables));
+  const auto store = mb::io::store::open_store(prefix, s3_settings());
   check_contract(*store);
   const std::string ran = std::string("the S3 contract ran against ") + prefix;
   MESSAGE(ran);
@@ -305,4 +314,52 @@ TEST_CASE("publication: a split output that appears meanwhile fails a whole spli
   const auto left = mb::io::store::split_outputs(*store);
   REQUIRE(left.size() == 1);
   CHECK(left[0].name == "microbatch-00007.h5");
+}
+
+namespace {
+
+// Writes every round of `publication`'s files ("file I"), each round handed on.
+void write_rounds(mb::io::store::Publication& publication) {
+  for (const mb::FileRange& round : publication.rounds()) {
+    publication.make_room();
+    for (std::uint64_t i = round.begin; i < round.end; ++i) write(publication.path(i), "file " + std::to_string(i));
+    publication.complete(round);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, when a loopback server is named") {
+  // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
+  const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
+  if (prefix == nullptr) return;
+  const auto store = mb::io::store::open_store(prefix, s3_settings());
+  mb::io::store::PublicationPlan plan = two_files();
+  plan.names.push_back("microbatch-00002.h5");
+  plan.mine = {0, 3};
+  plan.uploads = 1;  // rounds of two files
+  fs::path spool;
+  {
+    const auto publication = store->publication(plan);
+    CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}, {2, 3}});
+    spool = fs::path(publication->path(0)).parent_path();
+    write_rounds(*publication);
+    CHECK(store->size("manifest.json") == std::nullopt);
+    publication->commit("{}");
+  }
+  CHECK(mb::io::store::split_outputs(*store).size() == 4);
+  CHECK(store->read_text("microbatch-00002.h5") == "file 2");
+  CHECK(store->read_text("manifest.json") == "{}");
+  CHECK_FALSE(fs::exists(spool));  // emptied as the files went up, and removed
+  plan.names = {"microbatch-00009.h5"};
+  plan.mine = {0, 1};
+  {
+    const auto publication = store->publication(plan);
+    write_rounds(*publication);
+    CHECK(publication->abandon().empty());  // what it uploaded is deleted
+  }
+  CHECK(store->size("microbatch-00009.h5") == std::nullopt);
+  for (const auto& entry : store->list()) store->remove(entry.name);
+  const std::string ran = std::string("the S3 publication ran against ") + prefix;
+  MESSAGE(ran);
 }
