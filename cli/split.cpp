@@ -57,7 +57,6 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
 
 bool to_store(const SplitCommand& cmd) { return is_remote(cmd.output_dir); }
 
-
 void print_split_summary(const SplitCommand& cmd, const io::store::Store& place, const io::tree::Prepared& prepared,
                          const io::split::SplitResult& result, Summary summary) {
   const SplitPlan& plan = *prepared.plan;

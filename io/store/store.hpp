@@ -5,7 +5,7 @@
 // take a Store and never ask which kind it is. What the tool promises of a
 // place (outputs that are inputs refused, commits undone when their answer
 // is lost, strays refused, leftovers recognised) is written once, above
-// this interface (io/publish/place.hpp), so it holds on every kind.
+// this interface (io/store/place.hpp), so it holds on every kind.
 //
 // Members are named relative to the place ("microbatch-00000.h5",
 // "manifest.json"); only direct members count (no subdirectories, no keys
