@@ -57,17 +57,6 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
 
 bool to_store(const SplitCommand& cmd) { return is_remote(cmd.output_dir); }
 
-// -o s3://BUCKET/PREFIX (a "/" is added): the prefix and how its files go up.
-std::optional<io::split::RemoteOutput> remote_output(const SplitCommand& cmd) {
-  if (!to_store(cmd)) {
-    if (cmd.keep_local) throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
-    return std::nullopt;
-  }
-  io::split::RemoteOutput out{cmd.output_dir, cmd.keep_local, cmd.uploads, false, process_settings()};
-  if (!out.prefix.ends_with("/")) out.prefix += "/";
-  return out;
-}
-
 void print_split_summary(const SplitCommand& cmd, const io::store::Store& place, const io::tree::Prepared& prepared,
                          const io::split::SplitResult& result, Summary summary) {
   const SplitPlan& plan = *prepared.plan;
@@ -99,9 +88,11 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   io::split::SplitJob job;
   job.input = input;
   job.place = &place;
-  job.remote = remote_output(cmd);
-  if (job.remote) job.remote->claimed = run.prepared_directory;  // by a team's rank 0
-  job.output_dir = job.remote ? io::split::spool_directory(*job.remote) : cmd.output_dir;
+  if (cmd.keep_local && !to_store(cmd))
+    throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
+  job.keep_local = cmd.keep_local;
+  job.uploads = cmd.uploads;
+  job.claimed = run.prepared_directory;  // by a team's rank 0
   job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
   job.options = cmd.partition;
   job.policy = cmd.policy;

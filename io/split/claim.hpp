@@ -15,10 +15,7 @@
 
 namespace mb::io::split {
 
-struct Claimed {
-  std::unique_ptr<store::Claim> claim;
-  std::vector<std::string> earlier;  // earlier files left in place (`keep_files`), by name
-};
+using store::Claimed;  // `earlier`: an earlier split's files left in place (`keep_files`), by name
 
 // `keep_files`: earlier microbatch files stay (a new file of the same name
 // overwrites one; the rest are removed after the commit) — for a place

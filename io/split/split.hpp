@@ -12,7 +12,6 @@
 #include "core/source.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/progress.hpp"
-#include "io/split/upload.hpp"
 #include "io/store/store.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
@@ -22,8 +21,7 @@ namespace mb::io::split {
 struct SplitJob {
   Source input;                     // the batch file
   store::Store* place = nullptr;    // where the outputs go (-o)
-  std::string output_dir;           // where the files are written: the place's directory, or the local spool
-  bool force = false;      // replace an earlier split in output_dir
+  bool force = false;      // replace an earlier split there
   SplitOptions options;    // as planned; recorded in the manifest
   transfer::Policy policy;
   std::uint64_t workers = 1;     // -j: processes writing output files in parallel
@@ -33,8 +31,12 @@ struct SplitJob {
   // Called once this run's files are written and digested, just before any
   // is published; throwing abandons them (a team: every rank agrees first).
   std::function<void()> before_publish;
-  // -o s3://PREFIX/: output_dir is the local spool (io/split/upload.hpp).
-  std::optional<RemoteOutput> remote;
+  // A team's rank 0 claimed the place for this run (io/split/team.hpp).
+  bool claimed = false;
+  // Onto a place that is not a directory (-o s3://): --keep-local's
+  // directory, and how many files go up at once (store::PublicationPlan).
+  std::optional<std::string> keep_local;
+  unsigned uploads = 4;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
   run::Progress progress;  // bytes of data written of all (none: not counted)
@@ -45,7 +47,7 @@ struct SplitJob {
 struct SplitResult {
   std::vector<specs::FileRecord> files;
   std::uint64_t data_bytes = 0;
-  std::uint64_t manifest_bytes = 0;  // the manifest uploaded (-o s3://)
+  std::uint64_t manifest_bytes = 0;  // the commit object's: the manifest, or a shard's part record
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)

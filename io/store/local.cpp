@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "io/publish/leftovers.hpp"
 #include "io/publish/outputs.hpp"
+#include "io/store/place.hpp"
+#include "io/store/written.hpp"
 
 namespace mb::io::store {
 namespace {
@@ -27,6 +29,49 @@ class DirectoryClaim final : public Claim {
 
  private:
   publish::OutputDirectory held_;
+};
+
+// A run's files published in their directory: written under temporaries
+// beside their final names, renamed all at once at the commit, then the
+// commit object written. The claim (the directory's lock, and the
+// directories it made) is declared first, so that it goes last.
+class DirectoryPublication final : public Publication {
+ public:
+  DirectoryPublication(Store& place, std::string dir, const PublicationPlan& plan)
+      : place_(place),
+        claim_(plan.claim(place, false).claim),
+        files_(std::move(dir), plan),
+        mine_(plan.mine),
+        last_(plan.last),
+        alone_(plan.alone) {}
+
+  std::string path(std::uint64_t index) const override { return files_.temporary(index); }
+  std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
+  // Renames wait for the commit: nothing is gained by rounds.
+  std::vector<FileRange> rounds() const override { return {mine_}; }
+  void make_room() override {}
+  void complete(FileRange) override {}
+
+  void commit(const std::string& last_text) override {
+    if (alone_) publish::check_directory_unchanged(files_.directory(), files_.temporaries());
+    files_.publish();
+    store::commit(place_, last_, last_text);
+    files_.keep();
+    if (claim_) claim_->keep();
+  }
+
+  std::string abandon() override {
+    files_.discard();
+    return "";
+  }
+
+ private:
+  Store& place_;
+  std::unique_ptr<Claim> claim_;
+  WrittenFiles files_;
+  FileRange mine_;
+  std::string last_;
+  bool alone_;
 };
 
 class LocalDirectory final : public Store {
@@ -99,6 +144,10 @@ class LocalDirectory final : public Store {
   bool holds(const Source& source, std::string_view name) const override {
     std::error_code ec;
     return !source.is_remote() && fs::equivalent(source.name(), path(name), ec);
+  }
+
+  std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
+    return std::make_unique<DirectoryPublication>(*this, dir_, plan);
   }
 
  private:

@@ -10,6 +10,7 @@
 #include "io/remote/http.hpp"
 #include "io/remote/listing.hpp"
 #include "io/remote/upload.hpp"
+#include "io/store/upload.hpp"
 
 namespace mb::io::store {
 namespace {
@@ -81,6 +82,10 @@ class S3Prefix final : public UrlStore {
   }
 
   std::unique_ptr<Claim> claim(std::string_view) override { return std::make_unique<NoClaim>(); }
+
+  std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
+    return prefix_publication(*this, base_, env_, plan);
+  }
 };
 
 class HttpLocation final : public UrlStore {
@@ -102,6 +107,7 @@ class HttpLocation final : public UrlStore {
   void put_text(std::string_view name, const std::string&) override { refuse(name); }
   void remove(std::string_view name) override { refuse(name); }
   std::unique_ptr<Claim> claim(std::string_view) override { refuse(""); }
+  std::unique_ptr<Publication> publication(const PublicationPlan&) override { refuse(""); }
 
  private:
   [[noreturn]] void refuse(std::string_view name) const {

@@ -5,12 +5,13 @@
 // take a Store and never ask which kind it is. What the tool promises of a
 // place (outputs that are inputs refused, commits undone when their answer
 // is lost, strays refused, leftovers recognised) is written once, above
-// this interface (io/publish/place.hpp), so it holds on every kind.
+// this interface (io/store/place.hpp), so it holds on every kind.
 //
 // Members are named relative to the place ("microbatch-00000.h5",
 // "manifest.json"); only direct members count (no subdirectories, no keys
 // below a deeper "/").
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/settings.hpp"
+#include "core/shards.hpp"
 #include "core/source.hpp"
 
 namespace mb::io::store {
@@ -39,6 +41,71 @@ class Claim {
   virtual ~Claim() = default;
   // The run is complete: what the claim created stays.
   virtual void keep() = 0;
+};
+
+class Store;
+
+// A place claimed for a run, and the names of an earlier run's files left
+// there until the run commits (a place whose writes replace keeps them
+// rather than pay a request per file to remove them first).
+struct Claimed {
+  std::unique_ptr<Claim> claim;
+  std::vector<std::string> earlier;
+};
+
+// What a run publishes on a place: files written locally, then published
+// together, and the object that commits them (a manifest, a shard's part
+// record), published last: nothing passes for finished before it.
+struct PublicationPlan {
+  std::vector<std::string> names;  // every file of the split, by index
+  FileRange mine;                  // the files this run writes
+  std::string last;                // the commit object's name
+  // The run is the place's only writer (a whole split, not a shard beside
+  // its neighbours): a split output it did not write that appears in its
+  // directory meanwhile fails it.
+  bool alone = true;
+  // How the run claims a place it writes to (io/split: a whole split's
+  // claim or a shard's); `keep_files` as Claimed says.
+  std::function<Claimed(Store& place, bool keep_files)> claim;
+  // The place was claimed for this run already (a team's rank 0 did): a
+  // place without a lock is not claimed again; a directory still is, for
+  // its lock is the run's own.
+  bool claimed = false;
+  std::uint64_t workers = 1;  // processes writing files at once
+  // Onto a place that is not a local directory: the directory the files
+  // (and the last object) are written to and kept in, else a spool under
+  // $TMPDIR removed as they go up; and how many go up at once.
+  std::optional<std::string> keep_local;
+  unsigned uploads = 4;
+  std::function<void(std::uint64_t bytes)> uploaded;  // bytes of files up so far
+};
+
+// A run's files on their way to a place, opened by Store::publication: each
+// written where path() says, handed on round by round, and all published
+// by commit(), the commit object last. Destroyed without commit(), it
+// leaves nothing under a final name (what it could not remove, abandon()
+// tells).
+class Publication {
+ public:
+  virtual ~Publication() = default;
+
+  // Where file `index` (one of the run's) is written, and the local path
+  // messages name it by while it is written.
+  virtual std::string path(std::uint64_t index) const = 0;
+  virtual std::string local_name(std::uint64_t index) const = 0;
+  // The rounds the run's files are written in, in order: as many at once
+  // as the place's pipeline holds.
+  virtual std::vector<FileRange> rounds() const = 0;
+  // Waits until the files handed on leave room for another round (an
+  // upload's back-pressure; a directory has nothing to wait for).
+  virtual void make_room() = 0;
+  // Files `done` are written and closed.
+  virtual void complete(FileRange done) = 0;
+  // Publishes every file of the run, then `last_text` as the commit object.
+  virtual void commit(const std::string& last_text) = 0;
+  // Ends without a commit, removing what the run wrote: "" or what to add
+  // to the run's error (what could not be removed).
+  virtual std::string abandon() = 0;
 };
 
 class Store {
@@ -76,6 +143,12 @@ class Store {
   // Whether `source` is member `name` of this place: the same file (device
   // and inode), or the same object (address).
   virtual bool holds(const Source& source, std::string_view name) const = 0;
+
+  // Opens the publication of a run's files (claiming the place, through
+  // plan.claim): in a directory, temporaries beside the finals, renamed at
+  // the commit; onto a prefix, a local spool uploaded round by round while
+  // the next is written. An HTTP(S) location refuses it.
+  [[nodiscard]] virtual std::unique_ptr<Publication> publication(const PublicationPlan& plan) = 0;
 };
 
 // Opens the place `where` names: s3://BUCKET/PREFIX[/] an S3 prefix,

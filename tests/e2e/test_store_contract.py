@@ -22,3 +22,13 @@ def test_an_s3_prefix_keeps_the_store_contract(s3):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "the S3 contract ran against s3://bkt/contract/" in proc.stdout, proc.stdout
     assert objects(s3, "contract") == {}  # it removed what it wrote
+
+
+def test_an_s3_prefix_publishes_a_run(s3, tmp_path):
+    env = dict(s3.env(ENV), MB_TEST_S3_PREFIX=s3.s3_url("publication/"), TMPDIR=str(tmp_path))
+    proc = subprocess.run([UNIT_TESTS, "--test-case=publication: onto an S3 prefix*"],
+                          env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the S3 publication ran against s3://bkt/publication/" in proc.stdout, proc.stdout
+    assert objects(s3, "publication") == {}  # it removed what it wrote
+    assert os.listdir(tmp_path) == []  # no spool left

@@ -3,6 +3,7 @@
 // names one), and the guarantees written once above the interface, proved on
 // an in-memory store that can fail the way a network does.
 #include <doctest/doctest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -63,6 +65,9 @@ class MemoryStore final : public Store {
   }
   std::unique_ptr<mb::io::store::Claim> claim(std::string_view) override { return nullptr; }
   bool holds(const mb::Source& source, std::string_view name) const override { return source.name() == shown(name); }
+  std::unique_ptr<mb::io::store::Publication> publication(const mb::io::store::PublicationPlan&) override {
+    throw std::logic_error("a memory store publishes nothing");
+  }
 };
 
 // A fresh directory under /tmp, removed with everything in it.
@@ -109,14 +114,23 @@ TEST_CASE("store contract: a local directory") {
   check_contract(*store);
 }
 
+namespace {
+
+// The loopback server's settings, as tests/e2e/test_store_contract.py gives them.
+mb::Settings s3_settings() {
+  std::map<std::string, std::string> variables;
+  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "TMPDIR"})
+    if (const char* value = std::getenv(name)) variables[name] = value;
+  return mb::Settings(variables);
+}
+
+}  // namespace
+
 TEST_CASE("store contract: an S3 prefix, when a loopback server is named") {
   // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
   const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
   if (prefix == nullptr) return;
-  std::map<std::string, std::string> variables;
-  for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"})
-    if (const char* value = std::getenv(name)) variables[name] = value;
-  const auto store = mb::io::store::open_store(prefix, mb::Settings(variables));
+  const auto store = mb::io::store::open_store(prefix, s3_settings());
   check_contract(*store);
   const std::string ran = std::string("the S3 contract ran against ") + prefix;
   MESSAGE(ran);
@@ -212,4 +226,140 @@ TEST_CASE("claim: the input among the place's outputs is refused even with force
       message_of([&] { (void)mb::io::split::claim_split(store, true, store.source("microbatch-00000.h5"), false); });
   CHECK(message.find("the input mem://microbatch-00000.h5") != std::string::npos);
   CHECK(store.removed.empty());
+}
+
+namespace {
+
+// Two files and the manifest of a whole split into `dir`, claimed by the directory's lock.
+mb::io::store::PublicationPlan two_files() {
+  mb::io::store::PublicationPlan plan;
+  plan.names = {"microbatch-00000.h5", "microbatch-00001.h5"};
+  plan.mine = {0, 2};
+  plan.last = "manifest.json";
+  plan.claim = [](Store& place, bool) { return mb::io::store::Claimed{place.claim(".microbatch.lock"), {}}; };
+  return plan;
+}
+
+// The names that appear in `dir` under a final name (not hidden), in the order they appear.
+class Appearing {
+ public:
+  explicit Appearing(const fs::path& dir) : fd_(::inotify_init1(IN_NONBLOCK)) {
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO) >= 0);
+  }
+  ~Appearing() { ::close(fd_); }
+  std::vector<std::string> names() {
+    std::vector<std::string> out;
+    alignas(inotify_event) char buffer[1 << 14];
+    for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;)
+      for (char* p = buffer; p < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(p);
+        if (event->len > 0 && event->name[0] != '.') out.emplace_back(event->name);
+        p += sizeof(inotify_event) + event->len;
+      }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+TEST_CASE("publication: a directory's files appear only at the commit, the manifest last") {
+  TempDir dir;
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  const auto publication = store->publication(two_files());
+  REQUIRE(fs::is_directory(dir.path));  // claimed: created
+  Appearing appearing(dir.path);
+  CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}});
+  CHECK(publication->local_name(1) == (dir.path / "microbatch-00001.h5").string());
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    publication->make_room();
+    CHECK(fs::path(publication->path(i)).parent_path() == dir.path);
+    write(publication->path(i), "file " + std::to_string(i));
+  }
+  publication->complete({0, 2});
+  CHECK(mb::io::store::split_outputs(*store).empty());  // written, not yet published
+  publication->commit("{}");
+  CHECK(appearing.names() == std::vector<std::string>{"microbatch-00000.h5", "microbatch-00001.h5", "manifest.json"});
+  CHECK(store->read_text("microbatch-00001.h5") == "file 1");
+  CHECK(store->read_text("manifest.json") == "{}");
+  CHECK(mb::io::store::split_outputs(*store).size() == 3);
+}
+
+TEST_CASE("publication: abandoned, a directory's temporaries go, and the directory it made") {
+  TempDir dir;
+  const fs::path out = dir.path / "out";
+  fs::create_directories(dir.path);
+  const auto store = mb::io::store::local_directory(out.string());
+  {
+    const auto publication = store->publication(two_files());
+    write(publication->path(0), "half");
+    REQUIRE(fs::exists(publication->path(0)));
+    CHECK(publication->abandon().empty());
+    CHECK_FALSE(fs::exists(publication->path(0)));
+  }
+  CHECK_FALSE(fs::exists(out));  // not committed: the claim removed what it created
+}
+
+TEST_CASE("publication: a split output that appears meanwhile fails a whole split's commit, nothing published") {
+  TempDir dir;
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  const auto publication = store->publication(two_files());
+  for (std::uint64_t i = 0; i < 2; ++i) write(publication->path(i), "x");
+  write(dir.path / "microbatch-00007.h5", "stray");
+  CHECK(message_of([&] { publication->commit("{}"); }).find("appeared") != std::string::npos);
+  publication->abandon();
+  const auto left = mb::io::store::split_outputs(*store);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].name == "microbatch-00007.h5");
+}
+
+namespace {
+
+// Writes every round of `publication`'s files ("file I"), each round handed on.
+void write_rounds(mb::io::store::Publication& publication) {
+  for (const mb::FileRange& round : publication.rounds()) {
+    publication.make_room();
+    for (std::uint64_t i = round.begin; i < round.end; ++i) write(publication.path(i), "file " + std::to_string(i));
+    publication.complete(round);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, when a loopback server is named") {
+  // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
+  const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
+  if (prefix == nullptr) return;
+  const auto store = mb::io::store::open_store(prefix, s3_settings());
+  mb::io::store::PublicationPlan plan = two_files();
+  plan.names.push_back("microbatch-00002.h5");
+  plan.mine = {0, 3};
+  plan.uploads = 1;  // rounds of two files
+  fs::path spool;
+  {
+    const auto publication = store->publication(plan);
+    CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}, {2, 3}});
+    spool = fs::path(publication->path(0)).parent_path();
+    write_rounds(*publication);
+    CHECK(store->size("manifest.json") == std::nullopt);
+    publication->commit("{}");
+  }
+  CHECK(mb::io::store::split_outputs(*store).size() == 4);
+  CHECK(store->read_text("microbatch-00002.h5") == "file 2");
+  CHECK(store->read_text("manifest.json") == "{}");
+  CHECK_FALSE(fs::exists(spool));  // emptied as the files went up, and removed
+  plan.names = {"microbatch-00009.h5"};
+  plan.mine = {0, 1};
+  {
+    const auto publication = store->publication(plan);
+    write_rounds(*publication);
+    CHECK(publication->abandon().empty());  // what it uploaded is deleted
+  }
+  CHECK(store->size("microbatch-00009.h5") == std::nullopt);
+  for (const auto& entry : store->list()) store->remove(entry.name);
+  const std::string ran = std::string("the S3 publication ran against ") + prefix;
+  MESSAGE(ran);
 }

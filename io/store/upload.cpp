@@ -1,0 +1,132 @@
+#include "io/store/upload.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include "core/remote.hpp"
+#include "core/units.hpp"
+#include "io/publish/outputs.hpp"
+#include "io/publish/uploader.hpp"
+#include "io/remote/settings.hpp"
+#include "io/store/local.hpp"
+#include "io/store/written.hpp"
+
+namespace mb::io::store {
+namespace {
+
+// The directory the files are written in: --keep-local's, else a new one
+// under $TMPDIR (default /tmp), removed when the run ends.
+std::string spool_directory(const PublicationPlan& plan, const Environment& env) {
+  if (plan.keep_local) return *plan.keep_local;
+  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+  return fmt::format("{}/microbatch-upload-{}-{:x}", temporary_directory(env), ::getpid(), stamp & 0xffffff);
+}
+
+// The object each file goes to (from its local copy, "" for those of other
+// shards), the commit object's, and the earlier split's objects that this
+// one does not overwrite.
+publish::UploadPlan upload_plan(const std::string& base, const Environment& env, const PublicationPlan& plan,
+                                const WrittenFiles& files, const std::vector<std::string>& earlier) {
+  const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, env); };
+  publish::UploadPlan out;
+  for (std::uint64_t i = 0; i < plan.names.size(); ++i)
+    out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local});
+  out.manifest = address_of(plan.last);
+  for (const auto& old : earlier)
+    if (std::find(plan.names.begin(), plan.names.end(), old) == plan.names.end())
+      out.stale.push_back(address_of(old));
+  out.settings = remote::settings_from(env);
+  out.concurrency = plan.uploads;
+  if (!plan.keep_local) out.spool = files.directory();
+  out.confirmed = plan.uploaded;
+  return out;
+}
+
+// Files are written a round at a time and uploaded while the next round is
+// written; the spool holds at most two rounds. The spool's claim is
+// declared before the files and the uploads, so that it goes last.
+class PrefixPublication final : public Publication {
+ public:
+  PrefixPublication(Store& prefix, const std::string& base, const Environment& env, const PublicationPlan& plan)
+      : shown_(prefix.shown()),
+        earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix, true).earlier),
+        spool_dir_(spool_directory(plan, env)),
+        spool_(local_directory(spool_dir_)),
+        spool_claim_(plan.claim(*spool_, false).claim),
+        files_(spool_dir_, plan),
+        mine_(plan.mine),
+        last_(plan.last),
+        keep_local_(plan.keep_local.has_value()),
+        round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})) {
+    if (plan.uploaded) plan.uploaded(0);
+    uploads_.emplace(upload_plan(base, env, plan, files_, earlier_));
+  }
+
+  std::string path(std::uint64_t index) const override { return files_.temporary(index); }
+  std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
+
+  std::vector<FileRange> rounds() const override {
+    std::vector<FileRange> out;
+    for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
+      out.push_back({begin, std::min(begin + round_, mine_.end)});
+    return out;
+  }
+
+  void make_room() override { uploads_->wait_for(round_); }
+
+  void complete(FileRange done) override {
+    for (std::uint64_t i = done.begin; i < done.end; ++i) uploads_->upload(i);
+    spdlog::debug("split: {} of {} files written, {} uploaded ({})", done.end - mine_.begin, mine_.size(),
+                  uploads_->confirmed(), byte_text(static_cast<double>(uploads_->uploaded_bytes())));
+  }
+
+  void commit(const std::string& last_text) override;
+
+  std::string abandon() override {
+    std::string left = uploads_ ? uploads_->abandon() : "";
+    files_.discard();
+    return left;
+  }
+
+ private:
+  std::string shown_;
+  std::vector<std::string> earlier_;  // an earlier split's files, left until the commit (--force)
+  std::string spool_dir_;
+  std::unique_ptr<Store> spool_;
+  std::unique_ptr<Claim> spool_claim_;
+  WrittenFiles files_;
+  FileRange mine_;
+  std::string last_;
+  bool keep_local_;
+  std::uint64_t round_;
+  std::optional<publish::Uploader> uploads_;
+};
+
+// The commit object goes up once every file is confirmed; with
+// --keep-local the files and the commit object stay in that directory too.
+void PrefixPublication::commit(const std::string& last_text) {
+  uploads_->commit(last_text);
+  const std::uint64_t bytes = uploads_->uploaded_bytes();
+  uploads_.reset();  // its process ends with its last report
+  spdlog::debug("split: {} files uploaded to {} ({})", mine_.size(), shown_, byte_text(static_cast<double>(bytes)));
+  if (!keep_local_) return;
+  files_.publish();
+  publish::write_text_atomically((std::filesystem::path(spool_dir_) / last_).string(), last_text);
+  files_.keep();
+  spool_claim_->keep();
+}
+
+}  // namespace
+
+std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Environment& env,
+                                                const PublicationPlan& plan) {
+  return std::make_unique<PrefixPublication>(prefix, base, env, plan);
+}
+
+}  // namespace mb::io::store

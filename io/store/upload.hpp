@@ -1,0 +1,21 @@
+#pragma once
+// A run's files published onto an S3 prefix (split -o s3://BUCKET/PREFIX/):
+// the prefix claimed before any work (credentials, bucket, an earlier split
+// there), the files written to a local spool, each round uploaded by
+// publish::Uploader's process while the next is written, and the commit
+// object uploaded once every file is confirmed. An earlier split's objects
+// that this one does not overwrite (--force) are deleted after it.
+#include <memory>
+#include <string>
+
+#include "core/settings.hpp"
+#include "io/store/store.hpp"
+
+namespace mb::io::store {
+
+// `prefix` is the Store (claimed through plan.claim), `base` its URL
+// ending in "/", `env` what resolves its members' addresses.
+std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Environment& env,
+                                                const PublicationPlan& plan);
+
+}  // namespace mb::io::store
