@@ -12,7 +12,6 @@
 #include "core/remote.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/merge/merge.hpp"
-#include "io/publish/remote_file.hpp"
 #include "io/store/store.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/run/team.hpp"
@@ -78,7 +77,7 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
   }
   job.inputs = labelled(sources.files);
   job.read_besides = sources.read_besides;
-  job.output = cmd.output;
+  job.output = cmd.output;  // as given: messages name it so
   job.force = cmd.force;
   job.virtual_datasets = cmd.virtual_datasets;
   job.verify = !cmd.no_verify;
@@ -97,12 +96,14 @@ io::tree::SpecRequest merge_spec(const MergeCommand& cmd, const io::merge::Merge
   return request;
 }
 
-bool to_store(const MergeCommand& cmd) {
-  if (!is_remote(cmd.output)) return false;
+// What needs the output to be a local file: virtual datasets refer to the
+// inputs by path, and a team's ranks write scratch files beside it.
+void require_local_output(const MergeCommand& cmd, bool team) {
+  if (!is_remote(cmd.output)) return;
   if (cmd.virtual_datasets)
     throw usage_error("merge --virtual: the output refers to the microbatch files by path; it cannot be an s3:// "
                       "object");
-  return true;
+  if (team) throw usage_error("merge: an MPI launch writes a shared file, not an s3:// object");
 }
 
 // Merges; under a team (`team` set), as its rank. Reports on rank 0 only.
@@ -119,25 +120,18 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
                                       in.shown()));
   const io::merge::MergeSources sources = io::merge::find_sources(inputs);
+  require_local_output(cmd, team.has_value());
   const io::store::Member output = io::store::open_member(cmd.output, process_settings());
   io::merge::refuse_reading(*output.store, output.name, sources);
-  // -o s3://: checked before any work, written to a spool, uploaded once complete.
-  std::optional<io::publish::RemoteFile> remote;
-  if (to_store(cmd)) remote.emplace(cmd.output, cmd.force, process_settings());
   io::merge::MergeJob job = merge_job(cmd, sources);
-  if (remote) job.output = remote->local();
+  job.place = output.store.get();
+  job.output_name = output.name;
   job.team = std::move(team);
   const io::tree::SpecRequest spec = merge_spec(cmd, sources);
   ProgressLine progress("merge");
   if (lead) job.progress = progress.callback();
   const io::merge::MergeResult result = io::merge::execute(job, spec);
-  if (remote) {
-    // The merge is done: the line stays at its total and counts the upload.
-    const std::uint64_t data = result.data_bytes;
-    summary.sizes = {remote->publish([&](std::uint64_t sent) {
-      if (job.progress) job.progress({.done = data, .total = data, .uploaded = sent});
-    })};
-  }
+  summary.sizes = {result.output_bytes};
   progress.erase();
   if (!lead) return;
   io::tree::log_preset(sources.files.front().shown(), result.preset);
@@ -159,7 +153,7 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
 // Under mpirun or srun: the ranks share out the compression of the large
 // compressed datasets; rank 0 writes the output (io/merge/merge.hpp).
 void run_as_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& sub) {
-  if (to_store(cmd)) throw usage_error("merge: an MPI launch writes a shared file, not an s3:// object");
+  require_local_output(cmd, true);
   if (cmd.virtual_datasets)
     throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
   io::run::Team team(launch);

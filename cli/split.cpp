@@ -55,8 +55,6 @@ std::uint64_t dataset_count(const NodeInfo& tree) {
   return n;
 }
 
-bool to_store(const SplitCommand& cmd) { return is_remote(cmd.output_dir); }
-
 void print_split_summary(const SplitCommand& cmd, const io::store::Store& place, const io::tree::Prepared& prepared,
                          const io::split::SplitResult& result, Summary summary) {
   const SplitPlan& plan = *prepared.plan;
@@ -65,10 +63,8 @@ void print_split_summary(const SplitCommand& cmd, const io::store::Store& place,
   const std::string last = !cmd.shard ? std::string(specs::kManifestName)
                                       : io::split::part_name(parse_shard(*cmd.shard, slurm_array_environment()));
   summary.files.push_back(place.shown(last));
-  if (to_store(cmd)) {
-    for (const auto& f : result.files) summary.sizes.push_back(f.size);
-    summary.sizes.push_back(result.manifest_bytes);
-  }
+  for (const auto& f : result.files) summary.sizes.push_back(f.size);
+  summary.sizes.push_back(result.manifest_bytes);
   summary.data_bytes = result.data_bytes;
   summary.datasets = dataset_count(prepared.tree);
   summary.microbatches = plan.count;
@@ -88,7 +84,7 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   io::split::SplitJob job;
   job.input = input;
   job.place = &place;
-  if (cmd.keep_local && !to_store(cmd))
+  if (cmd.keep_local && !is_remote(cmd.output_dir))
     throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
   job.keep_local = cmd.keep_local;
   job.uploads = cmd.uploads;

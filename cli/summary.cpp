@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <string_view>
 
@@ -56,10 +55,8 @@ nlohmann::ordered_json summary_json(const Summary& s, const nlohmann::ordered_js
   auto& files = out["files"] = json::array();
   std::uint64_t bytes = 0;
   for (std::size_t i = 0; i < s.files.size(); ++i) {
-    std::error_code ec;
-    const std::uint64_t size = i < s.sizes.size() ? s.sizes[i] : std::filesystem::file_size(s.files[i], ec);
-    files.push_back({{"path", specs::printable_text(s.files[i])}, {"bytes", ec ? 0 : size}});
-    bytes += ec ? 0 : size;
+    files.push_back({{"path", specs::printable_text(s.files[i])}, {"bytes", s.sizes.at(i)}});
+    bytes += s.sizes.at(i);
   }
   out["bytes"] = bytes;
   out["data_bytes"] = s.data_bytes;

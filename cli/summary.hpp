@@ -34,7 +34,7 @@ class WarningCapture {
 struct Summary {
   std::string command;  // "split" or "merge"
   std::vector<std::string> files;  // paths written, in order
-  std::vector<std::uint64_t> sizes;  // theirs, when they are not local files to look at (objects uploaded)
+  std::vector<std::uint64_t> sizes;  // theirs, one per file, as published
   std::uint64_t data_bytes = 0;
   std::uint64_t datasets = 0;
   std::uint64_t microbatches = 0;
@@ -42,7 +42,7 @@ struct Summary {
   std::chrono::steady_clock::time_point start;
 };
 
-// The object (the files with their sizes on disk, their sum as "bytes"),
+// The object (the files with their sizes, their sum as "bytes"),
 // with `extra` fields after the common ones.
 nlohmann::ordered_json summary_json(const Summary& summary, const nlohmann::ordered_json& extra);
 

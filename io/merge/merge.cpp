@@ -20,7 +20,6 @@
 #include "io/merge/team.hpp"
 #include "io/merge/verified.hpp"
 #include "io/merge/walk.hpp"
-#include "io/publish/leftovers.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/tree/reader.hpp"
@@ -64,19 +63,11 @@ void watch_inputs(const MergeJob& job) {
   for (const auto& source : job.read_besides) run::watch_input(source);
 }
 
-// The output, checked and locked before any work by the process that writes
-// it (rank 0 of a team); what killed merges onto it left is removed, since
-// the lock tells that no live run is writing it. Nothing for other ranks.
-struct ClaimedOutput {
-  std::optional<run::FileIdentity> replaces;  // the file it replaces (--force)
-  std::optional<publish::OutputLock> lock;
-};
-ClaimedOutput claim_output(const MergeJob& job) {
-  ClaimedOutput claimed;
-  if (!leads(job)) return claimed;
-  claimed.replaces = publish::prepare_output_file(job.output, job.force);
-  claimed.lock.emplace(publish::lock_merge_output(job.output));
-  return claimed;
+// The output, checked (and, in a directory, locked) before any work by the
+// process that writes it (rank 0 of a team); nothing for other ranks.
+std::unique_ptr<store::FilePublication> claim_output(const MergeJob& job) {
+  if (!leads(job)) return nullptr;
+  return job.place->file_publication(job.output_name, job.force);
 }
 
 std::uint64_t dataset_count(const NodeInfo& tree) {
@@ -121,7 +112,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   MergeJob job = unmetered;  // its policy gets the progress meter once the plan gives the total
   const bool lead = leads(job);
   watch_inputs(job);
-  const ClaimedOutput claimed = claim_output(job);  // held to the end: the lock
+  const std::unique_ptr<store::FilePublication> output = claim_output(job);  // held to the end: the lock
   VerifiedInputs verified(job);  // sizes now; digests now, or each as its input is reached
   if (job.team) job.team->agree();  // every share verified: no rank reads a changed file
   verified.ready(0);
@@ -148,10 +139,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output
   // (and its share of the shared datasets into a scratch file too, see team.hpp).
-  publish::AtomicOutputs outputs;
   std::optional<publish::ScratchFile> scratch;
   if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
-  const std::string temp = lead ? outputs.add(job.output, claimed.replaces) : scratch->path();
+  const std::string temp = lead ? output->path() : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {first, "/"});
   h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});
   state.copies.possible = copies_possible(ctx);
@@ -168,11 +158,12 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   gather_shared_chunks(ctx, state.team, out.get());  // last, in one order: the same bytes whatever the team
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
-  outputs.publish();
+  // The merge is done: the progress line stays at its total and counts the upload, if any.
+  const std::uint64_t size = output->publish([&](std::uint64_t sent) { meter.uploaded(sent); });
   if (job.team) job.team->agree();  // published
-  outputs.keep();
+  output->keep();
   warn_about_sources(job);
-  return {dataset_count(tree), meter.total(), choice.preset};
+  return {dataset_count(tree), size, meter.total(), choice.preset};
 }
 
 }  // namespace mb::io::merge

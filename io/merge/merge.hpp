@@ -11,6 +11,7 @@
 #include "core/source.hpp"
 #include "core/spec.hpp"
 #include "io/run/progress.hpp"
+#include "io/store/store.hpp"
 #include "io/tree/spec_choice.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
@@ -38,6 +39,11 @@ struct MergeTeam {
 struct MergeJob {
   std::vector<MergeInput> inputs;
   std::vector<Source> read_besides;  // files read besides the inputs (their manifest): never the output
+  // Where the merged file goes: member `output_name` of `place` (which the
+  // caller owns; a team's is a local directory); `output` names it in
+  // messages, and a team's scratch files are named after it.
+  store::Store* place = nullptr;
+  std::string output_name;
   std::string output;
   bool force = false;
   DataParallel dp;  // the layout the microbatches were split with
@@ -63,6 +69,7 @@ struct MergeJob {
 // file is left at job.output.
 struct MergeResult {
   std::uint64_t datasets = 0;    // in the merged file (further names of one dataset not counted)
+  std::uint64_t output_bytes = 0;  // the merged file's size (rank 0 of a team)
   std::uint64_t data_bytes = 0;  // of the inputs, as the progress counts them
   std::optional<tree::PresetSpec> preset;  // the preset whose spec was used
 };

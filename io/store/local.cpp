@@ -74,9 +74,39 @@ class DirectoryPublication final : public Publication {
   bool alone_;
 };
 
+// One file in its directory: checked and locked before any work (what
+// killed runs onto it left is removed, since the lock tells that no live
+// run writes it), written under a temporary, renamed into place. The lock
+// is declared first, so that it goes last.
+class DirectoryFile final : public FilePublication {
+ public:
+  DirectoryFile(const std::string& path, bool force)
+      : replaces_(publish::prepare_output_file(path, force)),
+        lock_(publish::lock_merge_output(path)),
+        path_(path),
+        temp_(outputs_.add(path, replaces_)) {}
+
+  std::string path() const override { return temp_; }
+
+  std::uint64_t publish(const std::function<void(std::uint64_t)>&) override {
+    outputs_.publish();
+    return fs::file_size(path_);
+  }
+
+  void keep() override { outputs_.keep(); }
+
+ private:
+  std::optional<run::FileIdentity> replaces_;  // the file it replaces (--force)
+  publish::OutputLock lock_;
+  std::string path_;
+  publish::AtomicOutputs outputs_;
+  std::string temp_;
+};
+
 class LocalDirectory final : public Store {
  public:
-  explicit LocalDirectory(std::string dir) : dir_(std::move(dir)) {}
+  // "" is the current directory, whose members are named bare.
+  explicit LocalDirectory(std::string dir) : bare_(dir.empty()), dir_(bare_ ? "." : std::move(dir)) {}
 
   std::string shown() const override { return dir_; }
   std::string shown(std::string_view name) const override { return path(name); }
@@ -150,9 +180,16 @@ class LocalDirectory final : public Store {
     return std::make_unique<DirectoryPublication>(*this, dir_, plan);
   }
 
- private:
-  std::string path(std::string_view name) const { return (fs::path(dir_) / name).string(); }
+  std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {
+    return std::make_unique<DirectoryFile>(path(name), force);
+  }
 
+ private:
+  std::string path(std::string_view name) const {
+    return bare_ ? std::string(name) : (fs::path(dir_) / name).string();
+  }
+
+  bool bare_;
   std::string dir_;
 };
 

@@ -19,9 +19,10 @@ Member open_member(const std::string& path, const Settings& settings) {
     const std::string base = sibling(path, "");
     return {open_store(base, settings), path.substr(base.size(), path.find('?', base.size()) - base.size())};
   }
+  // A bare name stays bare: its directory is "" (the current one), so that
+  // messages name the file as it was given.
   const std::filesystem::path p(path);
-  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
-  return {open_store(dir, settings), p.filename().string()};
+  return {open_store(p.parent_path().string(), settings), p.filename().string()};
 }
 
 }  // namespace mb::io::store

@@ -86,6 +86,11 @@ class S3Prefix final : public UrlStore {
   std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
     return prefix_publication(*this, base_, env_, plan);
   }
+
+  std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {
+    if (name.empty()) throw usage_error(fmt::format("-o/--output: {} names a prefix, not an object", shown()));
+    return prefix_file(address(name), force);
+  }
 };
 
 class HttpLocation final : public UrlStore {
@@ -108,6 +113,7 @@ class HttpLocation final : public UrlStore {
   void remove(std::string_view name) override { refuse(name); }
   std::unique_ptr<Claim> claim(std::string_view) override { refuse(""); }
   std::unique_ptr<Publication> publication(const PublicationPlan&) override { refuse(""); }
+  std::unique_ptr<FilePublication> file_publication(std::string_view name, bool) override { refuse(name); }
 
  private:
   [[noreturn]] void refuse(std::string_view name) const {

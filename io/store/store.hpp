@@ -108,6 +108,26 @@ class Publication {
   virtual std::string abandon() = 0;
 };
 
+// One file published whole under one name (a merged batch), opened by
+// Store::file_publication: written where path() says, then made to appear
+// whole by publish(). Destroyed before keep(), it leaves nothing it wrote
+// under the name on a directory (a published object stays: the run was
+// complete).
+class FilePublication {
+ public:
+  virtual ~FilePublication() = default;
+
+  // Where the run writes the file (nothing is there yet).
+  virtual std::string path() const = 0;
+  // Publishes the written file, telling `uploaded` (if any) the bytes the
+  // place confirmed so far; returns its size. Without --force nothing may
+  // stand under the name by then; with it, what stands there must be what
+  // stood when this was opened.
+  virtual std::uint64_t publish(const std::function<void(std::uint64_t uploaded)>& uploaded) = 0;
+  // The run is complete: what was published stays.
+  virtual void keep() = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -149,6 +169,14 @@ class Store {
   // the commit; onto a prefix, a local spool uploaded round by round while
   // the next is written. An HTTP(S) location refuses it.
   [[nodiscard]] virtual std::unique_ptr<Publication> publication(const PublicationPlan& plan) = 0;
+
+  // Opens the publication of one file as member `name`, checked before any
+  // work: a member already there is refused unless `force`. In a
+  // directory, a temporary beside it renamed into place (under the lock
+  // ".NAME.lock", what killed runs left removed); onto a prefix, a local
+  // spool uploaded whole (multipart from 16 MiB). An HTTP(S) location
+  // refuses it.
+  [[nodiscard]] virtual std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) = 0;
 };
 
 // Opens the place `where` names: s3://BUCKET/PREFIX[/] an S3 prefix,

@@ -9,23 +9,30 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/error.hpp"
 #include "core/remote.hpp"
 #include "core/units.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/publish/uploader.hpp"
+#include "io/remote/curl.hpp"
 #include "io/remote/settings.hpp"
+#include "io/remote/upload.hpp"
 #include "io/store/local.hpp"
 #include "io/store/written.hpp"
 
 namespace mb::io::store {
 namespace {
 
-// The directory the files are written in: --keep-local's, else a new one
-// under $TMPDIR (default /tmp), removed when the run ends.
-std::string spool_directory(const PublicationPlan& plan, const Environment& env) {
-  if (plan.keep_local) return *plan.keep_local;
+// A new directory's name under $TMPDIR (default /tmp), for files on their
+// way up; removed when the run ends.
+std::string spool_name(const Environment& env) {
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
   return fmt::format("{}/microbatch-upload-{}-{:x}", temporary_directory(env), ::getpid(), stamp & 0xffffff);
+}
+
+// The directory the files are written in: --keep-local's, else a spool.
+std::string spool_directory(const PublicationPlan& plan, const Environment& env) {
+  return plan.keep_local ? *plan.keep_local : spool_name(env);
 }
 
 // The object each file goes to (from its local copy, "" for those of other
@@ -122,7 +129,63 @@ void PrefixPublication::commit(const std::string& last_text) {
   spool_claim_->keep();
 }
 
+// Whether the object exists: one byte asked for, so that a missing bucket
+// is told from a missing key.
+bool exists(remote::Client& client, const RemoteAddress& address) {
+  const remote::Answer a = client.send(address, {.method = "GET", .headers = {"Range: bytes=0-0"}, .absent_ok = true});
+  if (a.status != 404) return true;
+  if (const std::string code = remote::xml_element(a.body, "Code"); !code.empty() && code != "NoSuchKey")
+    throw Error(fmt::format("{}: HTTP 404 ({}: {})", shown_name(address.name), code,
+                            remote::xml_element(a.body, "Message")));
+  return false;
+}
+
+// The object checked before any work (the store, the bucket and the
+// credentials tried on the way), then written to a spool of its own and
+// uploaded whole. The spool's directory is declared first, so that it goes
+// last, once the file in it is gone.
+class PrefixFile final : public FilePublication {
+ public:
+  PrefixFile(const RemoteAddress& address, bool force)
+      : address_(checked(address, force)),
+        spool_dir_(spool_name(address.env)),
+        spool_(spool_dir_),
+        file_(spool_dir_ + "/" + address.name.substr(address.name.rfind('/') + 1)) {}
+
+  std::string path() const override { return file_.path(); }
+
+  std::uint64_t publish(const std::function<void(std::uint64_t)>& uploaded) override {
+    remote::Client client(remote::settings_from(address_.env));
+    std::uint64_t sent = 0;
+    const remote::Uploaded up = remote::put_file(client, address_, file_.path(), [&](std::uint64_t n) {
+      sent += n;
+      if (uploaded) uploaded(sent);
+    });
+    spdlog::debug("{}: {} uploaded", shown_name(address_.name), byte_text(static_cast<double>(up.size)));
+    return up.size;
+  }
+
+  void keep() override {}
+
+ private:
+  static const RemoteAddress& checked(const RemoteAddress& address, bool force) {
+    remote::Client client(remote::settings_from(address.env));
+    if (exists(client, address) && !force)
+      throw Error(fmt::format("{}: the output exists; use --force to replace it", shown_name(address.name)));
+    return address;
+  }
+
+  RemoteAddress address_;
+  std::string spool_dir_;
+  publish::CreatedDirectories spool_;
+  publish::ScratchFile file_;
+};
+
 }  // namespace
+
+std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool force) {
+  return std::make_unique<PrefixFile>(address, force);
+}
 
 std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Environment& env,
                                                 const PublicationPlan& plan) {

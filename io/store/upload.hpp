@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/remote.hpp"
 #include "core/settings.hpp"
 #include "io/store/store.hpp"
 
@@ -15,6 +16,12 @@ namespace mb::io::store {
 
 // `prefix` is the Store (claimed through plan.claim), `base` its URL
 // ending in "/", `env` what resolves its members' addresses.
+// One object (merge -o s3://BUCKET/KEY.h5), checked before any work,
+// written to a spool under $TMPDIR and uploaded whole (multipart from
+// 16 MiB, checked: io/remote/upload.hpp), so that it appears only whole; a
+// run that fails uploads nothing and leaves no spool.
+std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool force);
+
 std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Environment& env,
                                                 const PublicationPlan& plan);
 

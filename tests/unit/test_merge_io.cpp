@@ -27,6 +27,7 @@
 #include "io/merge/merge.hpp"
 #include "io/merge/steps.hpp"
 #include "io/merge/weights.hpp"
+#include "io/store/local.hpp"
 #include "io/tree/reader.hpp"
 
 namespace {
@@ -185,9 +186,12 @@ TEST_CASE("merge: two files' rows concatenated, a replicated scalar kept, unequa
   write_input(c, {11, 12}, 10);           // another step
 
   // The default spec: split along axis 0, scalars replicated.
+  const auto place = mb::io::store::local_directory(dir.path.string());
   merge::MergeJob job;
   job.inputs = {{mb::Source::local(a.string()), "microbatch 0 (a.h5)"},
                 {mb::Source::local(b.string()), "microbatch 1 (b.h5)"}};
+  job.place = place.get();
+  job.output_name = "merged.h5";
   job.output = (dir.path / "merged.h5").string();
   CHECK(merge_in_child(job) == "datasets 2");
   {
@@ -205,6 +209,7 @@ TEST_CASE("merge: two files' rows concatenated, a replicated scalar kept, unequa
   }
 
   job.inputs[1] = {mb::Source::local(c.string()), "microbatch 1 (c.h5)"};
+  job.output_name = "refused.h5";
   job.output = (dir.path / "refused.h5").string();
   const std::string refused = merge_in_child(job);
   CHECK(refused.rfind("/step differs between microbatch 0 (a.h5) and microbatch 1 (c.h5): 9 vs 10", 0) == 0);

@@ -68,6 +68,9 @@ class MemoryStore final : public Store {
   std::unique_ptr<mb::io::store::Publication> publication(const mb::io::store::PublicationPlan&) override {
     throw std::logic_error("a memory store publishes nothing");
   }
+  std::unique_ptr<mb::io::store::FilePublication> file_publication(std::string_view, bool) override {
+    throw std::logic_error("a memory store publishes nothing");
+  }
 };
 
 // A fresh directory under /tmp, removed with everything in it.
@@ -105,6 +108,42 @@ void check_contract(Store& store) {
   CHECK(store.list().empty());
 }
 
+// What every place does with one file published whole: nothing under the
+// name before publish(), an existing member refused without --force and
+// replaced with it, nothing left by a run that ends before publishing,
+// nothing of the run's own (lock, temporaries, spool) left after.
+void check_file_publication(Store& store) {
+  {
+    const auto file = store.file_publication("merged.h5", false);
+    write(file->path(), "one");
+    CHECK(store.size("merged.h5") == std::nullopt);
+    CHECK(file->publish({}) == 3);
+    file->keep();
+  }
+  CHECK(store.read_text("merged.h5") == "one");
+  CHECK(message_of([&] { (void)store.file_publication("merged.h5", false); }).find("use --force") !=
+        std::string::npos);
+  fs::path written;
+  {
+    const auto file = store.file_publication("merged.h5", true);
+    written = file->path();
+    write(written, "two!");
+  }  // ends unpublished
+  CHECK(store.read_text("merged.h5") == "one");
+  CHECK_FALSE(fs::exists(written));
+  {
+    const auto file = store.file_publication("merged.h5", true);
+    write(file->path(), "two!");
+    CHECK(file->publish({}) == 4);
+    file->keep();
+  }
+  CHECK(store.read_text("merged.h5") == "two!");
+  const std::vector<Entry> left = store.list();
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].name == "merged.h5");
+  store.remove("merged.h5");
+}
+
 }  // namespace
 
 TEST_CASE("store contract: a local directory") {
@@ -112,6 +151,34 @@ TEST_CASE("store contract: a local directory") {
   fs::create_directories(dir.path);
   const auto store = mb::io::store::local_directory(dir.path.string());
   check_contract(*store);
+  check_file_publication(*store);
+}
+
+TEST_CASE("store: --force replaces only the file the run found there") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  write(dir.path / "merged.h5", "found");
+  const auto store = mb::io::store::local_directory(dir.path.string());
+  const auto file = store->file_publication("merged.h5", true);
+  write(file->path(), "merged");
+  fs::remove(dir.path / "merged.h5");
+  write(dir.path / "merged.h5", "another run's");
+  CHECK_FALSE(message_of([&] { (void)file->publish({}); }).empty());
+  CHECK(store->read_text("merged.h5") == "another run's");
+}
+
+TEST_CASE("store: a bare output name is a member of the current directory, named bare") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  const fs::path was = fs::current_path();
+  fs::current_path(dir.path);
+  const mb::io::store::Member member = mb::io::store::open_member("merged.h5", mb::Settings());
+  CHECK(member.name == "merged.h5");
+  CHECK(member.store->shown("merged.h5") == "merged.h5");
+  CHECK(member.store->shown() == ".");
+  const auto file = member.store->file_publication(member.name, false);
+  CHECK(fs::path(file->path()).parent_path().empty());  // beside it, in the current directory
+  fs::current_path(was);
 }
 
 namespace {
@@ -132,6 +199,7 @@ TEST_CASE("store contract: an S3 prefix, when a loopback server is named") {
   if (prefix == nullptr) return;
   const auto store = mb::io::store::open_store(prefix, s3_settings());
   check_contract(*store);
+  check_file_publication(*store);
   const std::string ran = std::string("the S3 contract ran against ") + prefix;
   MESSAGE(ran);
 }
