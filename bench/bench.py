@@ -77,6 +77,9 @@ MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CO
 SCALE_OUT_P = [1, 2, 4]
 FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
+# What --only takes; a name not here would make an empty input and time nothing.
+WORKLOADS = ["contiguous", "gzip-chunked", "small", "strings", "compressed-unaligned", "memory", "many", "scale-out",
+             "remote", "upload"]
 MANY_ROWS = 64_000
 MANY_N = [1_000, 4_000, 16_000, 64_000]
 MANY_ONCE_FROM = 16_000  # from this N on, each command runs once (they are slow)
@@ -416,7 +419,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/tmp/microbatch-bench")
     ap.add_argument("--only", nargs="*", default=["contiguous", "gzip-chunked", "small", "strings", "memory"],
-                    help="workloads to run (default: all but many)")
+                    choices=WORKLOADS, help="workloads to run (default: all but many)")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--jobs", type=int, default=1, help="microbatch split -j")
     ap.add_argument("--runs", type=int, default=5, help="runs per command, best kept (2 for commands over 5 s)")

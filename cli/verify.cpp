@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -15,6 +14,7 @@
 #include "cli/summary.hpp"
 #include "core/remote.hpp"
 #include "core/units.hpp"
+#include "io/store/store.hpp"
 #include "io/verify/verify.hpp"
 #include "specs/emit.hpp"
 #include "specs/manifest.hpp"
@@ -64,7 +64,12 @@ void run_verify(const VerifyCommand& cmd) {
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
   const Source target = input_source(manifest_of_prefix(cmd.target));
-  const io::verify::Report report = io::verify::verify(target, process_settings(), std::max(1u, std::thread::hardware_concurrency()));
+  // The place the split is in: the directory named, or the one holding the manifest a URL names.
+  const std::unique_ptr<io::store::Store> place = target.is_remote()
+                                                      ? io::store::open_member(target.name(), process_settings()).store
+                                                      : io::store::open_store(target.name(), process_settings());
+  const io::verify::Report report =
+      io::verify::verify(target, *place, std::max(1u, std::thread::hardware_concurrency()));
   std::uint64_t bad = 0;
   std::uint64_t bytes = 0;
   for (const auto& f : report.files) {
@@ -75,8 +80,7 @@ void run_verify(const VerifyCommand& cmd) {
   }
   for (const auto& name : report.extra)
     spdlog::error("{}: not listed in {}: a file of another split, which a glob of the split's files would pick up",
-                  target.is_remote() ? shown_name(sibling(target.name(), name))
-                                     : (std::filesystem::path(target.name()) / name).string(),
+                  place->shown(name),
                   report.manifest);
   if (!report.listed)
     spdlog::info("{}: {}: files besides the manifest's are not looked for", target.shown(),

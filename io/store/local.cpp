@@ -127,10 +127,18 @@ class LocalDirectory final : public Store {
     return out;
   }
 
+  // What is there but cannot be looked at (a symbolic link loop, no
+  // permission) is an error, not a missing member; what is not a regular
+  // file is no member.
   std::optional<std::uint64_t> size(std::string_view name) const override {
+    const std::string p = path(name);
     std::error_code ec;
-    const auto size = fs::file_size(path(name), ec);
-    if (ec) return std::nullopt;
+    const fs::file_status status = fs::status(p, ec);
+    if (status.type() == fs::file_type::not_found) return std::nullopt;
+    if (ec) throw Error(fmt::format("{}: cannot read ({})", p, ec.message()), kind_of_errno(ec.value()));
+    if (status.type() != fs::file_type::regular) return std::nullopt;
+    const auto size = fs::file_size(p, ec);
+    if (ec) return std::nullopt;  // gone meanwhile
     return size;
   }
 

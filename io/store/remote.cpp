@@ -102,7 +102,11 @@ class HttpLocation final : public UrlStore {
   }
 
   std::optional<std::uint64_t> size(std::string_view name) const override {
-    return remote::describe(address(name)).size;
+    try {
+      return remote::describe(address(name)).size;
+    } catch (const remote::Missing&) {
+      return std::nullopt;
+    }
   }
 
   std::optional<std::string> read_text(std::string_view name) const override {

@@ -22,22 +22,6 @@ namespace mb::io::verify {
 namespace {
 namespace fs = std::filesystem;
 
-// The size of a file, or none when nothing is there under its name.
-std::optional<std::uint64_t> found_size(const Source& file) {
-  if (!file.is_remote()) {
-    std::error_code ec;  // beyond "not found": what is there but cannot be looked at (a symlink loop, no permission)
-    const fs::file_status status = fs::status(file.name(), ec);
-    if (status.type() == fs::file_type::not_found) return std::nullopt;
-    if (ec) throw Error(fmt::format("{}: cannot read ({})", file.shown(), ec.message()), kind_of_errno(ec.value()));
-    if (status.type() != fs::file_type::regular) return std::nullopt;
-  }
-  try {
-    return publish::size_of(file);
-  } catch (const remote::Missing&) {
-    return std::nullopt;
-  }
-}
-
 // The length of `path` in `file` along `axis`, or a message saying why it has none.
 struct Length {
   std::uint64_t rows = 0;
@@ -82,17 +66,13 @@ std::string rows_problem(const specs::Manifest& manifest, const Source& source, 
   return {};
 }
 
-// What stands beside the manifest: a local directory's entries, an S3
-// prefix's objects (listed); none for an HTTP(S) URL, which nothing lists,
-// nor for a prefix the credentials may read but not list (`why` says so).
-std::optional<std::vector<std::string>> names_beside(const Source& target, const Settings& settings,
-                                                     std::string& why) {
-  // The target is the directory itself, or a URL of the manifest in it.
-  const auto place = target.is_remote() ? store::open_member(target.name(), settings).store
-                                        : store::open_store(target.name(), settings);
+// What stands beside the manifest; none for an HTTP(S) location, which
+// nothing lists, nor for a prefix the credentials may read but not list
+// (`why` says so).
+std::optional<std::vector<std::string>> names_beside(const store::Store& place, std::string& why) {
   std::vector<std::string> names;
   try {
-    for (const auto& entry : place->list()) names.push_back(entry.name);
+    for (const auto& entry : place.list()) names.push_back(entry.name);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Data) throw;  // the store is down: a retry may help
     // An HTTP(S) location, or a prefix the credentials may read but not list (403: no s3:ListBucket).
@@ -117,7 +97,7 @@ std::vector<std::string> extra_files(const std::vector<std::string>& names, cons
 
 // Size first (cheap, and a missing file needs no digest), then the digests
 // of the files of the right size, all at once, then rows of the intact ones.
-void check_files(const merge::MergeSources& sources, unsigned threads, Report& report) {
+void check_files(const merge::MergeSources& sources, const store::Store& place, unsigned threads, Report& report) {
   const specs::Manifest& manifest = *sources.manifest;
   std::vector<Source> sized;
   std::vector<std::size_t> sized_index;
@@ -125,7 +105,7 @@ void check_files(const merge::MergeSources& sources, unsigned threads, Report& r
     const specs::FileRecord& record = manifest.files[i];
     const Source& file = sources.files[i];
     FileCheck& check = report.files.emplace_back(FileCheck{record.name, record.size, Problem::None, {}});
-    const std::optional<std::uint64_t> size = found_size(file);
+    const std::optional<std::uint64_t> size = place.size(record.name);
     if (!size) {
       check.problem = Problem::Missing;
       check.message = fmt::format("{}: missing", file.shown());
@@ -171,7 +151,7 @@ bool Report::intact() const {
   return extra.empty();
 }
 
-Report verify(const Source& target, const Settings& settings, unsigned threads) {
+Report verify(const Source& target, const store::Store& place, unsigned threads) {
   std::error_code ec;
   if (target.is_remote() ? !remote_manifest_name(target.name(), specs::kManifestName).has_value()
                          : fs::exists(target.name(), ec) && !fs::is_directory(target.name(), ec))
@@ -189,8 +169,8 @@ Report verify(const Source& target, const Settings& settings, unsigned threads) 
   Report report;
   report.manifest = sources.manifest_path;
   report.split_id = manifest.split_id;
-  check_files(sources, threads, report);
-  if (const auto names = names_beside(target, settings, report.unlisted)) {
+  check_files(sources, place, threads, report);
+  if (const auto names = names_beside(place, report.unlisted)) {
     report.extra = extra_files(*names, manifest);
     report.listed = true;
   }

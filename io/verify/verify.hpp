@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/settings.hpp"
 #include "core/source.hpp"
+#include "io/store/store.hpp"
 
 namespace mb::io::verify {
 
@@ -36,9 +36,10 @@ struct Report {
 
 // Reads the manifest of `target` (a directory, a URL ending in "/", or the
 // manifest's URL) and checks every file it lists, `threads` digests at a
-// time. A manifest that cannot be read, or whose split id does not match
+// time; `place` is the Store the split is in (listed for files the manifest
+// does not list). A manifest that cannot be read, or whose split id does not match
 // its contents, is an mb::Error as for merge; what is wrong with the files
 // is in the report.
-Report verify(const Source& target, const Settings& settings, unsigned threads);
+Report verify(const Source& target, const store::Store& place, unsigned threads);
 
 }  // namespace mb::io::verify

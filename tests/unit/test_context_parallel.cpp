@@ -34,7 +34,7 @@ std::vector<std::uint64_t> expand(const RowMap& map) {
 
 }  // namespace
 
-TEST_CASE("zigzag: rank r holds stripes r and 2C-1-r; every position exactly once; the inverse is the argsort") {
+TEST_CASE("zigzag: rank r holds stripes r and 2C-1-r, every position exactly once, the inverse is the argsort") {
   for (std::uint64_t C = 1; C <= 4; ++C)
     for (std::uint64_t S : {std::uint64_t{0}, 2 * C, 4 * C, 6 * C, 16 * C}) {
       CAPTURE(C);
@@ -90,7 +90,7 @@ TEST_CASE("lengths that 2C does not divide are refused, naming what") {
             .find("/cu: sequence 1 has 6 tokens, not divisible into 2 x --cp-degree 2 = 4") == 0);
 }
 
-TEST_CASE("causal work: zigzag gives every rank the ideal; a contiguous cut does not") {
+TEST_CASE("causal work: zigzag gives every rank the ideal, a contiguous cut does not") {
   // Sum over positions of position + 1, by hand for S = 8, C = 2.
   CHECK(mb::causal_work({{0, 8, 1}}) == 36);
   CHECK(mb::causal_work(mb::zigzag({{0, 8}}, 2, 0)) == 1 + 2 + 7 + 8);
@@ -162,7 +162,7 @@ TEST_CASE("split plan under CP: rows per microbatch, positions per CP rank, the 
       }
 }
 
-TEST_CASE("packed under CP: per-document tokens per rank; offsets shared; merge inverts from each rank's offsets") {
+TEST_CASE("packed under CP: per-document tokens per rank, offsets shared, merge inverts from each rank's offsets") {
   const auto t = root({dataset("tok", {28}), dataset("cu", {5}), dataset("id", {4})});
   const auto res = mb::resolve(
       t, mb::specs::parse_spec(R"({"tok": {"packed": "/cu"}, "cu": "offsets", "id": {"per_sequence": "/cu"}})", "s"),

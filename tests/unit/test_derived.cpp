@@ -58,7 +58,7 @@ TEST_CASE("an inconsistent stored value is refused naming both values") {
         0);
 }
 
-TEST_CASE("num_sequences counts the offsets' sequences; num_rows is checked against a length") {
+TEST_CASE("num_sequences counts the offsets' sequences, num_rows is checked against a length") {
   CHECK(mb::derive(Quantity::NumSequences, Offsets{0, 3, 10, 12}) == 3);
   CHECK(mb::derive(Quantity::NumSequences, Offsets{0}) == 0);
   const std::string what = "b.h5: /df/table@NROWS";

@@ -145,7 +145,7 @@ TEST_CASE("a long name is cut at 1023 characters") {
                    "probably corrupt; partial outputs removed\n");
 }
 
-TEST_CASE("an unregistered temporary is left alone; each registration is undone once") {
+TEST_CASE("an unregistered temporary is left alone, each registration is undone once") {
   const std::string kept = make_temporary(), first = make_temporary(), middle = make_temporary(),
                     twice = make_temporary();
   const Outcome out = run_in_child([&] {

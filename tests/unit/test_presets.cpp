@@ -131,7 +131,7 @@ mb::NodeInfo anndata_tree(const std::string& x_type, bool with_obsp) {
 
 }  // namespace
 
-TEST_CASE("presets: anndata cuts cells, CSR by its indptr, shape[0] derived; CSC and obsp refused") {
+TEST_CASE("presets: anndata cuts cells, CSR by its indptr, shape[0] derived, CSC and obsp refused") {
   const mb::NodeInfo ad = anndata_tree("csr_matrix", false);
   CHECK(mb::pick_preset("auto", ad).preset->name == "anndata");
   const mb::Preset& p = *mb::pick_preset("anndata", ad).preset;
@@ -154,7 +154,7 @@ TEST_CASE("presets: anndata cuts cells, CSR by its indptr, shape[0] derived; CSC
   CHECK(message_of([&] { p.spec(obsp); }).find("/obsp: pairwise cell x cell data (/obsp/d)") == 0);
 }
 
-TEST_CASE("presets: pandas cuts tables with NROWS per piece and drops index tables; pickles refused") {
+TEST_CASE("presets: pandas cuts tables with NROWS per piece and drops index tables, pickles refused") {
   mb::NodeInfo table = dataset("table", {5});
   mb::AttributeInfo nrows = text_attribute("NROWS", "5");
   nrows.dtype = "int64";

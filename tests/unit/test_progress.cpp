@@ -47,7 +47,7 @@ TEST_CASE("progress: a piece's count is capped at its size and counted whole at 
   CHECK(shown.done == std::vector<std::uint64_t>{25, 50, 60, 60, 65, 100});
 }
 
-TEST_CASE("progress: workers count in their own slots; only the parent shows, summed") {
+TEST_CASE("progress: workers count in their own slots, only the parent shows, summed") {
   Shown shown;
   mb::io::run::ByteMeter meter(300, shown.callback(), 3);
   const pid_t parent = ::getpid();

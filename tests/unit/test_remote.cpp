@@ -73,7 +73,7 @@ TEST_CASE("remote: an endpoint override is path-style, and keys are percent-enco
   CHECK_THROWS_AS(resolve("s3://bkt/k.h5", {{"AWS_ENDPOINT_URL", "127.0.0.1:9000"}}), mb::Error);
 }
 
-TEST_CASE("remote: credentials are both or neither; a token comes with them") {
+TEST_CASE("remote: credentials are both or neither, a token comes with them") {
   CHECK_FALSE(resolve("s3://bkt/k.h5", {}).signing);
   const auto with_token =
       resolve("s3://bkt/k.h5", {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"AWS_SESSION_TOKEN", "T"}});

@@ -121,7 +121,7 @@ TEST_CASE("every name of a hard-linked object needs the same rule") {
                   "replicate)") != std::string::npos);
 }
 
-TEST_CASE("stack and weighted means resolve on datasets and attributes; weights must be rank 0") {
+TEST_CASE("stack and weighted means resolve on datasets and attributes, weights must be rank 0") {
   const auto tree = sample_tree();  // /temperature and /out/loss are rank 0; /@step and /out@tokens scalars
   const auto r = resolve_text(tree, R"({"*": null, "temperature": {"reduce": "stack"},
     "@step": {"reduce": "mean", "weight": "/out/loss"},
