@@ -25,6 +25,7 @@ struct CommonFlags {
   bool verbose = false;
   std::string level;
   unsigned stall_seconds = 600;
+  bool no_sign_request = false;
 };
 CommonFlags g_flags;
 }  // namespace
@@ -81,6 +82,9 @@ void add_common_options(CLI::App& app) {
                  "make the HDF5 library loop forever (default 600, 0 = never)")
       ->transform(whole_number("--stall-timeout"))
       ->type_name("SECONDS");
+  app.add_flag("--no-sign-request", g_flags.no_sign_request,
+               "send s3:// requests unsigned, for public buckets (else credentials are looked up as the AWS CLI "
+               "does, and none found is an error)");
 }
 
 unsigned stall_timeout_seconds() { return g_flags.stall_seconds; }
@@ -91,6 +95,7 @@ void apply_common_options() {
   if (g_flags.verbose) level = spdlog::level::debug;
   if (!g_flags.level.empty()) level = spdlog::level::from_str(g_flags.level);
   spdlog::set_level(level);
+  install_credentials(g_flags.no_sign_request);
   io::run::start_stall_watchdog(g_flags.stall_seconds);
 }
 
@@ -239,7 +244,7 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
   return request;
 }
 
-Source input_source(const std::string& name) { return Source::resolve(name, process_settings().environment()); }
+Source input_source(const std::string& name) { return Source::resolve(name, process_settings()); }
 
 std::optional<Launch> team_launch(const std::string& command) {
   auto launch = detect_launch(process_settings().environment());

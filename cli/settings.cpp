@@ -3,12 +3,16 @@
 #include <map>
 #include <string>
 
+#include "io/aws/chain.hpp"
+
 extern char** environ;  // POSIX: the process's variables, NAME=VALUE
 
 namespace mb::cli {
 
-const Settings& process_settings() {
-  static const Settings settings = [] {
+namespace {
+
+Settings& held() {
+  static Settings settings = [] {
     std::map<std::string, std::string> variables;
     for (char** entry = environ; entry && *entry; ++entry) {
       const std::string text(*entry);
@@ -18,6 +22,14 @@ const Settings& process_settings() {
     return Settings(std::move(variables));
   }();
   return settings;
+}
+
+}  // namespace
+
+const Settings& process_settings() { return held(); }
+
+void install_credentials(bool no_sign_request) {
+  held() = held().with_aws(io::aws::credential_chain(held(), {.no_sign_request = no_sign_request}));
 }
 
 }  // namespace mb::cli

@@ -5,7 +5,12 @@
 
 namespace mb::cli {
 
-// The variables as the process started with them, taken on first use.
+// The variables as the process started with them, taken on first use, and
+// (once install_credentials has run) where s3:// requests find credentials.
 const Settings& process_settings();
+
+// Gives the settings the AWS CLI's credential chain (io/aws/chain.hpp), or
+// anonymous requests with --no-sign-request. Once, before a command runs.
+void install_credentials(bool no_sign_request);
 
 }  // namespace mb::cli

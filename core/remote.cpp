@@ -41,28 +41,13 @@ bool valid_bucket(std::string_view b) {
          });
 }
 
-std::string region_from(const Environment& env) {
-  std::string region = variable(env, "AWS_REGION");
-  if (region.empty()) region = variable(env, "AWS_DEFAULT_REGION");
-  return region.empty() ? "us-east-1" : region;
-}
-
-std::optional<Signing> signing_from(const Environment& env) {
-  Signing s;
-  s.key_id = variable(env, "AWS_ACCESS_KEY_ID");
-  s.secret = variable(env, "AWS_SECRET_ACCESS_KEY");
-  s.token = variable(env, "AWS_SESSION_TOKEN");
-  s.region = region_from(env);
-  if (s.key_id.empty() != s.secret.empty())
-    throw usage_error(fmt::format("{} is set but {} is not: give both for signed requests, or neither for anonymous "
-                                  "ones",
-                                  s.key_id.empty() ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
-                                  s.key_id.empty() ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY"));
-  if (s.key_id.empty()) {
-    if (!s.token.empty()) throw usage_error("AWS_SESSION_TOKEN is set without AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
-    return std::nullopt;
-  }
-  return s;
+// The signing of settings.aws(), whose credentials are looked up now: none
+// when it answers anonymous requests.
+std::optional<Signing> signing_from(const Settings& settings) {
+  const auto& aws = settings.aws();
+  if (!aws) throw Error("internal: s3:// names need a credential source in the settings");
+  if (!aws->current()) return std::nullopt;
+  return Signing{aws->region(), "s3", aws};
 }
 
 std::string endpoint_from(const Environment& env) {
@@ -85,20 +70,21 @@ std::pair<std::string_view, std::string_view> bucket_and_key(std::string_view na
 
 // The URL of `key` (percent-encoded) in `bucket`: path-style at an endpoint, else AWS's. An empty key is the
 // bucket itself, as ListObjectsV2 requests it.
-std::string s3_url(std::string_view bucket, std::string_view key, const Environment& env) {
-  const std::string endpoint = endpoint_from(env);
-  const std::string region = region_from(env), path = key.empty() ? "" : "/" + encode_key(key);
+std::string s3_url(std::string_view bucket, std::string_view key, const Settings& settings) {
+  const std::string endpoint = endpoint_from(settings.environment());
+  const std::string region = settings.aws()->region(), path = key.empty() ? "" : "/" + encode_key(key);
   if (!endpoint.empty()) return fmt::format("{}/{}{}", endpoint, bucket, path);
   if (bucket.find('.') != std::string_view::npos)  // a dotted bucket breaks the TLS wildcard
     return fmt::format("https://s3.{}.amazonaws.com/{}{}", region, bucket, path);
   return fmt::format("https://{}.s3.{}.amazonaws.com{}", bucket, region, path.empty() ? "/" : path);
 }
 
-RemoteAddress resolve_s3(std::string_view name, const Environment& env) {
+RemoteAddress resolve_s3(std::string_view name, const Settings& settings) {
   const auto [bucket, key] = bucket_and_key(name);
   if (!valid_bucket(bucket) || key.empty() || key.ends_with('/'))
     throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
-  return RemoteAddress{std::string(name), s3_url(bucket, key, env), signing_from(env), env};
+  auto signing = signing_from(settings);
+  return RemoteAddress{std::string(name), s3_url(bucket, key, settings), std::move(signing), settings.environment()};
 }
 
 }  // namespace
@@ -110,21 +96,23 @@ bool is_remote(std::string_view name) {
          starts_with_nocase(name, "https://");
 }
 
-RemoteAddress resolve_remote(std::string_view name, const Environment& env) {
-  if (starts_with_nocase(name, "s3://")) return resolve_s3(name, env);
+RemoteAddress resolve_remote(std::string_view name, const Settings& settings) {
+  if (starts_with_nocase(name, "s3://")) return resolve_s3(name, settings);
   const auto host = name.find("://") + 3;
   if (host >= name.size() || name[host] == '/')
     throw usage_error(fmt::format("{}: not a URL with a host", shown_name(name)));
-  return RemoteAddress{std::string(name), std::string(name), std::nullopt, env};
+  return RemoteAddress{std::string(name), std::string(name), std::nullopt, settings.environment()};
 }
 
-S3Listing resolve_listing(std::string_view name, const Environment& env) {
+S3Listing resolve_listing(std::string_view name, const Settings& settings) {
   if (!starts_with_nocase(name, "s3://"))
     throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
   const auto [bucket, key] = bucket_and_key(name);
   if (!valid_bucket(bucket) || (!key.empty() && !key.ends_with('/')))
     throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
-  return {RemoteAddress{std::string(name), s3_url(bucket, "", env), signing_from(env), env}, std::string(key)};
+  auto signing = signing_from(settings);
+  return {RemoteAddress{std::string(name), s3_url(bucket, "", settings), std::move(signing), settings.environment()},
+          std::string(key)};
 }
 
 std::string shown_name(std::string_view name) {

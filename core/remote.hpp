@@ -1,12 +1,15 @@
 #pragma once
 // Inputs named by URL (s3://, http://, https://): where a name points, how
 // requests to it are signed, how it is shown in messages, and names
-// relative to it. Pure: the environment is passed in, nothing is fetched.
+// relative to it. Pure: the settings are passed in, nothing is fetched.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/credentials.hpp"
 #include "core/launcher.hpp"  // Environment
+#include "core/settings.hpp"
 
 namespace mb {
 
@@ -15,11 +18,13 @@ bool is_remote(std::string_view name);
 // s3:// (in any case).
 bool is_s3(std::string_view name);
 
-// AWS Signature V4 settings for an s3:// object, the way AWS tools take
-// them from the environment.
+// How requests to an s3:// object are signed (AWS Signature V4): for a
+// region and a service, with the credentials the source holds when each
+// request is sent (temporary ones are refreshed in a long run).
 struct Signing {
-  std::string region;  // AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
-  std::string key_id, secret, token;  // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+  std::string region;
+  std::string service = "s3";
+  std::shared_ptr<const CredentialSource> credentials;
 };
 
 // Where to send the requests for a remote name.
@@ -35,12 +40,13 @@ struct RemoteAddress {
 // Resolves `name` (is_remote). s3://BUCKET/KEY goes to AWS_ENDPOINT_URL_S3,
 // else AWS_ENDPOINT_URL, path-style (ENDPOINT/BUCKET/KEY, as S3-compatible
 // stores expect), else to AWS virtual-hosted style
-// (https://BUCKET.s3.REGION.amazonaws.com/KEY). It is signed when both
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set, anonymous when
-// neither is. http(s) URLs are requested as given, unsigned (a presigned
-// URL carries its signature in its query). Throws mb::Error (a usage
-// error) for a malformed name or half-given credentials.
-RemoteAddress resolve_remote(std::string_view name, const Environment& env);
+// (https://BUCKET.s3.REGION.amazonaws.com/KEY). It is signed with the
+// credentials of settings.aws(), looked up now (a missing or failing
+// source fails here, before any request), anonymous only when that source
+// says so. http(s) URLs are requested as given, unsigned (a presigned URL
+// carries its signature in its query). Throws mb::Error (a usage error)
+// for a malformed name.
+RemoteAddress resolve_remote(std::string_view name, const Settings& settings);
 
 // A prefix s3://BUCKET/PREFIX/ (or s3://BUCKET/) to list: the bucket's
 // address, which ListObjectsV2 requests, and the keys' prefix ("PREFIX/").
@@ -49,7 +55,7 @@ struct S3Listing {
   RemoteAddress bucket;
   std::string prefix;
 };
-S3Listing resolve_listing(std::string_view name, const Environment& env);
+S3Listing resolve_listing(std::string_view name, const Settings& settings);
 
 // `name` as messages show it: the query (which can hold a presigned URL's
 // signature and token) and any user:password@ replaced. Any other name

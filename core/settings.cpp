@@ -13,6 +13,12 @@ const char* Settings::get(const char* name) const {
   return it == variables_->end() ? nullptr : it->second.c_str();
 }
 
+Settings Settings::with_aws(std::shared_ptr<const CredentialSource> aws) const {
+  Settings out = *this;
+  out.aws_ = std::move(aws);
+  return out;
+}
+
 Environment Settings::environment() const {
   return [held = *this](const char* name) { return held.get(name); };
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/credentials.hpp"
 #include "core/launcher.hpp"  // Environment
 
 namespace mb {
@@ -23,8 +24,14 @@ class Settings {
   // it keeps the variables alive as long as it is held.
   Environment environment() const;
 
+  // Where s3:// requests find their credentials and region: io/aws's chain,
+  // which cli/ installs once (with_aws); null until then.
+  const std::shared_ptr<const CredentialSource>& aws() const { return aws_; }
+  Settings with_aws(std::shared_ptr<const CredentialSource> aws) const;
+
  private:
   std::shared_ptr<const std::map<std::string, std::string>> variables_;
+  std::shared_ptr<const CredentialSource> aws_;
 };
 
 // Where a run keeps files of its own (spools, local copies): $TMPDIR, else /tmp.

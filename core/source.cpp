@@ -4,14 +4,17 @@
 
 namespace mb {
 
-Source::Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Environment env)
-    : name_(std::move(name)), shown_(std::move(shown)), address_(std::move(address)), env_(std::move(env)) {}
+Source::Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Settings settings)
+    : name_(std::move(name)),
+      shown_(std::move(shown)),
+      address_(std::move(address)),
+      settings_(std::move(settings)) {}
 
-Source Source::resolve(std::string name, const Environment& env) {
+Source Source::resolve(std::string name, const Settings& settings) {
   std::optional<RemoteAddress> address;
-  if (mb::is_remote(name)) address = resolve_remote(name, env);
+  if (mb::is_remote(name)) address = resolve_remote(name, settings);
   std::string shown = shown_name(name);
-  return Source(std::move(name), std::move(shown), std::move(address), env);
+  return Source(std::move(name), std::move(shown), std::move(address), settings);
 }
 
 Source Source::local(std::string path, std::string shown) {
@@ -26,7 +29,7 @@ std::string Source::file_name() const {
 }
 
 Source Source::beside(std::string_view file) const {
-  if (is_remote()) return resolve(sibling(name_, file), env_);
+  if (is_remote()) return resolve(sibling(name_, file), settings_);
   const std::filesystem::path dir = std::filesystem::path(name_).parent_path();
   return local((dir.empty() ? std::filesystem::path(file) : dir / file).string());
 }

@@ -7,17 +7,17 @@
 #include <string>
 #include <string_view>
 
-#include "core/launcher.hpp"  // Environment
 #include "core/remote.hpp"
+#include "core/settings.hpp"
 
 namespace mb {
 
 class Source {
  public:
   Source() = default;  // no input yet (a job being filled in)
-  // Throws mb::Error (a usage error) for a malformed URL or half-given
-  // credentials: before anything is read.
-  static Source resolve(std::string name, const Environment& env);
+  // Throws mb::Error for a malformed URL (a usage error) or credentials
+  // that cannot be found: before anything is read.
+  static Source resolve(std::string name, const Settings& settings);
   // A local file by a path this process made (a temporary, a team's
   // scratch file, a file of a local split directory), shown as `shown` (a
   // temporary's final name) or as its path.
@@ -35,12 +35,12 @@ class Source {
   Source beside(std::string_view file) const;
 
  private:
-  Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Environment env);
+  Source(std::string name, std::string shown, std::optional<RemoteAddress> address, Settings settings);
 
   std::string name_;
   std::string shown_;
   std::optional<RemoteAddress> address_;
-  Environment env_;  // that resolved it: its neighbours are resolved alike
+  Settings settings_;  // that resolved it: its neighbours are resolved alike
 };
 
 }  // namespace mb

@@ -53,20 +53,22 @@ void configure_handle(CURL* curl, const RemoteAddress& address, const Settings& 
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   if (!settings.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, settings.ca_bundle.c_str());
-  if (address.signing) {
-    const Signing& s = *address.signing;
-    const std::string provider = "aws:amz:" + s.region + ":s3";
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());  // libcurl copies string options
-    curl_easy_setopt(curl, CURLOPT_USERNAME, s.key_id.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, s.secret.c_str());
-  }
 }
 
-curl_slist* signing_headers(const RemoteAddress& address) {
+curl_slist* sign(CURL* curl, const RemoteAddress& address) {
   if (!address.signing) return nullptr;
-  curl_slist* headers = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-  if (!address.signing->token.empty())
-    headers = curl_slist_append(headers, ("x-amz-security-token: " + address.signing->token).c_str());
+  const Signing& signing = *address.signing;
+  // Asked at every request: temporary credentials are fetched again before they expire.
+  const std::optional<Credentials> c = signing.credentials->current();
+  if (!c) return nullptr;
+  const std::string provider = "aws:amz:" + signing.region + ":" + signing.service;
+  curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());  // libcurl copies string options
+  curl_easy_setopt(curl, CURLOPT_USERNAME, c->key_id.c_str());
+  curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret.c_str());
+  curl_slist* headers = nullptr;
+  if (signing.service == "s3")  // S3 alone takes an unsigned payload; libcurl hashes other services' bodies
+    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  if (!c->token.empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + c->token).c_str());
   return headers;
 }
 

@@ -19,15 +19,18 @@ inline constexpr std::size_t kErrorBodyLimit = 4096;
 
 void init_curl_once();
 
-// Options every handle gets: the address's URL and signing, the settings'
-// timeouts and CA, no signals, a stop signal ending the transfer, `error`
+// Options every handle gets: the address's URL, the settings' timeouts and
+// CA, no signals, a stop signal ending the transfer, `error`
 // (CURL_ERROR_SIZE bytes) as its error buffer.
 void configure_handle(CURL* curl, const RemoteAddress& address, const Settings& settings, char* error);
 
-// The headers a signed request needs besides libcurl's own (none for an
-// anonymous one): S3's payload hash (unsigned: bodies are streamed) and a
-// session token. The caller frees the list (curl_slist_free_all).
-curl_slist* signing_headers(const RemoteAddress& address);
+// Signs the handle's next request as the address says (Signature V4 with
+// the credentials its source holds now; nothing for an anonymous one) and
+// returns the headers that needs besides libcurl's own: S3's payload hash
+// (unsigned: bodies are streamed) and a session token. Called before every
+// request, so that refreshed credentials are used. The caller frees the
+// list (curl_slist_free_all).
+curl_slist* sign(CURL* curl, const RemoteAddress& address);
 
 // A response header line is `name` (lower case): "ETag: x" is "etag".
 bool header_is(std::string_view line, std::string_view name);

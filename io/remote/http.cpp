@@ -223,13 +223,12 @@ void Object::State::configure() {
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L << 10);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  set_headers(false);
 }
 
 void Object::State::set_headers(bool with_etag) {
   curl_slist_free_all(headers);
   headers = nullptr;
-  headers = signing_headers(address);
+  headers = sign(curl, address);
   if (const std::string etag = served.version.strong_etag(); with_etag && !etag.empty())
     headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -239,6 +238,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
   Response r;
   r.curl = curl, r.out = out, r.capacity = n, r.shown = &shown, r.spool = &settings.temporary_directory;
   r.may_be_whole = first || !served.ranges, r.keeps_whole = first, r.skip = offset;
+  set_headers(!first);  // signed afresh: credentials may have been refreshed since the last request
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
   const std::string range = fmt::format("{}-{}", offset, offset + n - 1);
@@ -282,7 +282,6 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
     served.ranges = status != 200;
     served.copy = std::move(r.copy);
     head.resize(r.got);
-    set_headers(true);
   } else if (const std::string d = difference(served.version, r, total); !d.empty()) {
     // A server that ignores If-Match (or has no strong ETag) answers with the new version.
     return Failure{.what = fmt::format("changed while it was read ({})", d), .changed = true};
@@ -317,7 +316,6 @@ Object::Object(const RemoteAddress& address, const Settings& settings, std::uint
 Object::Object(const RemoteAddress& address, const Settings& settings, const Served& known)
     : s_(new State(address, settings)) {
   s_->served = known;
-  s_->set_headers(true);
 }
 
 Object::~Object() {

@@ -142,7 +142,7 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
   configure_handle(curl, target, settings, error);
   Exchange x;
   x.call = &call, x.cancel = cancel;
-  curl_slist* headers = signing_headers(address);
+  curl_slist* headers = sign(curl, address);
   for (const auto& h : call.headers) headers = curl_slist_append(headers, h.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);

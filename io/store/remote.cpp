@@ -26,11 +26,11 @@ class NoClaim final : public Claim {
 // What every place named by URL shares: members are base + name.
 class UrlStore : public Store {
  public:
-  UrlStore(std::string base, const Settings& settings) : base_(std::move(base)), env_(settings.environment()) {}
+  UrlStore(std::string base, const Settings& settings) : base_(std::move(base)), settings_(settings) {}
 
   std::string shown() const override { return shown_name(base_); }
   std::string shown(std::string_view name) const override { return shown_name(url(name)); }
-  Source source(std::string_view name) const override { return Source::resolve(url(name), env_); }
+  Source source(std::string_view name) const override { return Source::resolve(url(name), settings_); }
 
   bool holds(const Source& source, std::string_view name) const override {
     return source.is_remote() && source.address().url == address(name).url;
@@ -38,23 +38,23 @@ class UrlStore : public Store {
 
  protected:
   std::string url(std::string_view name) const { return base_ + std::string(name); }
-  RemoteAddress address(std::string_view name) const { return resolve_remote(url(name), env_); }
-  remote::Settings requests() const { return remote::settings_from(env_); }
+  RemoteAddress address(std::string_view name) const { return resolve_remote(url(name), settings_); }
+  remote::Settings requests() const { return remote::settings_from(settings_.environment()); }
 
   std::string base_;
-  Environment env_;
+  Settings settings_;
 };
 
 class S3Prefix final : public UrlStore {
  public:
   S3Prefix(std::string prefix, const Settings& settings) : UrlStore(std::move(prefix), settings) {
-    resolve_listing(base_, env_);  // a malformed prefix, or half-given credentials: before any request
+    resolve_listing(base_, settings_);  // a malformed prefix, or no credentials: before any request
   }
 
   std::vector<Entry> list() const override {
     remote::Client client(requests());
     std::vector<Entry> out;
-    for (const auto& o : remote::list_prefix(client, resolve_listing(base_, env_))) out.push_back({o.name, o.size});
+    for (const auto& o : remote::list_prefix(client, resolve_listing(base_, settings_))) out.push_back({o.name, o.size});
     std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
     return out;
   }
@@ -84,7 +84,7 @@ class S3Prefix final : public UrlStore {
   std::unique_ptr<Claim> claim(std::string_view) override { return std::make_unique<NoClaim>(); }
 
   std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
-    return prefix_publication(*this, base_, env_, plan);
+    return prefix_publication(*this, base_, settings_, plan);
   }
 
   std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {

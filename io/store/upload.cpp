@@ -38,9 +38,9 @@ std::string spool_directory(const PublicationPlan& plan, const Environment& env)
 // The object each file goes to (from its local copy, "" for those of other
 // shards), the commit object's, and the earlier split's objects that this
 // one does not overwrite.
-publish::UploadPlan upload_plan(const std::string& base, const Environment& env, const PublicationPlan& plan,
+publish::UploadPlan upload_plan(const std::string& base, const Settings& settings, const PublicationPlan& plan,
                                 const WrittenFiles& files, const std::vector<std::string>& earlier) {
-  const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, env); };
+  const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, settings); };
   publish::UploadPlan out;
   for (std::uint64_t i = 0; i < plan.names.size(); ++i)
     out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local});
@@ -48,7 +48,7 @@ publish::UploadPlan upload_plan(const std::string& base, const Environment& env,
   for (const auto& old : earlier)
     if (std::find(plan.names.begin(), plan.names.end(), old) == plan.names.end())
       out.stale.push_back(address_of(old));
-  out.settings = remote::settings_from(env);
+  out.settings = remote::settings_from(settings.environment());
   out.concurrency = plan.uploads;
   if (!plan.keep_local) out.spool = files.directory();
   out.confirmed = plan.uploaded;
@@ -60,10 +60,10 @@ publish::UploadPlan upload_plan(const std::string& base, const Environment& env,
 // declared before the files and the uploads, so that it goes last.
 class PrefixPublication final : public Publication {
  public:
-  PrefixPublication(Store& prefix, const std::string& base, const Environment& env, const PublicationPlan& plan)
+  PrefixPublication(Store& prefix, const std::string& base, const Settings& settings, const PublicationPlan& plan)
       : shown_(prefix.shown()),
         earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix, true).earlier),
-        spool_dir_(spool_directory(plan, env)),
+        spool_dir_(spool_directory(plan, settings.environment())),
         spool_(local_directory(spool_dir_)),
         spool_claim_(plan.claim(*spool_, false).claim),
         files_(spool_dir_, plan),
@@ -72,7 +72,7 @@ class PrefixPublication final : public Publication {
         keep_local_(plan.keep_local.has_value()),
         round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})) {
     if (plan.uploaded) plan.uploaded(0);
-    uploads_.emplace(upload_plan(base, env, plan, files_, earlier_));
+    uploads_.emplace(upload_plan(base, settings, plan, files_, earlier_));
   }
 
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }
@@ -187,9 +187,9 @@ std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool 
   return std::make_unique<PrefixFile>(address, force);
 }
 
-std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Environment& env,
+std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Settings& settings,
                                                 const PublicationPlan& plan) {
-  return std::make_unique<PrefixPublication>(prefix, base, env, plan);
+  return std::make_unique<PrefixPublication>(prefix, base, settings, plan);
 }
 
 }  // namespace mb::io::store

@@ -14,6 +14,7 @@ import numpy as np
 import jsonschema
 import pytest
 
+import servers  # noqa: E402
 from h5compare import h5diff  # noqa: F401  (the one strict comparison every test uses)
 from batches import MIXED_SPEC, make_layout_batch, make_mixed_batch, make_packed  # noqa: F401  (the shared builders)
 
@@ -30,8 +31,9 @@ class Result:
         return f"exit {self.code}\nstdout: {self.out}\nstderr: {self.err}"
 
 
-# Every run also checks that no HDF5 handle is left open at exit (exit 70 if one is).
-ENV = dict(os.environ, MICROBATCH_CHECK_HANDLES="1")
+# Every run also checks that no HDF5 handle is left open at exit (exit 70 if one is), and sees none of the
+# machine's AWS settings (servers.AWS_ISOLATED).
+ENV = servers.aws_isolated(dict(os.environ, MICROBATCH_CHECK_HANDLES="1"))
 
 
 # Set (the gcc build's ctest sets it): every local split a test makes is made again with copies of model files

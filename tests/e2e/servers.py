@@ -6,8 +6,9 @@ the bench: each serves a directory of its own, on a free port, and is stopped
   for 127.0.0.1/localhost, `cert` to pass as AWS_CA_BUNDLE); range requests
   as nginx serves them; `requests()` parses its access log.
 - s3(root): s3rver (tests/e2e/s3), which verifies AWS Signature V4 (the
-  credentials S3_KEY_ID / S3_SECRET, or S3RVER / S3RVER), one bucket "bkt";
-  anonymous GETs are served too.
+  credentials S3_KEY_ID / S3_SECRET, or S3RVER / S3RVER, or temporary ones
+  from `issue()` with their session token, until they expire), buckets "bkt"
+  and "public"; an unsigned request is refused (403) but a read of "public".
 - faults(root): a threaded Python server over `root` that misbehaves on
   purpose, chosen by the URL's first path element (/403/, /404/, /429/,
   /500/, /500once/, /drop/, /truncate/, /stall/, /trickle/) or by `fault()`
@@ -62,6 +63,26 @@ NGINX = os.environ.get("MB_NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
 S3_KEY_ID = "AKIAMBTEST0000000001"
 S3_SECRET = "mbTest/Secret+0123456789abcdefghijKLMNOP"
 S3_BUCKET = "bkt"
+S3_PUBLIC_BUCKET = "public"  # anonymous reads allowed, as a public bucket's (s3/start.js)
+
+# The machine's own AWS settings never reach a run: no AWS_* variable of its own, shared files that do not exist,
+# and the instance metadata service at a loopback port where nothing listens (AWS's link-local address is no
+# test's target). A test that wants any of them gives its own.
+AWS_ISOLATED = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/mb-test/aws/credentials",
+                "AWS_CONFIG_FILE": "/nonexistent/mb-test/aws/config",
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9"}
+
+
+def aws_isolated(env):
+    """`env` without the machine's AWS settings (AWS_ISOLATED)."""
+    out = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    out.update(AWS_ISOLATED)
+    return out
+
+
+def temporary_key(i):
+    """The i-th temporary key pair s3/start.js knows (i < 64): ("ASIATEMP00000i", its secret)."""
+    return f"ASIATEMP{i:06d}", f"temporary/secret+{i:06d}"
 
 
 def free_port():
@@ -251,23 +272,43 @@ def nginx(root=None):
 class S3(Server):
     """s3rver: `base` is the endpoint (AWS_ENDPOINT_URL); keys live in bucket "bkt"."""
 
-    def __init__(self, root, port):
-        self.root, self.port = root, port
+    def __init__(self, root, port, tokens):
+        self.root, self.port, self.tokens = root, port, tokens
+        self.issued = 0
+        self.lock = threading.Lock()
         self.endpoint = f"http://127.0.0.1:{port}"
         self.base = f"{self.endpoint}/{S3_BUCKET}"  # path-style URLs of the bucket's objects
 
-    def s3_url(self, key):
-        return f"s3://{S3_BUCKET}/{key.lstrip('/')}"
+    def s3_url(self, key, bucket=S3_BUCKET):
+        return f"s3://{bucket}/{key.lstrip('/')}"
 
     def env(self, base, signed=True, key_id=S3_KEY_ID, secret=S3_SECRET, token=None):
         """`base` (an environment dict) for s3:// URLs of this server: endpoint, region, credentials."""
-        env = {k: v for k, v in base.items() if not k.startswith("AWS_")}
+        env = aws_isolated(base)
         env.update(AWS_ENDPOINT_URL=self.endpoint, AWS_REGION="us-east-1")
         if signed:
             env.update(AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
         if token is not None:
             env["AWS_SESSION_TOKEN"] = token
         return env
+
+    def issue(self, lifetime=3600):
+        """Temporary credentials this server accepts until `lifetime` seconds from now (a fresh key pair of
+        temporary_key's and a new session token each time): {"AccessKeyId", "SecretAccessKey", "Token",
+        "Expiration"}, as the metadata endpoints serve them."""
+        with self.lock:
+            key_id, secret = temporary_key(self.issued % 64)
+            self.issued += 1
+            token = f"mbSession/{self.issued:04d}+" + hashlib.sha256(os.urandom(16)).hexdigest()
+            expires = time.time() + lifetime
+            with open(self.tokens) as f:
+                tokens = json.load(f)
+            tokens[key_id] = {"token": token, "expires": expires}
+            with open(self.tokens + ".new", "w") as f:
+                json.dump(tokens, f)
+            os.replace(self.tokens + ".new", self.tokens)  # s3/start.js reads it whole or not at all
+        stamp = datetime.datetime.fromtimestamp(expires, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"AccessKeyId": key_id, "SecretAccessKey": secret, "Token": token, "Expiration": stamp}
 
     def presign(self, key, expires=3600, secret=S3_SECRET, token=None):
         """A presigned GET URL of `key` (SigV4 in the query, as `aws s3 presign` makes them; with
@@ -291,9 +332,9 @@ class S3(Server):
         signature = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
         return f"{url.scheme}://{url.netloc}{url.path}?{quoted}&X-Amz-Signature={signature}"
 
-    def put(self, file, key):
-        """Uploads `file` as `key` with a signed PUT (curl's SigV4); returns its path-style http:// URL."""
-        url = self.url(key)
+    def put(self, file, key, bucket=S3_BUCKET):
+        """Uploads `file` as `key` of `bucket` with a signed PUT (curl's SigV4); returns its path-style URL."""
+        url = f"{self.endpoint}/{bucket}/{key.lstrip('/')}"
         res = subprocess.run(["curl", "-sS", "--fail-with-body", "--aws-sigv4", "aws:amz:us-east-1:s3",
                               "-u", f"{S3_KEY_ID}:{S3_SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
                               "-T", file, url], capture_output=True, text=True, timeout=120)
@@ -315,8 +356,12 @@ def s3(root=None):
         root = os.path.abspath(root or os.path.join(state, "data"))
         os.makedirs(root, exist_ok=True)
         port = free_port()
+        tokens = os.path.join(state, "tokens.json")
+        with open(tokens, "w") as f:
+            f.write("{}")
         log = open(os.path.join(state, "s3rver.log"), "w+")
-        with log, process_group(["node", os.path.join(S3_DIR, "start.js"), str(port), root, S3_KEY_ID, S3_SECRET],
+        with log, process_group(["node", os.path.join(S3_DIR, "start.js"), str(port), root, S3_KEY_ID, S3_SECRET,
+                                 tokens],
                                 stdout=subprocess.PIPE, stderr=log, text=True) as proc:
             line = proc.stdout.readline()  # "ready", or nothing when it failed
             if line.strip() != "ready":
@@ -324,7 +369,7 @@ def s3(root=None):
                 log.seek(0)
                 raise RuntimeError(f"s3rver did not start: {line} {log.read()}")
             wait_for_port(port, proc, what="s3rver")
-            server = S3(root, port)
+            server = S3(root, port, tokens)
             server.proc = proc
             yield server
 

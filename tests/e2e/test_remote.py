@@ -29,7 +29,7 @@ from conftest import (BINARY, ENV, MIXED_SPEC, Result, assert_one_line_error, h5
 # The machine's own AWS settings never reach a run; each test gives its own. An s3:// name never
 # sends a request off the machine: without a test's endpoint, it goes to a loopback port where
 # nothing listens (AWS's hosts are no test's target).
-BASE_ENV = {k: v for k, v in ENV.items() if not k.startswith("AWS_")}
+BASE_ENV = servers.aws_isolated(ENV)
 BASE_ENV["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"
 BASE_ENV["MICROBATCH_HTTP_TIMEOUT"] = "10"  # nothing stalls unless a test says so; bounds a hang
 N = 7
@@ -312,11 +312,23 @@ def test_s3_wrong_secret_is_refused_with_403(s3, data, tmp_path, key):
     nothing_published(out)
 
 
-def test_s3_anonymous(s3, data, tmp_path, key):
+def test_s3_anonymous_only_when_asked(s3, data, tmp_path, key):
+    # A public bucket is read unsigned with --no-sign-request; without it, no credentials is an error that says
+    # where it looked, before any request; and --no-sign-request on a private bucket is refused there (403).
+    s3.put(data.src, f"{key}/in.h5", bucket=servers.S3_PUBLIC_BUCKET)
     s3.put(data.src, f"{key}/in.h5")
+    public = s3.s3_url(f"{key}/in.h5", bucket=servers.S3_PUBLIC_BUCKET)
     out = tmp_path / "out"
-    run(*data.split_args(s3.s3_url(f"{key}/in.h5"), out), env=s3_env(s3, signed=False), check=0)
+    run(*data.split_args(public, out), "--no-sign-request", env=s3_env(s3, signed=False), check=0)
     same_split(data.plain, out)
+    res = remote(*data.split_args(public, tmp_path / "o2"), environ=s3_env(s3, signed=False))
+    assert_one_line_error(res, 2)
+    assert "no AWS credentials" in res.err and "--no-sign-request" in res.err, res
+    nothing_published(tmp_path / "o2")
+    res = remote(*data.split_args(s3.s3_url(f"{key}/in.h5"), tmp_path / "o3"), "--no-sign-request",
+                 environ=s3_env(s3, signed=False))
+    assert "403" in error_line(res, s3.s3_url(f"{key}/in.h5")), res
+    nothing_published(tmp_path / "o3")
 
 
 def test_s3_with_a_session_token_and_no_credential_printed(s3, data, tmp_path, key):

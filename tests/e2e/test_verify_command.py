@@ -169,7 +169,7 @@ def test_what_is_not_a_split_directory_is_refused(split, tmp_path):
 
 # --- remote -----------------------------------------------------------------------
 
-REMOTE_ENV = {k: v for k, v in ENV.items() if not k.startswith("AWS_")}
+REMOTE_ENV = servers.aws_isolated(ENV)
 REMOTE_ENV.update(AWS_ENDPOINT_URL="http://127.0.0.1:9", MICROBATCH_HTTP_TIMEOUT="10")
 
 

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "helpers.hpp"
+#include "io/aws/chain.hpp"
 #include "io/split/claim.hpp"
 #include "io/store/local.hpp"
 #include "io/store/place.hpp"
@@ -188,7 +189,8 @@ mb::Settings s3_settings() {
   std::map<std::string, std::string> variables;
   for (const char* name : {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "TMPDIR"})
     if (const char* value = std::getenv(name)) variables[name] = value;
-  return mb::Settings(variables);
+  const mb::Settings settings(variables);
+  return settings.with_aws(mb::io::aws::credential_chain(settings, {}));
 }
 
 }  // namespace

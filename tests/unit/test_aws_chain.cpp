@@ -1,0 +1,153 @@
+// io/aws without a network: the documents sources answer, and the chain's
+// order and errors over real shared files and a real credential_process.
+// The sources behind endpoints (STS, container, instance metadata) are
+// tested against loopback fakes in tests/e2e/test_credentials.py.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "io/aws/chain.hpp"
+#include "io/aws/documents.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Home {
+  fs::path path;
+  Home() {
+    char name[] = "/tmp/mb-aws-XXXXXX";
+    path = mkdtemp(name);
+    fs::create_directories(path / ".aws");
+  }
+  ~Home() { fs::remove_all(path); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
+  // A chain over this home; the instance metadata service is never asked.
+  std::shared_ptr<const mb::CredentialSource> chain(std::map<std::string, std::string> vars = {}) const {
+    vars.emplace("HOME", path.string());
+    vars.emplace("AWS_EC2_METADATA_DISABLED", "true");
+    return mb::io::aws::credential_chain(mb::Settings(vars), {});
+  }
+};
+
+std::string error_of(const mb::CredentialSource& source) {
+  try {
+    source.current();
+  } catch (const mb::Error& e) {
+    CHECK(e.exit_code() == 2);
+    return e.what();
+  }
+  FAIL("credentials were found");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("aws documents: process, metadata and STS answers") {
+  const auto p = mb::io::aws::process_credentials(
+      R"({"Version": 1, "AccessKeyId": "AK", "SecretAccessKey": "SK", "SessionToken": "T",
+          "Expiration": "2030-01-01T00:00:00Z"})", "proc");
+  CHECK(p.key_id == "AK");
+  CHECK(p.secret == "SK");
+  CHECK(p.token == "T");
+  CHECK(p.expires == mb::parse_aws_time("2030-01-01T00:00:00Z"));
+  CHECK(p.source == "proc");
+  CHECK_FALSE(mb::io::aws::process_credentials(R"({"Version":1,"AccessKeyId":"A","SecretAccessKey":"S"})", "p").expires);
+  const auto m = mb::io::aws::metadata_credentials(
+      R"({"Code":"Success","AccessKeyId":"AK","SecretAccessKey":"SK","Token":"T","Expiration":"2030-01-01T00:00:00Z"})",
+      "imds");
+  CHECK(m.token == "T");
+  const auto s = mb::io::aws::sts_credentials(
+      "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>AK</AccessKeyId>"
+      "<SecretAccessKey>S&amp;K</SecretAccessKey><SessionToken>T</SessionToken>"
+      "<Expiration>2030-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>",
+      "sts");
+  CHECK(s.secret == "S&K");  // entities decoded once
+  for (const char* bad : {"", "[]", R"({"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"})",
+                          R"({"Version":1,"AccessKeyId":"A"})",
+                          R"({"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"soon"})"})
+    CHECK_THROWS_AS(mb::io::aws::process_credentials(bad, "p"), mb::Error);
+  CHECK_THROWS_AS(mb::io::aws::metadata_credentials(R"({"Code":"Failure","AccessKeyId":"A"})", "m"), mb::Error);
+  CHECK_THROWS_AS(mb::io::aws::sts_credentials("<Error/>", "sts"), mb::Error);
+}
+
+TEST_CASE("aws chain: the environment first, then the profile's files, the credentials file before config") {
+  Home home;
+  home.write(".aws/credentials", "[default]\naws_access_key_id=AKFILE\naws_secret_access_key=SKFILE\n");
+  home.write(".aws/config", "[default]\nregion=eu-west-3\naws_access_key_id=AKCFG\naws_secret_access_key=SKCFG\n"
+                            "[profile cfg]\naws_access_key_id=AKCFG2\naws_secret_access_key=SKCFG2\n");
+  auto env = home.chain({{"AWS_ACCESS_KEY_ID", "AKENV"}, {"AWS_SECRET_ACCESS_KEY", "SKENV"}, {"AWS_PROFILE", "cfg"}});
+  CHECK(env->current()->key_id == "AKENV");  // the environment wins even over a named profile
+  CHECK(env->current()->source == "the environment (AWS_ACCESS_KEY_ID)");
+  const auto file = home.chain();
+  CHECK(file->current()->key_id == "AKFILE");
+  CHECK(file->current()->source == "profile default in " + (home.path / ".aws/credentials").string());
+  CHECK(file->region() == "eu-west-3");
+  CHECK(home.chain({{"AWS_DEFAULT_REGION", "us-west-1"}})->region() == "us-west-1");
+  CHECK(home.chain({{"AWS_REGION", "ap-south-1"}, {"AWS_DEFAULT_REGION", "us-west-1"}})->region() == "ap-south-1");
+  CHECK(home.chain({{"AWS_PROFILE", "cfg"}})->current()->key_id == "AKCFG2");
+  CHECK(home.chain({{"AWS_PROFILE", "cfg"}})->region() == "us-east-1");
+}
+
+TEST_CASE("aws chain: files named by the environment, and a profile that is nowhere") {
+  Home home;
+  home.write("creds", "[team]\naws_access_key_id=AKT\naws_secret_access_key=SKT\n");
+  home.write("conf", "[profile team]\nregion=sa-east-1\n");
+  const auto named = home.chain({{"AWS_SHARED_CREDENTIALS_FILE", (home.path / "creds").string()},
+                                 {"AWS_CONFIG_FILE", (home.path / "conf").string()}, {"AWS_PROFILE", "team"}});
+  CHECK(named->current()->key_id == "AKT");
+  CHECK(named->region() == "sa-east-1");
+  const std::string missing = error_of(*home.chain({{"AWS_PROFILE", "nosuch"}}));
+  CHECK(missing.find("AWS_PROFILE: the profile \"nosuch\" is in neither") == 0);
+}
+
+TEST_CASE("aws chain: nothing found lists where it looked, and --no-sign-request asks nothing") {
+  Home home;
+  const std::string none = error_of(*home.chain());
+  CHECK(none.find("no AWS credentials for s3:// requests: looked in the environment") == 0);
+  CHECK(none.find("profile default in the credentials file") != std::string::npos);
+  CHECK(none.find("the instance metadata service") != std::string::npos);
+  CHECK(none.find("--no-sign-request") != std::string::npos);
+  home.write(".aws/config", "[default]\nregion=eu-north-1\n");
+  const auto anonymous = mb::io::aws::credential_chain(
+      mb::Settings({{"HOME", home.path.string()}, {"AWS_EC2_METADATA_DISABLED", "true"}}), {.no_sign_request = true});
+  CHECK_FALSE(anonymous->current());
+  CHECK(anonymous->region() == "eu-north-1");
+}
+
+TEST_CASE("aws chain: half-given keys are an error naming what is missing, never a secret") {
+  Home home;
+  CHECK(error_of(*home.chain({{"AWS_ACCESS_KEY_ID", "AK"}})).find("AWS_SECRET_ACCESS_KEY") != std::string::npos);
+  const std::string e = error_of(*home.chain({{"AWS_SECRET_ACCESS_KEY", "SECRETVALUE"}}));
+  CHECK(e.find("AWS_ACCESS_KEY_ID") != std::string::npos);
+  CHECK(e.find("SECRETVALUE") == std::string::npos);
+  home.write(".aws/credentials", "[default]\naws_secret_access_key=SECRETVALUE\n");
+  CHECK(error_of(*home.chain()).find("aws_secret_access_key is set but aws_access_key_id is not") !=
+        std::string::npos);
+  CHECK(error_of(*home.chain()).find("SECRETVALUE") == std::string::npos);
+}
+
+TEST_CASE("aws chain: credential_process runs without a shell, before the config file's keys") {
+  Home home;
+  const fs::path helper = home.path / "helper.sh";
+  std::ofstream(helper) << "#!/bin/sh\n[ \"$1\" = \"a b\" ] || exit 3\n"
+                           "echo '{\"Version\": 1, \"AccessKeyId\": \"AKPROC\", \"SecretAccessKey\": \"SKPROC\", "
+                           "\"SessionToken\": \"TPROC\", \"Expiration\": \"2099-01-01T00:00:00Z\"}'\n";
+  fs::permissions(helper, fs::perms::owner_all);
+  home.write(".aws/config", "[default]\ncredential_process = " + helper.string() +
+                                " 'a b'\naws_access_key_id=AKCFG\naws_secret_access_key=SKCFG\n"
+                                "[profile broken]\ncredential_process = " + helper.string() + " other\n");
+  const auto c = home.chain()->current();
+  CHECK(c->key_id == "AKPROC");
+  CHECK(c->token == "TPROC");
+  CHECK(c->source == "credential_process of profile default");
+  const std::string e = error_of(*home.chain({{"AWS_PROFILE", "broken"}}));
+  CHECK(e.find("credential_process of profile broken") == 0);
+  CHECK(e.find("exit status 3") != std::string::npos);
+}
