@@ -15,7 +15,7 @@ _microbatch() {
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify) cmd=${COMP_WORDS[i]}; break ;; esac
   done
-  local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout"
+  local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout --no-sign-request"
   local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;

@@ -15,6 +15,7 @@ complete -c microbatch -s q -l quiet -d 'Only print errors'
 complete -c microbatch -s v -l verbose -d 'Print debug details'
 complete -c microbatch -l log-level -x -a 'trace debug info warn error off'
 complete -c microbatch -l stall-timeout -x -d 'Give up when no data moves for this many seconds'
+complete -c microbatch -l no-sign-request -d 'Send s3:// requests unsigned (public buckets)'
 
 # split and inspect: the plan
 set -l planning "__fish_seen_subcommand_from split inspect"

@@ -18,7 +18,7 @@ struct Credentials {
   std::string key_id, secret, token;  // token: temporary credentials only
   std::optional<Clock::time_point> expires;  // none: they do not expire
   // Where they were found, as -v and a refused request name it ("the
-  // environment (AWS_ACCESS_KEY_ID)", "profile dev in /home/u/.aws/credentials").
+  // environment (AWS_ACCESS_KEY_ID, ...)", "profile dev in /home/u/.aws/credentials").
   std::string source;
 };
 

@@ -28,6 +28,7 @@ test=(
   man-db                                            # the installed package's man page, read back
   slurm-wlm munge                                   # the Slurm tests' one-node cluster
   nginx-light openssl curl nodejs                   # remote inputs' servers (tests/e2e/servers.py): nginx, s3rver
+  awscli                                            # the AWS CLI, side by side with the credential chain (test_credentials)
 )
 
 purpose=${1:-test}

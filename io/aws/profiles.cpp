@@ -186,7 +186,7 @@ std::optional<Credentials> environment_keys(const Lookup& at) {
   c.key_id = get("AWS_ACCESS_KEY_ID");
   c.secret = get("AWS_SECRET_ACCESS_KEY");
   c.token = get("AWS_SESSION_TOKEN");
-  c.source = "the environment (AWS_ACCESS_KEY_ID)";
+  c.source = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)";
   if (c.key_id.empty() && c.secret.empty()) return std::nullopt;
   if (c.key_id.empty() || c.secret.empty())
     throw usage_error(fmt::format("{} is set but {} is not: give both for signed requests",

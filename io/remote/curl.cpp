@@ -94,13 +94,24 @@ std::string xml_element(const std::string& body, const std::string& tag) {
   return close == std::string::npos ? "" : decode_entities(body.substr(from, close - from));
 }
 
-Failure http_failure(long status, const std::string& status_line, const std::string& error_body) {
+std::string refusal_hint(const RemoteAddress& address) {
+  if (!address.signing) return is_s3(address.name) ? " (the request was sent unsigned, as --no-sign-request asks)" : "";
+  std::string source = "the credential chain";
+  try {
+    if (const auto c = address.signing->credentials->current()) source = c->source;
+  } catch (const Error&) {  // the credentials failed meanwhile: the refusal is still what to report
+  }
+  return fmt::format(" (signed with the credentials from {}, for region {}: check them)", source,
+                     address.signing->region);
+}
+
+Failure http_failure(long status, const std::string& status_line, const std::string& error_body,
+                     const RemoteAddress& address) {
   std::string what = fmt::format("HTTP {}", status_line.empty() ? std::to_string(status) : status_line);
   const std::string code = xml_element(error_body, "Code"), message = xml_element(error_body, "Message");
   if (!code.empty()) what += fmt::format(" ({}{}{})", code, message.empty() ? "" : ": ", message);
   if (status == 412) what += ": the object changed while it was being read";
-  if (status == 403 || status == 401)
-    what += " (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the region)";
+  if (status == 403 || status == 401) what += refusal_hint(address);
   return {.what = what,
           .transient = status >= 500 || status == 429,
           .missing = status == 404,

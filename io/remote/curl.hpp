@@ -49,7 +49,9 @@ struct Failure {
 };
 
 // An answer of HTTP `status` ("404 Not Found" as `status_line`) with `error_body`.
-Failure http_failure(long status, const std::string& status_line, const std::string& error_body);
+// A refusal (401, 403) of a signed request names where its credentials came from.
+Failure http_failure(long status, const std::string& status_line, const std::string& error_body,
+                     const RemoteAddress& address);
 // A transfer libcurl ended with `code` after `received` of `expected` bytes.
 Failure curl_failure(CURLcode code, const char* detail, std::uint64_t received, std::uint64_t expected,
                      const Settings& settings);

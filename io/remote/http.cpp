@@ -265,7 +265,7 @@ std::optional<Failure> Object::State::attempt(std::uint64_t offset, std::uint64_
     served.version.size = 0;
     return std::nullopt;
   }
-  if (status >= 300 || status < 200) return http_failure(status, r.status_line, r.error_body);
+  if (status >= 300 || status < 200) return http_failure(status, r.status_line, r.error_body, address);
   std::uint64_t total = r.body;  // a 200: the whole object, whatever the Range asked
   if (status != 200) {
     const auto c = parse_content_range(r.content_range);

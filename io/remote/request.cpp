@@ -178,7 +178,7 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
     out = std::move(x.answer);
     return std::nullopt;
   }
-  if (status < 200 || status >= 300) return http_failure(status, x.status_line, x.answer.body);
+  if (status < 200 || status >= 300) return http_failure(status, x.status_line, x.answer.body, address);
   out = std::move(x.answer);
   return std::nullopt;
 }

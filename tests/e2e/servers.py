@@ -70,7 +70,7 @@ S3_PUBLIC_BUCKET = "public"  # anonymous reads allowed, as a public bucket's (s3
 # test's target). A test that wants any of them gives its own.
 AWS_ISOLATED = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/mb-test/aws/credentials",
                 "AWS_CONFIG_FILE": "/nonexistent/mb-test/aws/config",
-                "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9"}
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9/"}
 
 
 def aws_isolated(env):

@@ -139,7 +139,8 @@ def test_wrong_credentials_and_a_missing_bucket_are_refused_before_any_work(s3, 
     src, spec = mixed
     bad = dict(env, AWS_SECRET_ACCESS_KEY="not-the-secret")
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", s3.s3_url("creds/"), env=bad), 1,
-                          "s3://bkt/creds/", "GET of the listing failed", "403", "AWS_SECRET_ACCESS_KEY")
+                          "s3://bkt/creds/", "GET of the listing failed", "403",
+                          "signed with the credentials from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
     assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "-o", "s3://no-such-bucket/x/", env=env), 1,
                           "NoSuchBucket")
     assert objects(s3, "creds") == {}

@@ -84,7 +84,7 @@ TEST_CASE("aws chain: the environment first, then the profile's files, the crede
                             "[profile cfg]\naws_access_key_id=AKCFG2\naws_secret_access_key=SKCFG2\n");
   auto env = home.chain({{"AWS_ACCESS_KEY_ID", "AKENV"}, {"AWS_SECRET_ACCESS_KEY", "SKENV"}, {"AWS_PROFILE", "cfg"}});
   CHECK(env->current()->key_id == "AKENV");  // the environment wins even over a named profile
-  CHECK(env->current()->source == "the environment (AWS_ACCESS_KEY_ID)");
+  CHECK(env->current()->source == "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)");
   const auto file = home.chain();
   CHECK(file->current()->key_id == "AKFILE");
   CHECK(file->current()->source == "profile default in " + (home.path / ".aws/credentials").string());
