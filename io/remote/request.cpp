@@ -37,7 +37,11 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   if (line.starts_with("HTTP/")) {  // a new response (after 100 Continue)
     const auto space = line.find(' ');
     x.status_line = space == std::string_view::npos ? "" : header_value("s:" + std::string(line.substr(space)));
-    x.answer.etag.clear(), x.answer.length = 0;
+    x.answer.etag.clear(), x.answer.length = 0, x.answer.etag_is_md5 = true;
+  } else if (header_is(line, "x-amz-server-side-encryption")) {
+    x.answer.etag_is_md5 = x.answer.etag_is_md5 && !header_value(line).starts_with("aws:kms");
+  } else if (header_is(line, "x-amz-server-side-encryption-customer-algorithm")) {
+    x.answer.etag_is_md5 = false;
   } else if (header_is(line, "etag")) {
     x.answer.etag = header_value(line);
   } else if (header_is(line, "content-length")) {

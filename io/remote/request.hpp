@@ -29,6 +29,10 @@ struct Call {
 struct Answer {
   long status = 0;
   std::string etag;         // as sent
+  // The ETag is the MD5 of the bytes (S3: unless the object is encrypted
+  // with SSE-KMS or SSE-C, as the answer's x-amz-server-side-encryption
+  // headers say, or made of parts).
+  bool etag_is_md5 = true;
   std::uint64_t length = 0;  // Content-Length
   std::string body;          // at most a few MiB: XML documents, manifests
 };

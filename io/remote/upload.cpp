@@ -94,12 +94,14 @@ std::string md5_of_range(const ReadFile& file, std::uint64_t offset, std::uint64
   return md5.finish();
 }
 
-// An ETag that is an MD5 must be `md5_hex`'s (or one of `also`).
-void check_etag(const RemoteAddress& address, const std::string& what, const std::string& etag,
+// An ETag that is an MD5 must be `md5_hex`'s (or one of `also`). Under
+// SSE-KMS or SSE-C it is not one, though it looks like one: the store
+// checked the bytes against their Content-MD5, and that is the check.
+void check_etag(const RemoteAddress& address, const std::string& what, const Answer& answer, const std::string& etag,
                 const std::string& md5_hex, const std::string& also = "") {
   const std::string got = unquoted(etag);
-  if (got == md5_hex || (!also.empty() && got == also)) return;
-  if (!is_md5_etag(got) && got.find('-') == std::string::npos) return;  // not a digest (SSE-KMS): nothing to check
+  if (!answer.etag_is_md5 || got == md5_hex || (!also.empty() && got == also)) return;
+  if (!is_md5_etag(got) && got.find('-') == std::string::npos) return;  // not a digest: nothing to check
   throw Error(fmt::format("{}: the store's ETag \"{}\" of {} is not the MD5 {} of the bytes sent",
                           shown_name(address.name), got, what, md5_hex),
               ErrorKind::Environment);
@@ -118,8 +120,8 @@ Uploaded put_whole(Client& client, const RemoteAddress& address, const ReadFile&
                                          .headers = {"Content-MD5: " + base64_of(md5)},
                                          .fd = file.fd(),
                                          .length = file.size()});
-  check_etag(address, "the object", a.etag, hex_of(md5));
-  if (!is_md5_etag(unquoted(a.etag))) check_size(client, address, file.size());
+  check_etag(address, "the object", a, a.etag, hex_of(md5));
+  if (!a.etag_is_md5 || !is_md5_etag(unquoted(a.etag))) check_size(client, address, file.size());
   return {file.size(), unquoted(a.etag)};
 }
 
@@ -159,7 +161,7 @@ Uploaded put_parts(Client& client, const RemoteAddress& address, const ReadFile&
                                            .fd = file.fd(),
                                            .offset = offset,
                                            .length = n});
-    check_etag(address, fmt::format("part {}", k + 1), a.etag, hex_of(md5));
+    check_etag(address, fmt::format("part {}", k + 1), a, a.etag, hex_of(md5));
     etags.push_back(unquoted(a.etag)), md5s.push_back(hex_of(md5));
     if (sent) sent(n);
   }
@@ -175,7 +177,7 @@ Uploaded put_parts(Client& client, const RemoteAddress& address, const ReadFile&
   upload.done = true;
   const std::string etag = xml_element(done.body, "ETag");
   // S3's ETag is the MD5 of the parts' MD5s; some stores (s3rver) give the whole object's MD5.
-  check_etag(address, "the object", etag, multipart_etag(md5s, md5_hex), hex_of(whole.finish()));
+  check_etag(address, "the object", done, etag, multipart_etag(md5s, md5_hex), hex_of(whole.finish()));
   check_size(client, address, file.size());
   spdlog::debug("{}: uploaded in {} parts of {}", shown_name(address.name), count,
                 byte_text(static_cast<double>(part)));
@@ -207,7 +209,7 @@ Uploaded put_text(Client& client, const RemoteAddress& address, const std::strin
   const Answer a = client.send(address, {.method = "PUT",
                                          .headers = headers,
                                          .text = text});
-  check_etag(address, "the object", a.etag, hex_of(raw));
+  check_etag(address, "the object", a, a.etag, hex_of(raw));
   return {text.size(), unquoted(a.etag)};
 }
 

@@ -687,13 +687,19 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if mode == "kms":  # as under SSE-KMS: ETags that look like MD5s and are not the bytes' (in a body too)
+            data = re.sub(rb"<ETag>(&quot;|\")?([0-9a-f]{32})", lambda m: m.group(0)[:-32] + hashlib.md5(m.group(2)).hexdigest().encode(), data)
         self.send_response(answer.status)
+        if mode == "kms":
+            self.send_header("x-amz-server-side-encryption", "aws:kms")
         for k, v in answer.getheaders():
             if k.lower() in ("connection", "transfer-encoding", "keep-alive") or \
                     (k.lower() == "content-length" and self.command != "HEAD"):  # a HEAD's tells the object's
                 continue
             if k.lower() == "etag" and mode == "etag":
                 v = '"0123456789abcdef0123456789abcdef"'
+            if k.lower() == "etag" and mode == "kms":
+                v = '"' + hashlib.md5(v.encode()).hexdigest() + '"'
             self.send_header(k, v)
         if self.command != "HEAD":
             self.send_header("Content-Length", str(len(data)))
@@ -709,8 +715,9 @@ class S3Proxy:
     """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
     (method, and `contains` in the path and query) answer 500 or 403 without reaching s3rver ("500",
     "403"), reach it
-    and come back with a wrong ETag ("etag"), reach it half a second late ("slow"), or reach it and come
-    back as a 500 all the same ("lost"). `requests()` lists (method, path, mode)."""
+    and come back with a wrong ETag ("etag") or as under SSE-KMS (an ETag that is not the MD5 and the
+    x-amz-server-side-encryption: aws:kms header: "kms"), reach it half a second late ("slow"), or reach it
+    and come back as a 500 all the same ("lost"). `requests()` lists (method, path, mode)."""
 
     def __init__(self, target_port):
         self.target_port = target_port
