@@ -148,7 +148,14 @@ class Uploads {
   int finish() {
     remote::Client client(plan_.settings);
     try {
-      remote::put_text(client, plan_.manifest, manifest_);
+      remote::put_text(client, plan_.manifest, manifest_, true);
+    } catch (const remote::Exists& e) {
+      // Another run's commit stands, over files of the same names: they are left as they are (two runs of one
+      // command wrote the same bytes), and verify tells whether the split that stands is whole.
+      report(fmt::format("fail {} {}; this run's files are left as they stand: check the split with `microbatch "
+                         "verify`",
+                         static_cast<int>(e.kind()), one_line(e.what())));
+      return 1;
     } catch (const Error& e) {
       report(fmt::format("fail {} {}", static_cast<int>(e.kind()), one_line(e.what())));
       remove(client, plan_.manifest);  // it may have landed although its answer did not; the key is this run's

@@ -178,7 +178,7 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
   if (code != CURLE_OK) return curl_failure(code, error, x.sent, expected, settings);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &x.answer.status);
   const long status = x.answer.status;
-  if (status == 404 && call.absent_ok) {
+  if ((status == 404 && call.absent_ok) || (status == 412 && call.taken_ok)) {
     out = std::move(x.answer);
     return std::nullopt;
   }

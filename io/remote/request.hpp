@@ -24,6 +24,7 @@ struct Call {
   int fd = -1;
   std::uint64_t offset = 0, length = 0;
   bool absent_ok = false;  // a 404 is answered, not thrown
+  bool taken_ok = false;   // a 412 (If-None-Match: * over a key that exists) is answered, not thrown
 };
 
 struct Answer {

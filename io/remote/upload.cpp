@@ -201,14 +201,18 @@ Uploaded put_file(Client& client, const RemoteAddress& address, const std::strin
   return u;
 }
 
-Uploaded put_text(Client& client, const RemoteAddress& address, const std::string& text) {
+Uploaded put_text(Client& client, const RemoteAddress& address, const std::string& text, bool only_new) {
   Md5 md5;
   md5.add(text.data(), text.size());
   const std::string raw = md5.finish();
-  const std::vector<std::string> headers{"Content-MD5: " + base64_of(raw), "Content-Type: application/json"};
-  const Answer a = client.send(address, {.method = "PUT",
-                                         .headers = headers,
-                                         .text = text});
+  std::vector<std::string> headers{"Content-MD5: " + base64_of(raw), "Content-Type: application/json"};
+  if (only_new) headers.emplace_back("If-None-Match: *");
+  const Answer a = client.send(address, {.method = "PUT", .headers = headers, .text = text, .taken_ok = true});
+  if (a.status == 412) {
+    if (get_text(client, address) == text) return {text.size(), ""};  // ours: an attempt whose answer was lost
+    throw Exists(fmt::format("{}: another run committed it meanwhile (it exists, with other contents)",
+                             shown_name(address.name)));
+  }
   check_etag(address, "the object", a, a.etag, hex_of(raw));
   return {text.size(), unquoted(a.etag)};
 }

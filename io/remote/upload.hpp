@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/remote/request.hpp"
 
@@ -26,8 +27,20 @@ struct Uploaded {
 Uploaded put_file(Client& client, const RemoteAddress& address, const std::string& path,
                   const std::function<void(std::uint64_t)>& sent = {});
 
-// Uploads `text` as the whole object.
-Uploaded put_text(Client& client, const RemoteAddress& address, const std::string& text);
+// The object a put_text with `only_new` was to create exists, with other
+// contents: another run committed it meanwhile.
+class Exists : public Error {
+ public:
+  using Error::Error;
+};
+
+// Uploads `text` as the whole object; with `only_new`, on condition that
+// no object has that key (If-None-Match: *, as S3 and most stores honour
+// it: of two runs committing one key, one wins). An object of that key with
+// the same text is this run's own (an earlier attempt landed, its answer
+// lost); any other throws Exists. A store that ignores the header lets the
+// later put replace the earlier.
+Uploaded put_text(Client& client, const RemoteAddress& address, const std::string& text, bool only_new = false);
 
 // Deletes the object (S3 answers a missing one with success too).
 void delete_object(Client& client, const RemoteAddress& address);

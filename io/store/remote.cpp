@@ -73,7 +73,7 @@ class S3Prefix final : public UrlStore {
 
   void put_text(std::string_view name, const std::string& text) override {
     remote::Client client(requests());
-    remote::put_text(client, address(name), text);
+    remote::put_text(client, address(name), text, true);  // commit objects: of two runs, one commits
   }
 
   void remove(std::string_view name) override {

@@ -151,7 +151,10 @@ class Store {
 
   // Writes a small member whole, atomically: it appears complete or not at
   // all. A failure after the bytes left (an answer lost) may still leave it:
-  // the caller undoes it (io/publish/place.hpp's commit).
+  // the caller undoes it (io/publish/place.hpp's commit). Of two runs
+  // committing one name, one wins: a directory's claim (its lock) keeps
+  // them apart; on a prefix, the put is conditional (If-None-Match: *) and
+  // the loser gets remote::Exists, an error the caller must not undo.
   virtual void put_text(std::string_view name, const std::string& text) = 0;
   // Removes a member; one that is not there is no error.
   virtual void remove(std::string_view name) = 0;

@@ -653,6 +653,9 @@ def faults(root=None, stall_seconds=60):
 
 # --- a faulty proxy in front of s3rver ----------------------------------------
 
+OTHER_COMMIT = '{"written by": "another run"}\n'  # what S3Proxy's "taken" puts
+
+
 class ProxyHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -665,6 +668,25 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         mode = owner.choose(self.command, self.path)
         owner.record((self.command, self.path, mode))
+        conditional = owner.conditional and self.command == "PUT" and self.headers.get("If-None-Match") == "*"
+        if conditional:
+            with owner.commits:  # the check and the write as one, as a store that honours the header
+                if mode == "taken":  # another run commits this key just before
+                    owner.put_other(self.path)
+                if owner.exists(self.path):
+                    return self.send_xml(412, b"<Error><Code>PreconditionFailed</Code><Message>At least one of the "
+                                              b"pre-conditions you specified did not hold</Message></Error>")
+                return self.relay(mode, body)
+        return self.relay(mode, body)
+
+    def send_xml(self, status, reply):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def relay(self, mode, body):
+        owner = self.server.owner
         if mode == "slow":
             time.sleep(0.5)
         if mode in ("500", "403"):
@@ -688,7 +710,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if mode == "kms":  # as under SSE-KMS: ETags that look like MD5s and are not the bytes' (in a body too)
-            data = re.sub(rb"<ETag>(&quot;|\")?([0-9a-f]{32})", lambda m: m.group(0)[:-32] + hashlib.md5(m.group(2)).hexdigest().encode(), data)
+            data = re.sub(rb"<ETag>(&quot;|\")?([0-9a-f]{32})",
+                          lambda m: m.group(0)[:-32] + hashlib.md5(m.group(2)).hexdigest().encode(), data)
         self.send_response(answer.status)
         if mode == "kms":
             self.send_header("x-amz-server-side-encryption", "aws:kms")
@@ -712,15 +735,18 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
 
 
 class S3Proxy:
-    """Forwards to s3rver on `target_port`; `fault(method, contains, mode, times)` makes matching requests
+    """Forwards to `s3` (an S3); `fault(method, contains, mode, times)` makes matching requests
     (method, and `contains` in the path and query) answer 500 or 403 without reaching s3rver ("500",
     "403"), reach it
     and come back with a wrong ETag ("etag") or as under SSE-KMS (an ETag that is not the MD5 and the
     x-amz-server-side-encryption: aws:kms header: "kms"), reach it half a second late ("slow"), or reach it
-    and come back as a 500 all the same ("lost"). `requests()` lists (method, path, mode)."""
+    and come back as a 500 all the same ("lost"). With `conditional`, a PUT with If-None-Match: * over a key
+    that exists is answered 412, as S3 does and s3rver does not; "taken" then has another object put at that
+    key just before (another run's commit). `requests()` lists (method, path, mode)."""
 
-    def __init__(self, target_port):
-        self.target_port = target_port
+    def __init__(self, s3, conditional=False):
+        self.s3, self.target_port, self.conditional = s3, s3.port, conditional
+        self.commits = threading.Lock()
         self.lock = threading.Lock()
         self.rules, self.log = [], []
         self.httpd = _ThreadingServer(("127.0.0.1", 0), ProxyHandler)
@@ -743,15 +769,31 @@ class S3Proxy:
         with self.lock:
             self.log.append(entry)
 
+    def key_of(self, path):
+        """("bucket", "key") of a path-style request path."""
+        bucket, _, key = urllib.parse.unquote(path.split("?")[0]).lstrip("/").partition("/")
+        return bucket, key
+
+    def exists(self, path):
+        bucket, key = self.key_of(path)
+        return os.path.exists(os.path.join(self.s3.root, bucket, key + "._S3rver_object"))
+
+    def put_other(self, path):
+        bucket, key = self.key_of(path)
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write(OTHER_COMMIT)
+            f.flush()
+            self.s3.put(f.name, key, bucket=bucket)
+
     def requests(self):
         with self.lock:
             return list(self.log)
 
 
 @contextlib.contextmanager
-def s3_proxy(s3_server):
+def s3_proxy(s3_server, conditional=False):
     """A faulty S3Proxy in front of `s3_server` (an S3), in a thread."""
-    proxy = S3Proxy(s3_server.port)
+    proxy = S3Proxy(s3_server, conditional)
     with serving(proxy.httpd):
         yield proxy
 

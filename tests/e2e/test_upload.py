@@ -196,6 +196,33 @@ def test_etags_under_sse_kms_are_not_taken_for_md5s(s3, env, tmp_path):
         assert h5diff(source, tmp_path / f"{name}.h5") == 0
 
 
+def test_of_two_runs_committing_one_prefix_one_wins(s3, env, mixed, tmp_path):
+    # The manifest (and finish's, and a shard's part record) is put with If-None-Match: *. On a store that honours
+    # it, a run whose manifest another run put meanwhile fails (exit 1) and leaves the other's commit standing,
+    # and its files as they stand (two runs of one command wrote the same bytes): verify judges the result.
+    src, spec = mixed
+    with servers.s3_proxy(s3, conditional=True) as proxy:
+        e = dict(env, AWS_ENDPOINT_URL=proxy.endpoint)
+        run("split", src, "-s", spec, "-n", 3, "-o", s3.s3_url("one-wins/"), env=e, check=0)  # alone: commits
+        proxy.fault("PUT", "raced/manifest.json", "taken")
+        res = run("split", src, "-s", spec, "-n", 3, "-o", s3.s3_url("raced/"), env=e)
+        assert_one_line_error(res, 1, "s3://bkt/raced/manifest.json", "another run committed it meanwhile",
+                              "microbatch verify")
+        for k in range(2):
+            run("split", src, "-s", spec, "-n", 3, "-o", s3.s3_url("raced-finish/"), "--shard", f"{k}/2", env=e,
+                check=0)
+        proxy.fault("PUT", "raced-finish/manifest.json", "taken")
+        res = run("finish", s3.s3_url("raced-finish/"), env=e)
+        assert_one_line_error(res, 1, "s3://bkt/raced-finish/manifest.json", "another run committed it meanwhile")
+    for prefix in ("raced", "raced-finish"):
+        held = objects(s3, prefix)
+        with open(held["manifest.json"]) as f:
+            assert f.read() == servers.OTHER_COMMIT  # the other run's commit stands
+    assert sorted(objects(s3, "raced")) == sorted(objects(s3, "one-wins"))  # the files stand too
+    run("merge", s3.s3_url("one-wins/"), "-o", tmp_path / "m.h5", env=env, check=0)
+    assert h5diff(src, tmp_path / "m.h5") == 0
+
+
 def start_split(args, env):
     return subprocess.Popen([BINARY, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
