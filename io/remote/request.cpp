@@ -77,6 +77,7 @@ std::size_t on_read(char* out, std::size_t size, std::size_t count, void* user) 
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   const auto& x = *static_cast<Exchange*>(user);
+  if (x.call->cleanup) return 0;
   return run::interrupted() || (x.cancel && x.cancel->load()) ? 1 : 0;
 }
 
@@ -190,7 +191,7 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
 Answer Client::send(const RemoteAddress& address, const Call& call) {
   const std::string shown = shown_name(address.name);
   for (unsigned attempt_no = 1;; ++attempt_no) {
-    run::throw_if_interrupted();
+    if (!call.cleanup) run::throw_if_interrupted();
     Answer answer;
     const auto failure = s_->attempt(address, call, answer);
     if (!failure) return answer;

@@ -125,7 +125,9 @@ Uploaded put_whole(Client& client, const RemoteAddress& address, const ReadFile&
   return {file.size(), unquoted(a.etag)};
 }
 
-// A multipart upload's id, aborted (best effort) unless completed.
+// A multipart upload's id, aborted (best effort) unless completed: after a
+// failure, a cancel or a stop signal too, for its parts bill the user until
+// it is.
 struct OpenUpload {
   Client& client;
   const RemoteAddress& address;
@@ -134,7 +136,7 @@ struct OpenUpload {
   ~OpenUpload() {
     if (done || id.empty()) return;
     try {
-      client.send(address, {.method = "DELETE", .query = "uploadId=" + query_escape(id)});
+      client.send(address, {.method = "DELETE", .query = "uploadId=" + query_escape(id), .cleanup = true});
     } catch (const std::exception& e) {
       spdlog::debug("{}: the multipart upload could not be aborted: {}", shown_name(address.name), e.what());
     }

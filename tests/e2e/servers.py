@@ -292,6 +292,15 @@ class S3(Server):
             env["AWS_SESSION_TOKEN"] = token
         return env
 
+    def uploads_in_progress(self, prefix="", bucket=S3_BUCKET):
+        """The keys under `prefix` of the multipart uploads started and neither completed nor aborted."""
+        directory = os.path.join(self.root, bucket, "._S3rver_uploads")
+        keys = []
+        for upload in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+            with open(os.path.join(directory, upload, "key")) as f:
+                keys.append(f.read())
+        return [k for k in keys if k.startswith(prefix)]
+
     def issue(self, lifetime=3600):
         """Temporary credentials this server accepts until `lifetime` seconds from now (a fresh key pair of
         temporary_key's and a new session token each time): {"AccessKeyId", "SecretAccessKey", "Token",

@@ -322,5 +322,13 @@ def test_temporary_credentials_are_fetched_again_before_they_expire(world, tmp_p
         res = s.microbatch()
         assert res.code == 0, res
         assert world.fakes.count("container") - before >= 2  # when the name was resolved, and at its request
+        # and in the uploading process of a split onto S3, which signs its own requests
+        before = world.fakes.count("container")
+        out = world.s3.s3_url("refreshed/")
+        res = run("split", world.s3.s3_url(KEY), "-n", 4, "--allow-copies", "-o", out, env=s.env)
+        assert res.code == 0, res
+        assert world.fakes.count("container") - before >= 6  # the listing, 4 files, the manifest at least
+        res = run("verify", out, env=s.env)
+        assert res.code == 0, res
     finally:
         world.fakes.lifetime = 3600

@@ -178,6 +178,31 @@ def test_an_etag_that_is_not_the_bytes_md5_is_refused_and_nothing_is_left(s3, en
     assert listing(env["TMPDIR"]) == []
 
 
+def test_a_failed_or_stopped_run_leaves_no_multipart_upload_in_progress(s3, env, tmp_path):
+    # Parts of an aborted upload bill the user until someone aborts it: every failure path aborts its own.
+    src = make_big(tmp_path / "big.h5", rows=4, megabytes_per_row=17)  # four files of 17 MiB: three parts each
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "partNumber=2", "403", times=1)
+        res = run("split", src, "-n", 4, "--uploads", 2, "-o", s3.s3_url("aborted/"),
+                  env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+        assert_one_line_error(res, 1, "s3://bkt/aborted/microbatch-0000", "403")
+        assert any(m == "403" for _, _, m in proxy.requests())
+    assert s3.uploads_in_progress("aborted/") == []
+    assert objects(s3, "aborted") == {}
+    proc = start_split(["split", src, "-n", 4, "--uploads", 1, "-o", s3.s3_url("stopped-parts/")], env)
+    until = time.monotonic() + 60
+    while not s3.uploads_in_progress("stopped-parts/"):  # a multipart upload under way
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < until, "no multipart upload started"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert s3.uploads_in_progress("stopped-parts/") == []
+    assert objects(s3, "stopped-parts") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
 def test_etags_under_sse_kms_are_not_taken_for_md5s(s3, env, tmp_path):
     # Under SSE-KMS an ETag looks like an MD5 and is not the bytes': the store checked each PUT and part against
     # its Content-MD5, and a split whose every answer is such (a whole file, parts, the completion, the manifest)

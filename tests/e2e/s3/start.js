@@ -73,11 +73,26 @@ async function authorize(ctx, next) {
   return next();
 }
 
+// s3rver 5.0.0 answers AbortMultipartUpload (DELETE ?uploadId=) with 405 and keeps the parts; S3 deletes them.
+// An upload in progress is a directory of s3rver's (BUCKET/._S3rver_uploads/ID, ../servers.py's
+// S3.uploads_in_progress lists them).
+const { rmSync, existsSync } = require('node:fs');
+const path = require('node:path');
+async function abortUpload(ctx, next) {
+  const id = ctx.query.uploadId;
+  if (ctx.method !== 'DELETE' || id === undefined) return next();
+  const bucket = ctx.path.split('/')[1];
+  const dir = path.join(directory, bucket, '._S3rver_uploads', id);
+  if (!/^[A-Za-z0-9_-]+$/.test(id) || !existsSync(dir)) return refuse(ctx, 404, 'NoSuchUpload', 'The specified upload does not exist.');
+  rmSync(dir, { recursive: true });
+  ctx.status = 204;
+}
+
 const server = new S3rver({
   port: Number(port), address: '127.0.0.1', directory, silent: true,
   configureBuckets: [{ name: 'bkt' }, { name: 'public' }],
 });
-server.middleware.unshift(authorize);  // before s3rver's own, which Koa composes when it starts listening
+server.middleware.unshift(authorize, abortUpload);  // before s3rver's own: Koa composes them when it listens
 server
   .run()
   .then(() => console.log('ready'))
