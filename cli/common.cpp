@@ -26,6 +26,8 @@ struct CommonFlags {
   std::string level;
   unsigned stall_seconds = 600;
   bool no_sign_request = false;
+  S3Options s3;
+  std::string request_payer;
 };
 CommonFlags g_flags;
 }  // namespace
@@ -85,6 +87,17 @@ void add_common_options(CLI::App& app) {
   app.add_flag("--no-sign-request", g_flags.no_sign_request,
                "send s3:// requests unsigned, for public buckets (else credentials are looked up as the AWS CLI "
                "does, and none found is an error)");
+  app.add_option("--sse", g_flags.s3.sse,
+                 "encrypt the objects written to S3 with AES256 or aws:kms (default: the bucket's encryption)")
+      ->check(CLI::IsMember({"AES256", "aws:kms"}))
+      ->type_name("ALGORITHM");
+  app.add_option("--sse-kms-key-id", g_flags.s3.kms_key_id,
+                 "with --sse aws:kms: the KMS key (default: the account's AWS managed key)")
+      ->type_name("KEY");
+  app.add_option("--request-payer", g_flags.request_payer,
+                 "requester: pay for the requests to a Requester Pays bucket")
+      ->check(CLI::IsMember({"requester"}))
+      ->type_name("WHO");
 }
 
 unsigned stall_timeout_seconds() { return g_flags.stall_seconds; }
@@ -95,7 +108,10 @@ void apply_common_options() {
   if (g_flags.verbose) level = spdlog::level::debug;
   if (!g_flags.level.empty()) level = spdlog::level::from_str(g_flags.level);
   spdlog::set_level(level);
-  install_credentials(g_flags.no_sign_request);
+  if (!g_flags.s3.kms_key_id.empty() && g_flags.s3.sse != "aws:kms")
+    throw usage_error("--sse-kms-key-id: give it with --sse aws:kms");
+  g_flags.s3.requester_pays = g_flags.request_payer == "requester";
+  install_remote(g_flags.no_sign_request, g_flags.s3);
   io::run::start_stall_watchdog(g_flags.stall_seconds);
 }
 

@@ -28,8 +28,8 @@ Settings& held() {
 
 const Settings& process_settings() { return held(); }
 
-void install_credentials(bool no_sign_request) {
-  held() = held().with_aws(io::aws::credential_chain(held(), {.no_sign_request = no_sign_request}));
+void install_remote(bool no_sign_request, S3Options s3) {
+  held() = held().with_aws(io::aws::credential_chain(held(), {.no_sign_request = no_sign_request})).with_s3(std::move(s3));
 }
 
 }  // namespace mb::cli

@@ -10,7 +10,8 @@ namespace mb::cli {
 const Settings& process_settings();
 
 // Gives the settings the AWS CLI's credential chain (io/aws/chain.hpp), or
-// anonymous requests with --no-sign-request. Once, before a command runs.
-void install_credentials(bool no_sign_request);
+// anonymous requests with --no-sign-request, and what s3:// requests ask
+// of the store. Once, before a command runs.
+void install_remote(bool no_sign_request, S3Options s3);
 
 }  // namespace mb::cli

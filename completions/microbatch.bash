@@ -15,13 +15,16 @@ _microbatch() {
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify) cmd=${COMP_WORDS[i]}; break ;; esac
   done
-  local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout --no-sign-request"
+  local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout --no-sign-request --sse --sse-kms-key-id --request-payer"
   local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
     --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
     --layout) COMPREPLY=($(compgen -W "per-microbatch per-rank" -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
+    --sse) COMPREPLY=($(compgen -W "AES256 aws:kms" -- "$cur")); return ;;
+    --request-payer) COMPREPLY=($(compgen -W "requester" -- "$cur")); return ;;
+    --sse-kms-key-id) return ;;
     -s | --spec) _microbatch_files '*.json'; return ;;
     -o | --output)
       if [[ $cmd == split ]]; then

@@ -16,6 +16,9 @@ complete -c microbatch -s v -l verbose -d 'Print debug details'
 complete -c microbatch -l log-level -x -a 'trace debug info warn error off'
 complete -c microbatch -l stall-timeout -x -d 'Give up when no data moves for this many seconds'
 complete -c microbatch -l no-sign-request -d 'Send s3:// requests unsigned (public buckets)'
+complete -c microbatch -l sse -x -a 'AES256 aws:kms' -d 'Encrypt the objects written to S3'
+complete -c microbatch -l sse-kms-key-id -x -d 'The KMS key of --sse aws:kms'
+complete -c microbatch -l request-payer -x -a 'requester' -d 'Pay for a Requester Pays bucket'
 
 # split and inspect: the plan
 set -l planning "__fish_seen_subcommand_from split inspect"

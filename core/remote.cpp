@@ -84,7 +84,8 @@ RemoteAddress resolve_s3(std::string_view name, const Settings& settings) {
   if (!valid_bucket(bucket) || key.empty() || key.ends_with('/'))
     throw usage_error(fmt::format("{}: not an S3 object name (expected s3://BUCKET/KEY)", shown_name(name)));
   auto signing = signing_from(settings);
-  return RemoteAddress{std::string(name), s3_url(bucket, key, settings), std::move(signing), settings.environment()};
+  return RemoteAddress{std::string(name), s3_url(bucket, key, settings), std::move(signing), settings.environment(),
+                       settings.s3()};
 }
 
 }  // namespace
@@ -111,7 +112,8 @@ S3Listing resolve_listing(std::string_view name, const Settings& settings) {
   if (!valid_bucket(bucket) || (!key.empty() && !key.ends_with('/')))
     throw usage_error(fmt::format("{}: not an S3 prefix (expected s3://BUCKET/PREFIX/)", shown_name(name)));
   auto signing = signing_from(settings);
-  return {RemoteAddress{std::string(name), s3_url(bucket, "", settings), std::move(signing), settings.environment()},
+  return {RemoteAddress{std::string(name), s3_url(bucket, "", settings), std::move(signing), settings.environment(),
+                        settings.s3()},
           std::string(key)};
 }
 

@@ -35,6 +35,7 @@ struct RemoteAddress {
   // The environment that resolved it: how its requests behave (timeouts,
   // the CA) and where a local copy of it goes are read from it too.
   Environment env;
+  S3Options s3{};  // an s3:// name's: what its requests ask of the store
 };
 
 // Resolves `name` (is_remote). s3://BUCKET/KEY goes to AWS_ENDPOINT_URL_S3,

@@ -19,6 +19,24 @@ Settings Settings::with_aws(std::shared_ptr<const CredentialSource> aws) const {
   return out;
 }
 
+Settings Settings::with_s3(S3Options s3) const {
+  Settings out = *this;
+  out.s3_ = std::move(s3);
+  return out;
+}
+
+std::vector<std::string> S3Options::request_headers() const {
+  if (!requester_pays) return {};
+  return {"x-amz-request-payer: requester"};
+}
+
+std::vector<std::string> S3Options::creation_headers() const {
+  std::vector<std::string> out;
+  if (!sse.empty()) out.push_back("x-amz-server-side-encryption: " + sse);
+  if (!kms_key_id.empty()) out.push_back("x-amz-server-side-encryption-aws-kms-key-id: " + kms_key_id);
+  return out;
+}
+
 Environment Settings::environment() const {
   return [held = *this](const char* name) { return held.get(name); };
 }

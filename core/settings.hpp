@@ -6,11 +6,26 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/credentials.hpp"
 #include "core/launcher.hpp"  // Environment
 
 namespace mb {
+
+// What s3:// requests ask of the store, from the command line, as the AWS
+// CLI spells it: --sse (AES256 or aws:kms: how the objects a run creates
+// are encrypted; none: the bucket's default), --sse-kms-key-id (with
+// aws:kms: the key; none: the account's default KMS key), --request-payer
+// requester (the requester pays for the requests of a Requester Pays bucket).
+struct S3Options {
+  std::string sse;
+  std::string kms_key_id;
+  bool requester_pays = false;
+  // The headers every request carries, and those of a request that creates an object.
+  std::vector<std::string> request_headers() const;
+  std::vector<std::string> creation_headers() const;
+};
 
 class Settings {
  public:
@@ -28,10 +43,14 @@ class Settings {
   // which cli/ installs once (with_aws); null until then.
   const std::shared_ptr<const CredentialSource>& aws() const { return aws_; }
   Settings with_aws(std::shared_ptr<const CredentialSource> aws) const;
+  // What s3:// requests ask of the store (cli/ installs it with the chain).
+  const S3Options& s3() const { return s3_; }
+  Settings with_s3(S3Options s3) const;
 
  private:
   std::shared_ptr<const std::map<std::string, std::string>> variables_;
   std::shared_ptr<const CredentialSource> aws_;
+  S3Options s3_;
 };
 
 // Where a run keeps files of its own (spools, local copies): $TMPDIR, else /tmp.

@@ -229,6 +229,7 @@ void Object::State::set_headers(bool with_etag) {
   curl_slist_free_all(headers);
   headers = nullptr;
   headers = sign(curl, address);
+  for (const auto& h : address.s3.request_headers()) headers = curl_slist_append(headers, h.c_str());
   if (const std::string etag = served.version.strong_etag(); with_etag && !etag.empty())
     headers = curl_slist_append(headers, ("If-Match: " + etag).c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);

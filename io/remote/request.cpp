@@ -96,6 +96,18 @@ void set_method(CURL* curl, const Call& c) {
   }
 }
 
+// The call's headers, with what every request to the store carries (the
+// request payer) and what one that creates an object does (its encryption):
+// a whole PUT, and the start of a multipart upload.
+std::vector<std::string> request_headers(const RemoteAddress& address, const Call& call) {
+  std::vector<std::string> out = address.s3.request_headers();
+  const bool creates = (call.method == "PUT" && call.query.empty()) || (call.method == "POST" && call.query == "uploads=");
+  if (creates)
+    for (auto& h : address.s3.creation_headers()) out.push_back(std::move(h));
+  out.insert(out.end(), call.headers.begin(), call.headers.end());
+  return out;
+}
+
 // What a request is about, for its error: the object, a part or the
 // multipart upload of it, or the listing of a prefix.
 const char* subject_of(const Call& c) {
@@ -148,7 +160,7 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
   Exchange x;
   x.call = &call, x.cancel = cancel;
   curl_slist* headers = sign(curl, address);
-  for (const auto& h : call.headers) headers = curl_slist_append(headers, h.c_str());
+  for (const auto& h : request_headers(address, call)) headers = curl_slist_append(headers, h.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &x);

@@ -677,6 +677,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         mode = owner.choose(self.command, self.path)
         owner.record((self.command, self.path, mode))
+        with owner.lock:
+            owner.headers_seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
         conditional = owner.conditional and self.command == "PUT" and self.headers.get("If-None-Match") == "*"
         if conditional:
             with owner.commits:  # the check and the write as one, as a store that honours the header
@@ -757,6 +759,7 @@ class S3Proxy:
         self.s3, self.target_port, self.conditional = s3, s3.port, conditional
         self.commits = threading.Lock()
         self.lock = threading.Lock()
+        self.headers_seen = []  # (method, path, headers in lower case) of every request
         self.rules, self.log = [], []
         self.httpd = _ThreadingServer(("127.0.0.1", 0), ProxyHandler)
         self.httpd.owner = self

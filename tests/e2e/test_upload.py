@@ -203,6 +203,33 @@ def test_a_failed_or_stopped_run_leaves_no_multipart_upload_in_progress(s3, env,
     assert listing(env["TMPDIR"]) == []
 
 
+def test_encryption_and_request_payer_are_asked_as_the_aws_cli_asks_them(s3, env, tmp_path):
+    # --sse and --sse-kms-key-id on each request that creates an object (a whole PUT, the start of a multipart
+    # upload), --request-payer on every request, reads included; signed like the rest (s3rver checks).
+    src = make_big(tmp_path / "big.h5", rows=2, megabytes_per_row=17)  # parts
+    small = make_big(tmp_path / "small.h5", rows=2, megabytes_per_row=1)  # whole PUTs
+    with servers.s3_proxy(s3) as proxy:
+        e = dict(env, AWS_ENDPOINT_URL=proxy.endpoint)
+        options = ["--sse", "aws:kms", "--sse-kms-key-id", "mb-test-key", "--request-payer", "requester"]
+        run("split", src, "-n", 2, "-o", s3.s3_url("sse-big/"), *options, env=e, check=0)
+        run("split", small, "-n", 2, "-o", s3.s3_url("sse-small/"), *options, env=e, check=0)
+        run("merge", s3.s3_url("sse-small/"), "-o", tmp_path / "m.h5", "--request-payer", "requester", env=e, check=0)
+        seen = list(proxy.headers_seen)
+    assert h5diff(small, tmp_path / "m.h5") == 0
+    creating = [(m, p, h) for m, p, h in seen if (m == "PUT" and "?" not in p) or (m == "POST" and p.endswith("?uploads="))]
+    assert len(creating) >= 2 + 2 + 2  # two multipart starts, two whole files, two manifests
+    for _, _, h in creating:
+        assert h.get("x-amz-server-side-encryption") == "aws:kms", h
+        assert h.get("x-amz-server-side-encryption-aws-kms-key-id") == "mb-test-key", h
+    parts = [h for m, p, h in seen if "partNumber=" in p]
+    assert parts and all("x-amz-server-side-encryption" not in h for h in parts)
+    assert all(h.get("x-amz-request-payer") == "requester" for _, _, h in seen), seen
+    assert any(m == "GET" and "sse-small/microbatch-00000.h5" in p for m, p, _ in seen)  # the merge's reads
+    assert_one_line_error(run("split", small, "-n", 2, "-o", s3.s3_url("x/"), "--sse-kms-key-id", "k", env=env), 2,
+                          "--sse aws:kms")
+    assert_one_line_error(run("split", small, "-n", 2, "-o", s3.s3_url("x/"), "--sse", "DES", env=env), 2, "--sse")
+
+
 def test_etags_under_sse_kms_are_not_taken_for_md5s(s3, env, tmp_path):
     # Under SSE-KMS an ETag looks like an MD5 and is not the bytes': the store checked each PUT and part against
     # its Content-MD5, and a split whose every answer is such (a whole file, parts, the completion, the manifest)
