@@ -163,6 +163,7 @@ def test_5xx_answers_to_parts_are_retried(s3, env, tmp_path):
         run("split", src, "-n", 2, "-o", s3.s3_url("retried/"), env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint),
             check=0)
         assert [m for _, _, m in proxy.requests()].count("500") == 3
+    assert s3.uploads_in_progress("retried/") == []  # the upload whose start failed was not left open
     run("merge", s3.s3_url("retried/"), "-o", tmp_path / "m.h5", env=env, check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
 
@@ -175,6 +176,7 @@ def test_an_etag_that_is_not_the_bytes_md5_is_refused_and_nothing_is_left(s3, en
                   env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
     assert_one_line_error(res, 3, "s3://bkt/etag/microbatch-00001.h5", "ETag", "not the MD5")
     assert objects(s3, "etag") == {}  # what went up was deleted
+    assert s3.uploads_in_progress("etag/") == []
     assert listing(env["TMPDIR"]) == []
 
 
@@ -319,6 +321,7 @@ def test_a_run_stopped_mid_upload_deletes_what_it_uploaded(s3, env, tmp_path, si
     while (objects(s3, prefix) or listing(env["TMPDIR"])) and time.monotonic() < until:
         time.sleep(0.05)
     assert objects(s3, prefix) == {}
+    assert s3.uploads_in_progress(prefix + "/") == []
     assert listing(env["TMPDIR"]) == []
 
 
