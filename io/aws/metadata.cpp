@@ -4,21 +4,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/aws/documents.hpp"
+#include "io/aws/inputs.hpp"
 #include "io/remote/request.hpp"
 
 namespace mb::io::aws {
 namespace {
-
-const char* variable(const Settings& settings, const char* name) {
-  const char* v = settings.get(name);
-  return v && *v ? v : nullptr;
-}
 
 RemoteAddress unsigned_address(const std::string& what, const std::string& url, const Settings& settings) {
   return RemoteAddress{what, url, std::nullopt, settings.environment()};
@@ -35,16 +29,6 @@ bool may_be_plain(const std::string& url) {
          host == "169.254.170.23" || host == "fd00:ec2::23";
 }
 
-std::string file_text(const std::string& path, const char* variable_name) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf()))
-    throw usage_error(fmt::format("{}: cannot read {}", variable_name, path));
-  std::string out = text.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
 // Short limits for the metadata endpoints, which answer at once or not at all.
 remote::Settings quick(const Settings& settings, unsigned seconds, unsigned attempts) {
   remote::Settings s = remote::settings_from(settings.environment());
@@ -57,9 +41,9 @@ remote::Settings quick(const Settings& settings, unsigned seconds, unsigned atte
 
 std::optional<Credentials> container_credentials(const Settings& settings) {
   std::string url;
-  if (const char* relative = variable(settings, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"))
+  if (const char* relative = setting(settings, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"))
     url = std::string("http://169.254.170.2") + relative;
-  else if (const char* full = variable(settings, "AWS_CONTAINER_CREDENTIALS_FULL_URI"))
+  else if (const char* full = setting(settings, "AWS_CONTAINER_CREDENTIALS_FULL_URI"))
     url = full;
   else
     return std::nullopt;
@@ -68,9 +52,9 @@ std::optional<Credentials> container_credentials(const Settings& settings) {
                                   "container-agent address",
                                   shown_name(url)));
   std::vector<std::string> headers;
-  if (const char* file = variable(settings, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"))
-    headers.push_back("Authorization: " + file_text(file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"));
-  else if (const char* token = variable(settings, "AWS_CONTAINER_AUTHORIZATION_TOKEN"))
+  if (const char* file = setting(settings, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"))
+    headers.push_back("Authorization: " + token_file(file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"));
+  else if (const char* token = setting(settings, "AWS_CONTAINER_AUTHORIZATION_TOKEN"))
     headers.push_back(std::string("Authorization: ") + token);
   const std::string what = fmt::format("the container credentials endpoint ({})", shown_name(url));
   remote::Client client(quick(settings, 5, 2));
@@ -79,14 +63,13 @@ std::optional<Credentials> container_credentials(const Settings& settings) {
 }
 
 std::optional<Credentials> instance_credentials(const Settings& settings) {
-  if (const char* off = variable(settings, "AWS_EC2_METADATA_DISABLED")) {
+  if (const char* off = setting(settings, "AWS_EC2_METADATA_DISABLED")) {
     std::string v(off);
     std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
     if (v == "true") return std::nullopt;
   }
-  std::string base = variable(settings, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
-                         ? variable(settings, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
-                         : "http://169.254.169.254";
+  const char* endpoint = setting(settings, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  std::string base = endpoint ? endpoint : "http://169.254.169.254";
   while (base.ends_with('/')) base.pop_back();
   const std::string what = fmt::format("the instance metadata service ({})", shown_name(base));
   remote::Client client(quick(settings, 1, 1));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/aws/inputs.hpp"
 #include "io/aws/metadata.hpp"
 #include "io/aws/process.hpp"
 #include "io/aws/sts.hpp"
@@ -21,22 +22,17 @@ namespace {
 using mb::aws::Profile;
 using mb::aws::Section;
 
-const char* variable(const Settings& settings, const char* name) {
-  const char* v = settings.get(name);
-  return v && *v ? v : nullptr;
-}
-
 // `path` with a leading "~/" under $HOME, as the AWS CLI expands it.
 std::string expanded(std::string path, const Settings& settings) {
   if (path.starts_with("~/")) {
-    const char* home = variable(settings, "HOME");
+    const char* home = setting(settings, "HOME");
     path = std::string(home ? home : "") + path.substr(1);
   }
   return path;
 }
 
 mb::aws::SharedFile read_file(const Settings& settings, const char* variable_name, const char* default_name) {
-  const char* given = variable(settings, variable_name);
+  const char* given = setting(settings, variable_name);
   const std::string path = expanded(given ? given : std::string("~/.aws/") + default_name, settings);
   std::error_code absent;
   if (!std::filesystem::exists(path, absent) && !absent) return {path, {}};  // none: an empty file
@@ -45,15 +41,6 @@ mb::aws::SharedFile read_file(const Settings& settings, const char* variable_nam
   std::ostringstream text;
   text << in.rdbuf();
   return mb::aws::parse_shared_file(text.str(), path);
-}
-
-std::string file_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf())) throw usage_error(fmt::format("{}: cannot read {}", what, path));
-  std::string out = text.str();
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
-  return out;
 }
 
 // A section's keys, none when it has neither; half of them is an error.
@@ -83,21 +70,21 @@ std::string in_config(const Lookup& at, const std::string& profile) {
 std::optional<std::string> web_setting(const Lookup& at, const Profile& p, bool env_too, const char* name,
                                        const char* key) {
   if (env_too)
-    if (const char* v = variable(at.settings, name)) return std::string(v);
+    if (const char* v = setting(at.settings, name)) return std::string(v);
   return p.get(key);
 }
 
 std::optional<Credentials> web_identity_of(const Lookup& at, const Profile& p, bool env_too) {
-  const auto token_file = web_setting(at, p, env_too, "AWS_WEB_IDENTITY_TOKEN_FILE", "web_identity_token_file");
-  if (!token_file) return std::nullopt;
+  const auto token_path = web_setting(at, p, env_too, "AWS_WEB_IDENTITY_TOKEN_FILE", "web_identity_token_file");
+  if (!token_path) return std::nullopt;
   const auto role = web_setting(at, p, env_too, "AWS_ROLE_ARN", "role_arn");
   if (!role)
     throw usage_error(fmt::format("a web identity token file ({}) is given without a role (AWS_ROLE_ARN or the "
                                   "profile's role_arn)",
-                                  *token_file));
+                                  *token_path));
   RoleRequest r{*role, web_setting(at, p, env_too, "AWS_ROLE_SESSION_NAME", "role_session_name").value_or(""),
                 std::nullopt, p.get("duration_seconds"), at.region};
-  return assume_role_with_web_identity(r, file_text(*token_file, "the web identity token file"), at.settings);
+  return assume_role_with_web_identity(r, token_file(*token_path, "the web identity token file"), at.settings);
 }
 
 bool has_role(const Profile& p) {
@@ -171,7 +158,7 @@ Credentials role_of(const Lookup& at, const Profile& p, std::vector<std::string>
 SharedFiles read_shared_files(const Settings& settings) {
   SharedFiles files{read_file(settings, "AWS_SHARED_CREDENTIALS_FILE", "credentials"),
                     read_file(settings, "AWS_CONFIG_FILE", "config"), "default"};
-  if (const char* named = variable(settings, "AWS_PROFILE")) {
+  if (const char* named = setting(settings, "AWS_PROFILE")) {
     files.profile = named;
     if (!files.find(files.profile).exists())
       throw usage_error(fmt::format("AWS_PROFILE: the profile \"{}\" is in neither {} nor {}", files.profile,
@@ -182,7 +169,10 @@ SharedFiles read_shared_files(const Settings& settings) {
 
 std::optional<Credentials> environment_keys(const Lookup& at) {
   Credentials c;
-  const auto get = [&](const char* name) { return std::string(variable(at.settings, name) ? variable(at.settings, name) : ""); };
+  const auto get = [&](const char* name) {
+    const char* v = setting(at.settings, name);
+    return std::string(v ? v : "");
+  };
   c.key_id = get("AWS_ACCESS_KEY_ID");
   c.secret = get("AWS_SECRET_ACCESS_KEY");
   c.token = get("AWS_SESSION_TOKEN");
