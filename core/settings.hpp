@@ -2,7 +2,9 @@
 // What the process takes from its environment, read once (cli/settings) and
 // passed down as a value: nothing under core/, specs/ or io/ reads the
 // environment itself, so a run's behaviour is fixed when it starts and a
-// test can give any environment without touching the process's.
+// test can give any environment without touching the process's. cli/ adds
+// what remote requests need besides: the credential source and the S3
+// options of the command line.
 #include <map>
 #include <memory>
 #include <string>

@@ -151,3 +151,39 @@ TEST_CASE("aws chain: credential_process runs without a shell, before the config
   CHECK(e.find("credential_process of profile broken") == 0);
   CHECK(e.find("exit status 3") != std::string::npos);
 }
+
+TEST_CASE("aws chain: a source that is there but cannot serve is an error before any request") {
+  Home home;
+  const std::string role = "[default]\nrole_arn = arn:aws:iam::1:role/r\n";
+  home.write(".aws/config", role + "source_profile = base\nmfa_serial = arn:aws:iam::1:mfa/u\n[profile base]\n"
+                                   "aws_access_key_id = AK\naws_secret_access_key = SK\n");
+  CHECK(error_of(*home.chain()).find("MFA code") != std::string::npos);
+  home.write(".aws/config", role + "credential_source = Somewhere\n");
+  CHECK(error_of(*home.chain()).find("credential_source \"Somewhere\" is not") != std::string::npos);
+  home.write(".aws/config", role + "credential_source = Environment\nsource_profile = base\n");
+  CHECK(error_of(*home.chain()).find("not both") != std::string::npos);
+  home.write(".aws/config", role + "source_profile = nobody\n");
+  CHECK(error_of(*home.chain()).find("its source_profile nobody is in neither") != std::string::npos);
+  home.write(".aws/config", "[default]\nweb_identity_token_file = /nonexistent/token\n");
+  CHECK(error_of(*home.chain()).find("without a role") != std::string::npos);
+
+  Home plain;
+  const std::string far = error_of(*plain.chain({{"AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://192.0.2.1/creds"}}));
+  CHECK(far.find("neither https nor a loopback") != std::string::npos);
+}
+
+TEST_CASE("aws chain: credentials that have expired already are refused, not sent") {
+  Home home;
+  const fs::path helper = home.path / "old.sh";
+  std::ofstream(helper) << "#!/bin/sh\necho '{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\", "
+                           "\"SessionToken\": \"T\", \"Expiration\": \"2001-01-01T00:00:00Z\"}'\n";
+  fs::permissions(helper, fs::perms::owner_all);
+  home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
+  try {
+    home.chain()->current();
+    FAIL("expired credentials were taken");
+  } catch (const mb::Error& e) {
+    CHECK(e.exit_code() == 3);
+    CHECK(std::string(e.what()) == "the credentials from credential_process of profile default have expired already");
+  }
+}
