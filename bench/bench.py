@@ -25,6 +25,8 @@ Workloads (sizes at --scale 1):
   many         64,000 rows (int64 "ids", float32 "x" of 16 columns, root attribute "step"), split and merged at
                every N of --many-n (1,000 4,000 16,000 64,000)     -> time per input, peak RSS, vs h5py merge
 
+  packed       a million tokens in 10,000 documents, split for --dp-degree 4, -n 8, --cp-degree 2 and merged
+                                                               -> split/merge vs cp, peak RSS
   scale-out    256 MiB of gzip chunks that do not line up with the cut (so split and merge re-encode them),
                and 1 GiB contiguous: split and merge at P = 1, 2, 4 processes, as shards (split --shard K/P, all
                P at once, then finish) and as mpirun ranks (microbatch-mpi)  -> speedup over P = 1
@@ -79,7 +81,7 @@ FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
 # What --only takes; a name not here would make an empty input and time nothing.
 WORKLOADS = ["contiguous", "gzip-chunked", "small", "strings", "compressed-unaligned", "memory", "many", "scale-out",
-             "remote", "upload"]
+             "remote", "upload", "packed"]
 MANY_ROWS = 64_000
 MANY_N = [1_000, 4_000, 16_000, 64_000]
 MANY_ONCE_FROM = 16_000  # from this N on, each command runs once (they are slow)
@@ -440,6 +442,10 @@ def main():
         if name == "remote":
             import remote  # bench/remote.py: needs nginx (Debian's nginx-light)
             remote.bench_remote(args.dir, BINARY, make, args.runs)
+            continue
+        if name == "packed":
+            import packed  # bench/packed.py
+            packed.bench_packed(args.dir, BINARY, timed, clean, args.runs)
             continue
         if name == "upload":
             import upload  # bench/upload.py: needs s3rver (scripts/install-deps.sh)

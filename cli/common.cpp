@@ -138,11 +138,23 @@ void add_partition_options(CLI::App& app, SplitOptions& options) {
       ->check(CLI::IsMember({"error", "downsize", "empty"}));
   app.add_option_function<std::string>(
          "--balance",
-         [&options](const std::string& v) { options.balance = v == "sequences" ? Balance::Sequences : Balance::Tokens; },
-         "packed sequences: fewest tokens in the largest microbatch (tokens, default) or array_split of the "
-         "sequence count (sequences)")
-      ->check(CLI::IsMember({"tokens", "sequences"}));
+         [&options](const std::string& v) {
+           options.balance = v == "sequences"   ? Balance::Sequences
+                             : v == "attention" ? Balance::Attention
+                                                : Balance::Tokens;
+         },
+         "packed sequences: fewest tokens in the largest cell (tokens, default), array_split of the sequence "
+         "count (sequences), or least causal attention work, sum of L*(L+1)/2, in the largest cell (attention)")
+      ->check(CLI::IsMember({"tokens", "sequences", "attention"}));
   add_data_parallel_options(app, options.dp, options.layout, options.cp_degree);
+  add_cp_pad_option(app, options.cp_pad);
+}
+
+void add_cp_pad_option(CLI::App& app, bool& cp_pad) {
+  app.add_flag("--cp-pad", cp_pad,
+               "with --cp-degree C and packed data: pad each document at its end to a multiple of 2C (Transformer "
+               "Engine's THD format; the pad value from the spec leaf's \"pad\", else 0); beside each offsets "
+               "dataset NAME, NAME_padded holds the padded documents' offsets");
 }
 
 void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree) {

@@ -43,6 +43,8 @@ CLI::Validator local_output(const std::string& option, bool s3 = false);
 void add_partition_options(CLI::App& app, SplitOptions& options);
 
 // --dp-degree D, --align and --layout (split, inspect and merge).
+// --cp-pad, for split, inspect and merge.
+void add_cp_pad_option(CLI::App& app, bool& cp_pad);
 void add_data_parallel_options(CLI::App& app, DataParallel& dp, FileLayout& layout, std::uint64_t& cp_degree);
 
 // Adds --buffer-size (MiB) bound to the policy's buffer; the byte paths

@@ -65,6 +65,7 @@ std::string rule_text(const LeafRule& r) {
         return fmt::format("{} of {}, per file, as element {}", quantity_name(r.quantity), r.offsets, *r.element);
       return fmt::format("{} of {}, per file", quantity_name(r.quantity), r.offsets);
     case LeafRule::Mode::Drop: return "drop (not written by split)";
+    case LeafRule::Mode::PaddedOffsets: return fmt::format("padded offsets of {} (not written by merge)", r.offsets);
   }
   return "?";
 }
@@ -118,25 +119,39 @@ struct Row {
 
 using Inspection = io::tree::Prepared;
 
-// Per microbatch: its sequences and tokens, and how close the largest comes
-// to the ideal share T/N.
+// The largest of per-cell values against the ideal (their mean): the
+// imbalance max/mean that the slowest rank of a step pays.
+void print_imbalance(const char* what, const std::vector<std::uint64_t>& per_cell, std::uint64_t total) {
+  const std::uint64_t largest = per_cell.empty() ? 0 : *std::max_element(per_cell.begin(), per_cell.end());
+  const double ideal = per_cell.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(per_cell.size());
+  std::printf("largest cell: %llu %s, ideal (mean) %.1f, imbalance max/mean %.3f\n",
+              static_cast<unsigned long long>(largest), what, ideal,
+              ideal > 0 ? static_cast<double>(largest) / ideal : 1.0);
+}
+
+// Per cell (data-parallel rank, microbatch): its sequences, tokens and
+// causal attention work, and how close the largest comes to the ideal.
 void print_sequences(const SequencePlan& seq, std::uint64_t count) {
   std::string sets;
   for (const auto& o : seq.offsets) sets += (sets.empty() ? "" : ", ") + o;
-  std::printf("sequences: %llu, %llu tokens (summed over %s)\n", static_cast<unsigned long long>(seq.sequences),
+  const bool work = !seq.run_work.empty();
+  std::printf("sequences: %llu, %llu tokens (summed over %s)", static_cast<unsigned long long>(seq.sequences),
               static_cast<unsigned long long>(seq.tokens), sets.c_str());
-  std::uint64_t largest = 0;
-  for (std::size_t i = 0; i < seq.runs.size(); ++i) {
-    largest = std::max(largest, seq.run_tokens[i]);
-    if (i < 16)
-      std::printf("  microbatch %zu: sequences [%llu, %llu) (%llu), %llu tokens\n", i,
-                  static_cast<unsigned long long>(seq.runs[i].begin), static_cast<unsigned long long>(seq.runs[i].end),
-                  static_cast<unsigned long long>(seq.runs[i].size()), static_cast<unsigned long long>(seq.run_tokens[i]));
+  if (work) std::printf(", causal attention work %llu (sum of L*(L+1)/2)", static_cast<unsigned long long>(seq.work));
+  std::printf("\n");
+  for (std::size_t c = 0; c < seq.runs.size() && c < 16; ++c) {
+    const std::string cell = seq.ranks > 1 ? fmt::format("rank {} microbatch {}", c / count, c % count)
+                                           : fmt::format("microbatch {}", c);
+    std::printf("  %s: sequences [%llu, %llu) (%llu), %llu tokens", cell.c_str(),
+                static_cast<unsigned long long>(seq.runs[c].begin), static_cast<unsigned long long>(seq.runs[c].end),
+                static_cast<unsigned long long>(seq.runs[c].size()),
+                static_cast<unsigned long long>(seq.run_tokens[c]));
+    if (work) std::printf(", work %llu", static_cast<unsigned long long>(seq.run_work[c]));
+    std::printf("\n");
   }
   if (seq.runs.size() > 16) std::printf("  …\n");
-  const double ideal = count ? static_cast<double>(seq.tokens) / static_cast<double>(count) : 0.0;
-  std::printf("largest microbatch: %llu tokens, ideal T/N = %.1f (%.3fx)\n", static_cast<unsigned long long>(largest),
-              ideal, ideal > 0 ? static_cast<double>(largest) / ideal : 1.0);
+  print_imbalance("tokens", seq.run_tokens, seq.tokens);
+  if (work) print_imbalance("work", seq.run_work, seq.work);
 }
 
 void print_text(const Inspection& in) {

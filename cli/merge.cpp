@@ -33,7 +33,8 @@ struct MergeCommand {
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
   std::uint64_t cp_degree = 1;
-  bool dp_given = false;  // --dp-degree, --align, --layout or --cp-degree on the command line
+  bool cp_pad = false;
+  bool dp_given = false;  // --dp-degree, --align, --layout, --cp-degree or --cp-pad on the command line
   io::transfer::Policy policy;
   bool json = false;
 };
@@ -59,6 +60,7 @@ void require_split_layout(const MergeCommand& cmd, const SplitOptions& split, co
   differs("--layout", cmd.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch",
           split.layout == FileLayout::PerRank ? "per-rank" : "per-microbatch");
   differs("--cp-degree", std::to_string(cmd.cp_degree), std::to_string(split.cp_degree));
+  differs("--cp-pad", cmd.cp_pad ? "on" : "off", split.cp_pad ? "on" : "off");
 }
 
 io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSources& sources) {
@@ -66,6 +68,7 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
   job.dp = cmd.dp;
   job.layout = cmd.layout;
   job.cp_degree = cmd.cp_degree;
+  job.cp_pad = cmd.cp_pad;
   if (sources.manifest) {
     job.manifest = &*sources.manifest;
     if (cmd.dp_given) require_split_layout(cmd, sources.manifest->options, sources.manifest_path);
@@ -73,6 +76,7 @@ io::merge::MergeJob merge_job(const MergeCommand& cmd, const io::merge::MergeSou
       job.dp = sources.manifest->options.dp;
       job.layout = sources.manifest->options.layout;
       job.cp_degree = sources.manifest->options.cp_degree;
+      job.cp_pad = sources.manifest->options.cp_pad;
     }
   }
   job.inputs = labelled(sources.files);
@@ -202,6 +206,7 @@ void setup_merge(CLI::App& app) {
                 "the manifest and its rows still are (two files swapped on disk with equal sizes are then not caught)");
   // As given to split; a manifest records them.
   add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
+  add_cp_pad_option(*sub, cmd->cp_pad);
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_flag("--json", cmd->json,
                 "print a summary object on stdout: the file written with its size, bytes, datasets, microbatches, "
@@ -210,7 +215,7 @@ void setup_merge(CLI::App& app) {
   sub->callback([cmd, sub] {
     apply_common_options();
     cmd->dp_given = sub->count("--dp-degree") > 0 || sub->count("--align") > 0 || sub->count("--layout") > 0 ||
-                    sub->count("--cp-degree") > 0;
+                    sub->count("--cp-degree") > 0 || sub->count("--cp-pad") > 0;
     run_merge(*cmd, *sub);
   });
 }

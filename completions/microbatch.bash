@@ -16,10 +16,10 @@ _microbatch() {
     case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout --no-sign-request --sse --sse-kms-key-id --request-payer"
-  local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree"
+  local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree --cp-pad"
   case $prev in
     --on-short) COMPREPLY=($(compgen -W "error downsize empty" -- "$cur")); return ;;
-    --balance) COMPREPLY=($(compgen -W "tokens sequences" -- "$cur")); return ;;
+    --balance) COMPREPLY=($(compgen -W "tokens sequences attention" -- "$cur")); return ;;
     --layout) COMPREPLY=($(compgen -W "per-microbatch per-rank" -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
     --sse) COMPREPLY=($(compgen -W "AES256 aws:kms" -- "$cur")); return ;;
@@ -47,7 +47,7 @@ _microbatch() {
     local options
     case $cmd in
       split) options="$plan -o --output --force --buffer-size -j --jobs --shard --keep-local --uploads --json" ;;
-      merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --buffer-size --json" ;;
+      merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --cp-pad --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
       finish) options="" ;;
       verify) options="--json" ;;

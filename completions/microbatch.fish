@@ -27,7 +27,7 @@ complete -c microbatch -n $planning -l micro-batch-size -x -d 'Rows per microbat
 complete -c microbatch -n $planning -l drop-last -d 'Leave out the rows after the last whole microbatch'
 complete -c microbatch -n $planning -l allow-copies -d 'Allow a spec that splits no dataset'
 complete -c microbatch -n $planning -l on-short -x -a 'error downsize empty'
-complete -c microbatch -n $planning -l balance -x -a 'tokens sequences'
+complete -c microbatch -n $planning -l balance -x -a 'tokens sequences attention'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -s s -l spec -r -F -d 'Chunk-spec JSON'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l spec-json -x -d 'The spec as JSON text'
 complete -c microbatch -n "__fish_seen_subcommand_from split merge inspect" -l preset -x -a 'auto none netcdf anndata pandas' -d 'Default spec of a kind of file'
@@ -35,6 +35,7 @@ complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l dp-degree -
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l align -d 'PaddlePaddle align mode'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l layout -x -a 'per-microbatch per-rank'
 complete -c microbatch -n "__fish_seen_subcommand_from $commands" -l cp-degree -x -d 'Context-parallel ranks'
+complete -c microbatch -n "__fish_seen_subcommand_from split merge inspect" -l cp-pad -d 'Pad packed documents to a multiple of 2C'
 
 # split and merge
 set -l writing "__fish_seen_subcommand_from split merge"

@@ -28,10 +28,12 @@ RowMap zigzag(const std::vector<Range>& documents, std::uint64_t degree, std::ui
 // `offsets`, in the batch's coordinates.
 std::vector<Range> documents_of(const Offsets& offsets, const Range& run);
 
-// The documents a CP rank's file describes, put back in the batch: its own
-// offsets (each document's share, L/C tokens) scaled by the degree, from
-// `begin`, the batch row where its microbatch starts.
-std::vector<Range> documents_from_share(const Offsets& share, std::uint64_t degree, std::uint64_t begin);
+// The documents a CP rank's file describes, put back in the batch: of
+// these lengths, laid one after the other along `whole`, the batch rows
+// its microbatch's documents fill (unit-stride segments, one per
+// data-parallel cell, none cutting a document). Throws mb::Error when they
+// do not fit `whole`.
+std::vector<Range> documents_along(const std::vector<std::uint64_t>& lengths, const RowMap& whole);
 
 // Refuses a sequence length that 2 * degree does not divide; `what` says
 // whose ("/input_ids has 6 positions on its sequence axis 1").
@@ -40,6 +42,37 @@ void require_zigzag_divisible(std::uint64_t length, std::uint64_t degree, const 
 // Per document, refuses a length that 2 * degree does not divide, naming
 // the offsets dataset, the sequence and its length: never rounded down.
 void require_documents_divisible(const Offsets& offsets, std::uint64_t degree, const std::string& what);
+
+// --cp-pad: a document of `length` tokens is padded at its end to the next
+// multiple of 2C, as Transformer Engine's THD format with context
+// parallelism expects; CP rank r then holds stripes r and 2C-1-r of the
+// padded document (thd_get_partitioned_indices), pads included.
+std::uint64_t padded_length(std::uint64_t length, std::uint64_t degree);
+
+// The real tokens (positions below `length`) CP rank `rank` holds of a
+// document padded so.
+std::uint64_t real_share(std::uint64_t length, std::uint64_t degree, std::uint64_t rank);
+
+// Rows of a file that are not all its own: `rows` (rising) of `length`.
+struct FileRows {
+  RowMap rows;
+  std::uint64_t length = 0;
+  friend bool operator==(const FileRows&, const FileRows&) = default;
+};
+
+// CP rank `rank`'s padded file of `documents` (batch ranges of real
+// tokens): `batch` the real tokens it holds, in order, and `file` the rows
+// they fill, segment k of one paired with segment k of the other (of equal
+// counts); the file's other rows are pads. Without padding (every length
+// divisible by 2C) the batch map is zigzag()'s and the file rows all of it.
+struct PaddedCut {
+  RowMap batch;
+  FileRows file;
+};
+PaddedCut padded_zigzag(const std::vector<Range>& documents, std::uint64_t degree, std::uint64_t rank);
+
+// The rows of [0, length) that `rows` (rising, unit stride) does not hold.
+RowMap complement(const RowMap& rows, std::uint64_t length);
 
 // Causal attention work of a set of positions within one sequence: the sum
 // of (position + 1), each position attending to itself and all before it.

@@ -12,6 +12,15 @@ std::uint64_t rows_in(const RowMap& map) {
   return n;
 }
 
+void append_rows(RowMap& map, std::uint64_t begin, std::uint64_t count) {
+  if (count == 0) return;
+  if (!map.empty() && map.back().stride == 1 && map.back().stop() == begin) {
+    map.back().count += count;
+    return;
+  }
+  map.push_back({begin, count, 1});
+}
+
 Segment slice_segment(std::uint64_t slice_length, const DataParallel& dp, std::uint64_t slice, const Range& piece) {
   if (dp.align) return {slice + piece.begin * dp.degree, piece.size(), dp.degree};
   return {slice * slice_length + piece.begin, piece.size(), 1};

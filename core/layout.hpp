@@ -26,6 +26,10 @@ using RowMap = std::vector<Segment>;
 
 std::uint64_t rows_in(const RowMap& map);
 
+// Appends rows [begin, begin + count) to `map`, joined to its last segment
+// when they continue it (nothing for count 0).
+void append_rows(RowMap& map, std::uint64_t begin, std::uint64_t count);
+
 // Data-parallel layout (PaddlePaddle's microbatch code): the split axis of
 // length L holds D = `degree` contiguous slices of R = L/D rows; with
 // `align`, new row s*R + r is old row s + r*D, i.e. slice s is the rows

@@ -38,6 +38,13 @@ struct MergedLeaf {
   // The same in the files of every CP rank of one (rank, microbatch): only
   // CP rank 0's is written, the others are checked equal to it.
   bool shared = false;
+  // Offsets of packed sequences placed out of input order, or padded
+  // (PackedInputs): the merged values, each input writing its rows of them.
+  Offsets values;
+  // --cp-pad: per input, the rows of the input its rows come from, segment
+  // k paired with segment k of its map (the pads between are left out);
+  // empty: the map's rows packed from 0.
+  std::vector<RowMap> placed;
 };
 
 struct MergePlan {
@@ -49,12 +56,23 @@ struct MergePlan {
   std::size_t twin(std::size_t input) const;
 };
 
-// Context parallelism on merge: the degree the inputs were split with and,
-// when the spec has packed sequences, every input's offsets (by path): the
-// file of CP rank r holds, of every document, that rank's zigzag tokens.
-struct ContextParallelInputs {
+// What merge needs to put packed sequences back beyond their row counts.
+// Context parallelism: the degree the inputs were split with; the file of
+// CP rank r holds, of every document, that rank's zigzag tokens. Packed
+// sequences cut across data-parallel ranks in the per-microbatch layout:
+// each file (before the CP cut) holds one cell of every rank, so its
+// sequences are runs of the batch's out of input order; `sequences` gives
+// them per such file (from the split's manifest). With either, every
+// input's offsets (by path; of CP rank r's file, its shares).
+// --cp-pad: each CP rank's offsets hold its real tokens of every document
+// (a document's length is their sum) and `padded` (by the offsets' path)
+// every input's padded offsets beside them, checked against the documents.
+struct PackedInputs {
   std::uint64_t degree = 1;
   std::map<std::string, std::vector<Offsets>> offsets;
+  std::vector<RowMap> sequences;  // empty: in input order
+  bool pad = false;
+  std::map<std::string, std::vector<Offsets>> padded;
 };
 
 // The datasets of `first` (the first input's tree) whose rule cuts rows.
@@ -70,6 +88,6 @@ std::vector<const NodeInfo*> cut_datasets(const NodeInfo& first, const Resolutio
 std::vector<std::uint64_t> input_bytes(const NodeInfo& first, const MergePlan& plan, std::size_t inputs);
 
 MergePlan plan_merge(const NodeInfo& first, const Resolution& resolution, const InputLengths& lengths,
-                     const DataParallel& dp, FileLayout layout, const ContextParallelInputs& cp = {});
+                     const DataParallel& dp, FileLayout layout, const PackedInputs& cp = {});
 
 }  // namespace mb

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "core/partition.hpp"
 
 namespace mb {
@@ -46,13 +47,45 @@ void check_same_sequences(const std::string& first, const Offsets& a, const std:
 // of tokens computed from them is exact.
 std::vector<std::uint64_t> sequence_tokens(const std::vector<Offsets>& offsets_sets);
 
-// Cuts S sequences into `pieces` contiguous runs so that the largest run
-// holds as few tokens as possible (the exact optimum: binary search on the
-// largest run, greedy feasibility). Runs are non-empty while there are
-// sequences left; with fewer sequences than pieces the last runs are empty.
-std::vector<Range> balance_tokens(const std::vector<std::uint64_t>& tokens, std::uint64_t pieces);
+// The dataset split --cp-pad writes beside offsets dataset `path`:
+// PATH_padded, its padded documents' offsets (Transformer Engine's
+// cu_seqlens_padded).
+std::string padded_offsets_name(const std::string& path);
 
-// Token count of each run.
-std::vector<std::uint64_t> run_tokens(const std::vector<std::uint64_t>& tokens, const std::vector<Range>& runs);
+// Causal attention work per sequence: L * (L + 1) / 2 for a sequence of L
+// tokens (each token attends to itself and those before it), summed over
+// several offsets datasets. Refuses a total that does not fit 64 bits.
+std::vector<std::uint64_t> sequence_work(const std::vector<Offsets>& offsets_sets);
+
+// Cuts S sequences of these weights (tokens or work) into `pieces`
+// contiguous runs so that the heaviest run weighs as little as possible
+// (the exact optimum: binary search on the heaviest run, greedy
+// feasibility). Runs are non-empty while there are sequences left; with
+// fewer sequences than pieces the last runs are empty.
+std::vector<Range> balance_runs(const std::vector<std::uint64_t>& weights, std::uint64_t pieces);
+
+// Weight of each run (its tokens, or its work).
+std::vector<std::uint64_t> run_weights(const std::vector<std::uint64_t>& weights, const std::vector<Range>& runs);
+
+// The offsets rows of a file holding these runs of sequences, in order:
+// the first run's rows [begin, end] (its leading offset and one per
+// sequence), every later run's rows (begin, end] (one per sequence, the
+// file's offsets running on). The rows hold S + 1 values for S sequences.
+// Empty runs after the first add nothing.
+RowMap offsets_rows(const std::vector<Range>& runs);
+
+// The inverse: the runs of sequences (as one segment each) that offsets
+// rows laid out so describe. Throws mb::Error naming `what` for rows that
+// are not so laid out.
+RowMap sequences_of_offsets_rows(const RowMap& rows, const std::string& what);
+
+// The lengths of a file's sequences, from the input's values of its
+// offsets rows (offsets_rows), each segment read with the row before it
+// but the first.
+std::vector<std::uint64_t> file_lengths(const std::vector<Offsets>& segments);
+
+// Offsets from 0 of sequences of these lengths (their sum fits 64 bits:
+// each is at most an input's, or a CP rank's share of one, padded).
+Offsets offsets_of(const std::vector<std::uint64_t>& lengths);
 
 }  // namespace mb

@@ -55,28 +55,64 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       case LeafRule::Mode::Replicate:
       case LeafRule::Mode::Derive:  // one value per file, written by the split itself
       case LeafRule::Mode::Drop: break;  // pruned from the tree before the plan (io/tree/prepare)
+      case LeafRule::Mode::PaddedOffsets: break;  // merge only
     }
   });
   return out;
 }
 
 // With a data-parallel degree D, every split axis holds D equal slices, and
-// the cut applies to the slice length.
-void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree) {
+// the cut applies to the slice length. Under -n, packed sequences need not
+// divide: every rank gets N microbatches of the D·N runs the balance cuts,
+// so a rank has at least floor(S/D) sequences to give them.
+void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree, bool exact_sequences) {
   if (degree == 1) return;
   for (auto& c : cuts) {
-    if (c.length % degree != 0)
-      throw Error(fmt::format("{} has {} rows on its split axis, not divisible by --dp-degree {}", c.path, c.length,
-                              degree));
+    const bool sequences = c.unit == std::string_view("sequences");
+    if (c.length % degree != 0 && (!sequences || exact_sequences))
+      throw Error(fmt::format("{} has {} {}, not divisible by --dp-degree {}", c.path, c.length,
+                              sequences ? "sequences" : "rows on its split axis", degree));
     c.length /= degree;
-    c.unit = "rows on its split axis per data-parallel slice";
+    c.unit = sequences ? "sequences per data-parallel rank" : "rows on its split axis per data-parallel slice";
   }
 }
 
 std::string describe(const CutLength& c) { return fmt::format("{} has {} {}", c.path, c.length, c.unit); }
 
-// --micro-batch-size: the microbatch count, and with --drop-last the rows of
-// every cut left out (each cut then shortened to whole microbatches).
+const char* noun(bool sequences, std::uint64_t n) {
+  return sequences ? (n == 1 ? "sequence" : "sequences") : n == 1 ? "row" : "rows";
+}
+
+// --micro-batch-size M with --drop-last: the split is that of the first
+// floor(L / (M·D)) · M·D rows (sequences, when packed), whatever L mod D:
+// every data-parallel slice then holds whole microbatches. Returns the count
+// and leaves every cut at its kept slice length.
+std::uint64_t count_dropping(std::vector<CutLength>& cuts, const SplitOptions& options, SplitPlan& plan) {
+  const std::uint64_t size = *options.micro_batch_size, degree = options.dp.degree;
+  const CutLength& first = cuts.front();
+  const bool sequences = first.unit == std::string_view("sequences");
+  const std::uint64_t whole = first.length / size / degree;  // floor(L / (M·D)), with no product to overflow
+  const std::string times = degree > 1 ? fmt::format(" x --dp-degree {}", degree) : "";
+  if (whole == 0)
+    throw usage_error(fmt::format("--drop-last leaves nothing: {}, fewer than --micro-batch-size {}{}",
+                                  describe(first), size, times));
+  const std::uint64_t kept = whole * size * degree;  // at most L
+  plan.dropped = first.length - kept;
+  if (plan.dropped != 0)
+    plan.warnings.push_back(fmt::format("--drop-last left out the last {} {} of every split dataset ({}, {} more "
+                                        "than a multiple of --micro-batch-size {}{})",
+                                        plan.dropped, noun(sequences, plan.dropped), describe(first), plan.dropped,
+                                        size, times));
+  for (auto& c : cuts) {
+    c.length = kept / degree;
+    if (degree > 1)
+      c.unit = sequences ? "sequences per data-parallel rank" : "rows on its split axis per data-parallel slice";
+  }
+  return whole;
+}
+
+// --micro-batch-size: the microbatch count (every cut of the same length,
+// cut per data-parallel slice); with --drop-last, count_dropping's.
 std::uint64_t count_by_size(std::vector<CutLength>& cuts, const SplitOptions& options, SplitPlan& plan) {
   const std::uint64_t size = *options.micro_batch_size;
   if (cuts.empty()) throw Error("--micro-batch-size needs at least one split dataset; the spec splits none");
@@ -84,25 +120,15 @@ std::uint64_t count_by_size(std::vector<CutLength>& cuts, const SplitOptions& op
     if (c.length != cuts.front().length)
       throw Error(fmt::format("--micro-batch-size needs every split axis to have the same length: {}, {}",
                               describe(cuts.front()), describe(c)));
+  if (cuts.front().length == 0) throw Error(fmt::format("nothing to split: {}", describe(cuts.front())));
+  if (options.drop_last) return count_dropping(cuts, options, plan);
+  to_slice_lengths(cuts, options.dp.degree, true);
   const CutLength& first = cuts.front();
-  if (first.length == 0) throw Error(fmt::format("nothing to split: {}", describe(first)));
   const std::uint64_t rest = first.length % size;
-  const bool sequences = first.unit == std::string_view("sequences");
-  if (rest != 0 && options.drop_last) {
-    if (first.length < size)
-      throw Error(fmt::format("--drop-last leaves nothing: {}, fewer than --micro-batch-size {}", describe(first),
-                              size));
-    plan.dropped = rest * options.dp.degree;
-    const char* noun = sequences ? (plan.dropped == 1 ? "sequence" : "sequences") : plan.dropped == 1 ? "row" : "rows";
-    plan.warnings.push_back(fmt::format("--drop-last left out the last {} {} of every split dataset ({}, {} more "
-                                        "than a multiple of --micro-batch-size {})",
-                                        plan.dropped, noun, describe(first), rest, size));
-    for (auto& c : cuts) c.length -= rest;
-  } else if (rest != 0) {
+  if (rest != 0)
     plan.warnings.push_back(fmt::format("the last microbatch is shorter than the others: {}, {} more than a multiple "
                                         "of --micro-batch-size {} (--drop-last leaves them out)",
                                         describe(first), rest, size));
-  }
   return first.length / size + (first.length % size != 0);  // length + size - 1 could wrap
 }
 
@@ -144,18 +170,13 @@ std::uint64_t microbatch_count(std::vector<CutLength>& cuts, const SplitOptions&
     if (*options.count > kMaxMicrobatches)
       throw usage_error(
           fmt::format("-n {} is more than the limit of {} microbatches", *options.count, kMaxMicrobatches));
+    to_slice_lengths(cuts, options.dp.degree, false);
     count = count_for_n(cuts, *options.count, options.on_short, plan.warnings);
   }
   if (plan.ranks * options.cp_degree * count > kMaxMicrobatches)
     throw usage_error(fmt::format("{} microbatches for {} ranks and {} CP ranks make more files than the limit of {}",
                                   count, plan.ranks, options.cp_degree, kMaxMicrobatches));
   return count;
-}
-
-std::vector<RowMap> contiguous(const std::vector<Range>& ranges) {
-  std::vector<RowMap> maps;
-  for (const auto& r : ranges) maps.push_back(r.size() ? RowMap{{r.begin, r.size(), 1}} : RowMap{});
-  return maps;
 }
 
 // The packed sequences of the input, checked: the offsets by path, and the
@@ -196,55 +217,111 @@ Sequences check_sequences(const Leaves& leaves, const Resolution& resolution, co
   return out;
 }
 
-// Rows of every packed-family dataset from the sequence runs.
-void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                   const SequencePlan& seq, SplitPlan& plan) {
-  for (const NodeInfo* o : leaves.offsets) {
-    // Sequences [a, b) need offsets rows a..b: b - a + 1 values, rebased to 0 when written.
-    std::vector<RowMap> maps;
-    for (const auto& run : seq.runs) maps.push_back({{run.begin, run.size() + 1, 1}});
-    plan.pieces[o->path] = maps;
-  }
-  for (const NodeInfo* p : leaves.packed) {
-    const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
-    std::vector<Range> rows;
-    for (const auto& run : seq.runs) rows.push_back({offsets[run.begin], offsets[run.end]});
-    plan.pieces[p->path] = contiguous(rows);
-  }
-  for (const NodeInfo* p : leaves.per_sequence) plan.pieces[p->path] = contiguous(seq.runs);
+// The cells (data-parallel rank, microbatch) base file `base` holds, in
+// order: in the per-microbatch layout, cell (d, base) of every rank d; in
+// the per-rank layout (and with one rank), cell `base` alone.
+std::vector<Range> cells_of(const SplitPlan& plan, std::uint64_t base) {
+  const SequencePlan& seq = *plan.sequences;
+  if (plan.layout == FileLayout::PerRank || seq.ranks == 1) return {seq.runs.at(base)};
+  std::vector<Range> out;
+  for (std::uint64_t d = 0; d < seq.ranks; ++d) out.push_back(seq.runs.at(d * plan.count + base));
+  return out;
 }
 
-// The runs of whole sequences, one per microbatch: --micro-batch-size
-// sequences each (of the `kept` ones, those --drop-last did not leave out),
-// equal counts (--balance sequences), or balanced by tokens; then the rows
-// they give every packed-family dataset.
-void plan_sequence_runs(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                        std::uint64_t kept, const SplitOptions& options, SplitPlan& plan) {
-  SequencePlan& seq = *plan.sequences;
-  if (options.micro_batch_size) {
-    seq.runs = split_by_size(kept, *options.micro_batch_size);
-  } else if (options.balance == Balance::Sequences) {
-    seq.runs = array_split(seq.sequences, plan.count);
-  } else {
-    seq.runs = balance_tokens(sequences.tokens, plan.count);
+// Rows of every packed-family dataset from the cells each file holds.
+void cut_sequences(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences, SplitPlan& plan) {
+  const std::uint64_t bases = plan.ranks * plan.count;
+  for (std::uint64_t b = 0; b < bases; ++b) {
+    const std::vector<Range> cells = cells_of(plan, b);
+    for (const NodeInfo* o : leaves.offsets) plan.pieces[o->path].push_back(offsets_rows(cells));
+    for (const NodeInfo* p : leaves.packed) {
+      const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
+      RowMap tokens;
+      for (const Range& c : cells)
+        append_rows(tokens, offsets[c.begin], offsets[c.end] - offsets[c.begin]);
+      plan.pieces[p->path].push_back(tokens);
+    }
+    for (const NodeInfo* p : leaves.per_sequence) {
+      RowMap rows;
+      for (const Range& c : cells)
+        if (c.size() > 0) rows.push_back({c.begin, c.size(), 1});
+      plan.pieces[p->path].push_back(rows);
+    }
   }
-  seq.run_tokens = run_tokens(sequences.tokens, seq.runs);
-  cut_sequences(leaves, resolution, sequences, seq, plan);
+}
+
+// Per sequence, its causal attention work, when the sum fits 64 bits (it
+// is only needed to balance by it, which refuses a sum that does not).
+std::vector<std::uint64_t> work_of(const Sequences& sequences, Balance balance) {
+  std::vector<Offsets> sets;
+  for (const auto& entry : sequences.offsets) sets.push_back(entry.second);
+  try {
+    return sequence_work(sets);
+  } catch (const Error&) {
+    if (balance == Balance::Attention) throw;
+    return {};
+  }
+}
+
+// The cells of whole sequences, D·N of them (rank-major): --micro-batch-size
+// sequences each (of every rank's `per_rank` sequences, those --drop-last
+// kept), equal counts (--balance sequences), or the contiguous cut whose
+// largest cell holds the fewest tokens (or causal attention work); then the
+// rows they give every packed-family dataset.
+void plan_sequence_runs(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
+                        std::uint64_t per_rank, const SplitOptions& options, SplitPlan& plan) {
+  SequencePlan& seq = *plan.sequences;
+  const std::uint64_t cells = plan.count * seq.ranks;
+  const std::vector<std::uint64_t> work = work_of(sequences, options.balance);
+  if (options.micro_batch_size) {
+    for (std::uint64_t d = 0; d < seq.ranks; ++d)
+      for (const Range& r : split_by_size(per_rank, *options.micro_batch_size))
+        seq.runs.push_back({d * per_rank + r.begin, d * per_rank + r.end});
+  } else if (options.balance == Balance::Sequences) {
+    seq.runs = array_split(seq.sequences, cells);
+  } else {
+    seq.runs = balance_runs(options.balance == Balance::Attention ? work : sequences.tokens, cells);
+  }
+  seq.run_tokens = run_weights(sequences.tokens, seq.runs);
+  if (!work.empty() || seq.sequences == 0) {
+    for (auto w : work) seq.work += w;  // exact: sequence_work checked the total
+    seq.run_work = run_weights(work, seq.runs);
+  }
+  cut_sequences(leaves, resolution, sequences, plan);
 }
 
 std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
   return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
 }
 
+// --cp-pad writes PATH_padded beside every offsets dataset: a batch that
+// holds one already is refused rather than shadowed.
+void check_padding(const NodeInfo& root, const Leaves& leaves) {
+  if (leaves.packed.empty())
+    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
+  for (const NodeInfo* o : leaves.offsets) {
+    const std::string name = padded_offsets_name(o->path);
+    for_each_node(root, [&](const NodeInfo& n) {
+      if (n.path == name)
+        throw Error(fmt::format("--cp-pad writes {} beside {}, but the batch holds a {} already", name, o->path,
+                                name));
+    });
+  }
+}
+
 // Context parallelism needs something to cut, and lengths that 2C divides:
-// they are refused, never rounded down.
-void check_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                            std::uint64_t degree) {
+// they are refused, never rounded down (packed documents are padded with
+// --cp-pad).
+void check_context_parallel(const NodeInfo& root, const Leaves& leaves, const Resolution& resolution,
+                            const Sequences& sequences, const SplitOptions& options) {
+  const std::uint64_t degree = options.cp_degree;
   if (leaves.sequence_axis.empty() && leaves.packed.empty())
     throw Error(fmt::format("--cp-degree {} has nothing to cut: no dataset's spec marks a sequence axis "
                             "({{\"split_axis\": 0, \"sequence_axis\": 1}}) and no dataset is packed",
                             degree));
-  for (const NodeInfo* o : leaves.offsets) require_documents_divisible(sequences.offsets.at(o->path), degree, o->path);
+  if (options.cp_pad) check_padding(root, leaves);
+  for (const NodeInfo* o : leaves.offsets)
+    if (!options.cp_pad) require_documents_divisible(sequences.offsets.at(o->path), degree, o->path);
   for (const NodeInfo* n : leaves.sequence_axis)
     require_zigzag_divisible(sequence_length(*n, resolution), degree,
                              fmt::format("{} has {} positions on its sequence axis {}", n->path,
@@ -259,8 +336,9 @@ std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution,
   std::vector<CpLoad> out;
   for (const NodeInfo* o : leaves.offsets) {
     const Offsets& offsets = sequences.offsets.at(o->path);
-    std::vector<std::uint64_t> lengths;
-    for (std::size_t s = 0; s + 1 < offsets.size(); ++s) lengths.push_back(offsets[s + 1] - offsets[s]);
+    std::vector<std::uint64_t> lengths;  // padded (--cp-pad): what the ranks' attention runs over
+    for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
+      lengths.push_back(padded_length(offsets[s + 1] - offsets[s], degree));
     out.push_back(cp_load(o->path, lengths, degree));
   }
   std::map<std::uint64_t, std::string> names;  // the datasets of each sequence length
@@ -278,9 +356,10 @@ std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution,
 // rank's zigzag positions along that axis; packed data takes, of every
 // document, the rank's zigzag tokens; everything else is the same for every
 // CP rank.
-void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                          std::uint64_t degree, SplitPlan& plan) {
-  check_context_parallel(leaves, resolution, sequences, degree);
+void cut_context_parallel(const NodeInfo& root, const Leaves& leaves, const Resolution& resolution,
+                          const Sequences& sequences, const SplitOptions& options, SplitPlan& plan) {
+  const std::uint64_t degree = options.cp_degree;
+  check_context_parallel(root, leaves, resolution, sequences, options);
   const FileGrid grid{plan.ranks, degree, plan.count};
   for (auto& entry : plan.pieces) {
     std::vector<RowMap> maps(grid.files());
@@ -290,8 +369,20 @@ void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, co
   for (const NodeInfo* p : leaves.packed) {
     const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
     std::vector<RowMap>& maps = plan.pieces.at(p->path);
-    for (std::uint64_t f = 0; f < grid.files(); ++f)
-      maps[f] = zigzag(documents_of(offsets, plan.sequences->runs[grid.microbatch_of(f)]), degree, grid.cp_rank_of(f));
+    for (std::uint64_t f = 0; f < grid.files(); ++f) {
+      std::vector<Range> documents;
+      for (const Range& cell : cells_of(plan, grid.base_of(f))) {
+        const auto of_cell = documents_of(offsets, cell);
+        documents.insert(documents.end(), of_cell.begin(), of_cell.end());
+      }
+      if (!options.cp_pad) {
+        maps[f] = zigzag(documents, degree, grid.cp_rank_of(f));
+        continue;
+      }
+      PaddedCut cut = padded_zigzag(documents, degree, grid.cp_rank_of(f));
+      maps[f] = std::move(cut.batch);
+      plan.padded[p->path].push_back(std::move(cut.file));
+    }
   }
   for (const NodeInfo* n : leaves.sequence_axis) {
     std::vector<RowMap>& maps = plan.positions[n->path];
@@ -300,6 +391,7 @@ void cut_context_parallel(const Leaves& leaves, const Resolution& resolution, co
   }
   plan.cp_loads = cp_loads(leaves, resolution, sequences, degree);
   plan.cp = degree;
+  plan.cp_pad = options.cp_pad;
 }
 
 }  // namespace
@@ -326,14 +418,15 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (options.layout == FileLayout::PerRank) plan.ranks = options.dp.degree;
   const Leaves leaves = collect_leaves(root, resolution);
   std::vector<CutLength> cuts = leaves.split;
-  to_slice_lengths(cuts, options.dp.degree);
-
   const std::size_t split_cuts = cuts.size();  // the sequence count may follow
   Sequences sequences;
   if (!leaves.offsets.empty()) {
-    if (options.dp.degree != 1) throw usage_error("--dp-degree does not combine with packed sequences");
+    if (options.dp.align)
+      throw usage_error("--align does not apply to packed sequences: every data-parallel rank holds a contiguous run "
+                        "of whole sequences (leave --align out)");
     sequences = check_sequences(leaves, resolution, offsets);
     plan.sequences = sequences.plan;
+    plan.sequences->ranks = options.dp.degree;
     cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
   }
 
@@ -354,7 +447,9 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
                                                                  : data_parallel_maps(length, options.dp, pieces);
   }
   if (plan.sequences) plan_sequence_runs(leaves, resolution, sequences, cuts.back().length, options, plan);
-  if (options.cp_degree > 1) cut_context_parallel(leaves, resolution, sequences, options.cp_degree, plan);
+  if (options.cp_pad && options.cp_degree == 1)
+    throw usage_error("--cp-pad pads documents for context parallelism: it needs --cp-degree C > 1");
+  if (options.cp_degree > 1) cut_context_parallel(root, leaves, resolution, sequences, options, plan);
   return plan;
 }
 

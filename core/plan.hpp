@@ -22,9 +22,10 @@ namespace mb {
 
 enum class OnShort { Error, Downsize, Empty };
 
-// How packed sequences are shared out: fewest tokens in the largest
-// microbatch (default), or array_split of the sequence count.
-enum class Balance { Tokens, Sequences };
+// How packed sequences are shared out: fewest tokens in the largest cell
+// (default), array_split of the sequence count, or least causal attention
+// work (sum of L·(L+1)/2 over its sequences) in the largest cell.
+enum class Balance { Tokens, Sequences, Attention };
 
 // Beyond this many microbatches a request is taken for a typo.
 inline constexpr std::uint64_t kMaxMicrobatches = 1'000'000;
@@ -37,6 +38,9 @@ struct SplitOptions {
   FileLayout layout = FileLayout::PerMicrobatch;  // --layout
   Balance balance = Balance::Tokens;              // --balance
   std::uint64_t cp_degree = 1;                    // --cp-degree C
+  // --cp-pad: a packed document whose length 2C does not divide is padded
+  // at its end to the next multiple of 2C (core/context_parallel.hpp).
+  bool cp_pad = false;
   // --drop-last: the split is that of the longest prefix of whole
   // microbatches (of M * D rows, or M sequences); the rows after it are left out.
   bool drop_last = false;
@@ -49,14 +53,20 @@ struct SplitOptions {
 // before planning; the plan checks them).
 using OffsetsValues = std::map<std::string, RawOffsets>;
 
-// Packed sequences of a plan: which sequences and how many tokens (summed
-// over the offsets datasets) each microbatch holds.
+// Packed sequences of a plan: which sequences, how many tokens (summed over
+// the offsets datasets) and how much causal attention work each cell holds.
+// A cell is one data-parallel rank's microbatch: with --dp-degree D there
+// are D·N of them, rank-major (cell (d, i) is runs[d·N + i]); rank d holds
+// a contiguous run of sequences, and the sequences keep their order.
 struct SequencePlan {
   std::vector<std::string> offsets;  // paths of the offsets datasets
   std::uint64_t sequences = 0;
   std::uint64_t tokens = 0;
-  std::vector<Range> runs;                  // per microbatch
-  std::vector<std::uint64_t> run_tokens;    // per microbatch
+  std::uint64_t work = 0;   // sum of L·(L+1)/2 (0 with run_work empty: more than 64 bits)
+  std::uint64_t ranks = 1;  // data-parallel ranks the cells are cut for
+  std::vector<Range> runs;                // per cell
+  std::vector<std::uint64_t> run_tokens;  // per cell
+  std::vector<std::uint64_t> run_work;    // per cell, when the work fits 64 bits
 };
 
 struct SplitPlan {
@@ -72,6 +82,12 @@ struct SplitPlan {
   // Context parallelism: per dataset with a sequence axis (by path), its
   // positions along that axis in each output file.
   std::map<std::string, std::vector<RowMap>> positions;
+  // --cp-pad: per packed dataset (by path), per output file, the file rows
+  // its rows (`pieces`) fill and the file's length; the other rows are pads.
+  // Offsets datasets then hold each rank's real tokens per document, and
+  // beside each, padded_offsets_name() holds its padded documents' offsets.
+  std::map<std::string, std::vector<FileRows>> padded;
+  bool cp_pad = false;
   // Context parallelism: how evenly CP ranks share the attention work, of
   // every offsets dataset's documents and of each sequence length marked.
   std::vector<CpLoad> cp_loads;

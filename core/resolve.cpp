@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/packed.hpp"
 #include "core/resolve_checks.hpp"
 #include "core/suggest.hpp"
 
@@ -320,6 +321,46 @@ bool prune(NodeInfo& node, Resolution& resolution) {
 }
 
 }  // namespace
+
+namespace {
+
+// A copy of `node` without the datasets at `paths`.
+NodeInfo without(const NodeInfo& node, const std::set<std::string>& paths) {
+  NodeInfo out = node;
+  out.children.clear();
+  for (const NodeInfo& c : node.children)
+    if (c.is_group() || !paths.count(c.path)) out.children.push_back(without(c, paths));
+  return out;
+}
+
+}  // namespace
+
+Resolution resolve_padded(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name) {
+  std::set<std::string> candidates;  // datasets named as a padded twin of a sibling dataset
+  for_each_node(root, [&](const NodeInfo& n) {
+    for (const NodeInfo& c : n.children) {
+      const NodeInfo* twin = n.child(c.name + "_padded");
+      if (!c.is_group() && !c.is_further_name() && twin && !twin->is_group()) candidates.insert(twin->path);
+    }
+  });
+  Resolution first = resolve(without(root, candidates), spec, spec_name);
+  std::set<std::string> padded;  // the candidates beside offsets datasets: the split's
+  for (const auto& [path, rule] : first.datasets)
+    if (rule.mode == LeafRule::Mode::Offsets) {
+      if (!candidates.count(padded_offsets_name(path)))
+        throw Error(fmt::format("no {} beside {}: not the files of a split with --cp-pad", padded_offsets_name(path),
+                                path));
+      padded.insert(padded_offsets_name(path));
+    }
+  Resolution out = padded == candidates ? std::move(first) : resolve(without(root, padded), spec, spec_name);
+  for (const std::string& path : padded) {
+    LeafRule rule;
+    rule.mode = LeafRule::Mode::PaddedOffsets;
+    rule.offsets = path.substr(0, path.size() - std::string("_padded").size());
+    out.datasets[path] = rule;
+  }
+  return out;
+}
 
 void prune_dropped(NodeInfo& root, Resolution& resolution) {
   if (prune(root, resolution)) root.children.clear();  // the root stays, even with every dataset dropped

@@ -32,6 +32,12 @@ LeafRule default_rule(const NodeInfo& dataset);
 // spec node, when the spec does not fit the tree.
 Resolution resolve(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
 
+// Merge of a split with --cp-pad: beside every offsets dataset NAME its
+// files hold NAME_padded (core/plan.hpp), which the spec does not name.
+// Resolves the tree without them and gives each the rule PaddedOffsets;
+// throws mb::Error when an offsets dataset has none beside it.
+Resolution resolve_padded(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
+
 // Split's view of the tree: datasets whose rule is "drop" removed, with
 // every group they leave empty, and their rules with them (the outputs,
 // and the manifest's spec, hold none of them).

@@ -47,6 +47,8 @@ std::string rule_text(const LeafRule& rule) {
       return fmt::format("{} of {}", quantity_name(rule.quantity), rule.offsets);
     case LeafRule::Mode::Drop:
       return "drop";
+    case LeafRule::Mode::PaddedOffsets:
+      return fmt::format("padded offsets of {}", rule.offsets);
   }
   return "?";
 }

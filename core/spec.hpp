@@ -28,6 +28,16 @@ enum class Quantity { MaxSeqlen, NumTokens, NumSequences, NumRows };
 // "max_seqlen", "num_tokens", "num_sequences", "num_rows": the spec's keys
 const char* quantity_name(Quantity q);
 
+// A packed leaf's pad value (--cp-pad), as the spec writes it: an integer
+// (up to int64) or a number. Whether it fits the dataset's type is checked
+// where the type is known (io/h5/types.hpp, pad_element).
+struct PadValue {
+  bool integral = true;
+  std::int64_t integer = 0;
+  double number = 0;
+  friend bool operator==(const PadValue&, const PadValue&) = default;
+};
+
 // What happens to one leaf (dataset or attribute).
 struct LeafRule {
   enum class Mode {
@@ -39,6 +49,9 @@ struct LeafRule {
     PerSequence,  // one row per sequence along `axis`, sequences described by `offsets`
     Derive,       // a rank-0 integer recomputed per file: `quantity` of the offsets at `offsets`
     Drop,         // split only: not written (a derived index, PyTables' _i_table, that a cut would falsify)
+    // Merge only: the padded offsets split --cp-pad wrote beside the offsets
+    // at `offsets`; checked against the documents, not written.
+    PaddedOffsets,
   };
   Mode mode = Mode::Replicate;
   int axis = 0;  // as written (may be negative) or, once resolved, normalised
@@ -61,27 +74,29 @@ struct LeafRule {
   // Derive only: the element of a 1-D integer leaf that is derived (a
   // shape's row count); the other elements are replicated. None: rank 0.
   std::optional<int> element;
+  // Packed only: what --cp-pad pads its documents with (none: 0).
+  std::optional<PadValue> pad;
 
   static LeafRule split(int axis) {
-    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
+    return {Mode::Split, axis, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}};
   }
   static LeafRule split_dim(std::string dim) {
-    return {Mode::Split, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, std::move(dim), {}};
+    return {Mode::Split, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, std::move(dim), {}, {}};
   }
-  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
-  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
+  static LeafRule replicate() { return {Mode::Replicate, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}}; }
+  static LeafRule reduce(Reducer r) { return {Mode::Reduce, 0, r, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}}; }
   static LeafRule weighted_mean(std::string path, std::string attribute = {}) {
-    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}, {}};
+    return {Mode::Reduce, 0, Reducer::Mean, {}, std::move(path), std::move(attribute), Quantity::MaxSeqlen, {}, {}, {}, {}};
   }
-  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}}; }
+  static LeafRule offsets_leaf() { return {Mode::Offsets, 0, Reducer::Sum, {}, {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}}; }
   static LeafRule packed(std::string offsets, int axis) {
-    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
+    return {Mode::Packed, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}};
   }
   static LeafRule per_sequence(std::string offsets, int axis) {
-    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}};
+    return {Mode::PerSequence, axis, Reducer::Sum, std::move(offsets), {}, {}, Quantity::MaxSeqlen, {}, {}, {}, {}};
   }
   static LeafRule derived(Quantity q, std::string offsets) {
-    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}, {}};
+    return {Mode::Derive, 0, Reducer::Sum, std::move(offsets), {}, {}, q, {}, {}, {}, {}};
   }
   static LeafRule drop() {
     LeafRule r;
@@ -90,7 +105,8 @@ struct LeafRule {
   }
   // True when each microbatch holds some of the rows along `axis`.
   bool cuts_rows() const {
-    return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive && mode != Mode::Drop;
+    return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive && mode != Mode::Drop &&
+           mode != Mode::PaddedOffsets;
   }
   bool stacks() const { return mode == Mode::Reduce && reducer == Reducer::Stack; }
   bool weighted() const { return mode == Mode::Reduce && !weight.empty(); }

@@ -34,3 +34,10 @@ $mb inspect sample_data/cp_packed.h5 -s sample_data/cp_packed_spec.json -n 2 --c
 $mb split sample_data/cp_packed.h5 -s sample_data/cp_packed_spec.json -n 2 --cp-degree 2 -o "$out/cp_packed"
 $mb merge "$out/cp_packed" -o "$out/cp_packed.h5"
 h5diff sample_data/cp_packed.h5 "$out/cp_packed.h5" && echo "packed CP round trip exact: h5diff found no difference"
+# a DP x PP x CP training layout: 16 packed documents cut into 2 ranks x 4 microbatches of whole documents,
+# each padded for 2 CP ranks as Transformer Engine's THD format expects (labels padded with -100)
+$mb inspect sample_data/train_packed.h5 -s sample_data/train_packed_spec.json -n 4 --dp-degree 2 --cp-degree 2 --cp-pad | grep -E 'microbatch [0-9]:|largest'
+$mb split sample_data/train_packed.h5 -s sample_data/train_packed_spec.json -n 4 --dp-degree 2 --cp-degree 2 --cp-pad -o "$out/train"
+h5dump -d /cu_seqlens -d /cu_seqlens_padded "$out"/train/cp-00000-microbatch-00002.h5 | grep -E 'DATASET|\(0\)'
+$mb merge "$out/train" -o "$out/train.h5"
+h5diff sample_data/train_packed.h5 "$out/train.h5" && echo "padded DP x CP round trip exact: h5diff found no difference"

@@ -95,6 +95,27 @@ def write_cp_specs(directory):
         f.write("\n")
 
 
+def write_train(directory, rng, documents=16):
+    """A packed batch for the DP x PP x CP walk-through of docs/guide.md
+    (--dp-degree 2, -n 4, --cp-degree 2 --cp-pad): documents of lengths 2C
+    does not always divide, padded per CP rank as Transformer Engine's THD
+    format expects (labels with -100, the loss's ignore index)."""
+    lengths = rng.integers(3, 40, size=documents)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    total = int(offsets[-1])
+    with h5py.File(os.path.join(directory, "train_packed.h5"), "w") as f:
+        f["input_ids"] = rng.integers(1, VOCAB, size=total, dtype=np.int64)
+        f["labels"] = np.roll(f["input_ids"][()], -1)
+        f["position_ids"] = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+        f["cu_seqlens"] = offsets
+        f["doc_ids"] = np.arange(documents, dtype=np.int32)
+    with open(os.path.join(directory, "train_packed_spec.json"), "w") as f:
+        json.dump({"input_ids": {"packed": "/cu_seqlens"}, "labels": {"packed": "/cu_seqlens", "pad": -100},
+                   "position_ids": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets",
+                   "doc_ids": {"per_sequence": "/cu_seqlens"}}, f, indent=2)
+        f.write("\n")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = np.random.default_rng(20261130)
@@ -116,6 +137,7 @@ def main():
     with open(os.path.join(OUT, "outputs_spec.json"), "w") as f:
         json.dump({"@num_tokens": {"reduce": "sum"}, "logits": 0, "loss": {"reduce": "mean"}}, f, indent=2)
         f.write("\n")
+    write_train(OUT, rng)
 
 
 if __name__ == "__main__":

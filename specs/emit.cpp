@@ -106,9 +106,12 @@ nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
       return out;
     }
     case LeafRule::Mode::Offsets: return spec ? json("offsets") : json{{"mode", "offsets"}};
-    case LeafRule::Mode::Packed:
-      return spec ? json{{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}}
-                  : json{{"mode", "packed"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
+    case LeafRule::Mode::Packed: {
+      json out = spec ? json{{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}}
+                      : json{{"mode", "packed"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
+      if (rule.pad) out["pad"] = rule.pad->integral ? json(rule.pad->integer) : json(rule.pad->number);
+      return out;
+    }
     case LeafRule::Mode::PerSequence:
       return spec ? json{{"per_sequence", escape_name(rule.offsets)}, {"axis", rule.axis}}
                   : json{{"mode", "per_sequence"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
@@ -120,6 +123,8 @@ nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
       return out;
     }
     case LeafRule::Mode::Drop: return spec ? json("drop") : json{{"mode", "drop"}};
+    case LeafRule::Mode::PaddedOffsets:  // never in a spec: merge gives it to what split --cp-pad wrote
+      return json{{"mode", "padded_offsets"}, {"offsets", escape_name(rule.offsets)}};
   }
   return nullptr;
 }

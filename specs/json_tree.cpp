@@ -66,11 +66,12 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     n.integer = n.integer_fits ? static_cast<std::int64_t>(v) : 0;
     return true;
   }
-  bool number_float(number_float_t, const string_t& literal) override {
+  bool number_float(number_float_t v, const string_t& literal) override {
     // An integer literal too large even for uint64 arrives here as a float.
     const bool integral = literal.find_first_of(".eE") == std::string::npos;
     JNode& n = *place(integral ? JNode::Type::Integer : JNode::Type::Float);
     n.integer_fits = !integral;
+    n.number = v;
     return true;
   }
   bool string(string_t& v) override {

@@ -20,6 +20,7 @@ struct JNode {
   bool boolean = false;
   bool integer_fits = true;  // false for integers beyond int64
   std::int64_t integer = 0;
+  double number = 0;  // Float
   std::string text;  // String
   std::vector<std::string> keys;  // Object: keys[i] names values[i]
   std::vector<SourcePos> key_pos;

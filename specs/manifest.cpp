@@ -16,7 +16,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr const char* kOnShortNames[] = {"error", "downsize", "empty"};  // OnShort order
-constexpr const char* kBalanceNames[] = {"tokens", "sequences"};       // Balance order
+constexpr const char* kBalanceNames[] = {"tokens", "sequences", "attention"};  // Balance order
 constexpr const char* kLayoutNames[] = {"per-microbatch", "per-rank"};  // FileLayout order
 
 // `json[key]` as one of `names` (by position), or `fallback` when absent.
@@ -123,8 +123,10 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
   bool start_array(std::size_t) override {
     ++depth_;
     if (!in_) return true;
-    if (depth_ == 4 && field_ != "rows" && field_ != "positions") malformed("has a list for " + field_);
-    if (depth_ == 4) (field_ == "rows" ? rows_ : positions_) = true;
+    if (depth_ == 4 && field_ != "rows" && field_ != "positions" && field_ != "file_rows")
+      malformed("has a list for " + field_);
+    if (depth_ == 4 && field_ == "rows") rows_ = true;
+    if (depth_ == 4 && field_ == "positions") positions_ = true;
     if (depth_ == 5) maps().emplace_back();
     if (depth_ == 6) slice_.clear();
     if (depth_ > 6) malformed("has lists nested too deep");
@@ -154,7 +156,9 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
     if (in_) malformed(fmt::format("has {} where a number belongs", what));
     return true;
   }
-  std::vector<RowMap>& maps() { return field_ == "rows" ? record_.rows : record_.positions; }
+  std::vector<RowMap>& maps() {
+    return field_ == "rows" ? record_.rows : field_ == "positions" ? record_.positions : record_.file_rows;
+  }
   bool number(std::uint64_t v, bool negative) {
     if (!in_) return true;
     if (depth_ == 6) {
@@ -166,7 +170,7 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
       (field_ == "axis" ? axis_ : record_.sequence_axis) = static_cast<int>(axis);
     } else if (depth_ == 3 && field_ == "length" && !negative) {
       length_ = v;
-    } else if (depth_ != 3 || field_ == "rows" || field_ == "positions") {
+    } else if (depth_ != 3 || field_ == "rows" || field_ == "positions" || field_ == "file_rows") {
       malformed("has a number where a list belongs");
     }
     return true;
@@ -180,6 +184,8 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
   void finish() {
     if (!axis_ || !length_ || !rows_) malformed("lacks its axis, length or rows");
     if (record_.sequence_axis.has_value() != positions_) malformed("has a sequence axis without positions or the reverse");
+    if (!record_.file_rows.empty() && record_.file_rows.size() != record_.rows.size())
+      malformed("has file_rows for another number of files than rows");
     record_.axis = *axis_;
     record_.length = *length_;
     axis_.reset();
@@ -212,7 +218,7 @@ std::string split_identity(const json& spec, const json& options, const std::vec
 std::uint64_t Manifest::ranks() const { return options.layout == FileLayout::PerRank ? options.dp.degree : 1; }
 
 json options_json(const SplitOptions& o) {
-  return {{"chunks", o.count ? json(*o.count) : nullptr},
+  json out = {{"chunks", o.count ? json(*o.count) : nullptr},
           {"micro_batch_size", o.micro_batch_size ? json(*o.micro_batch_size) : nullptr},
           {"drop_last", o.drop_last},
           {"on_short", kOnShortNames[static_cast<int>(o.on_short)]},
@@ -221,6 +227,8 @@ json options_json(const SplitOptions& o) {
           {"balance", kBalanceNames[static_cast<int>(o.balance)]},
           {"layout", kLayoutNames[static_cast<int>(o.layout)]},
           {"cp_degree", o.cp_degree}};
+  if (o.cp_pad) out["cp_pad"] = true;  // absent otherwise: manifests of splits without it are unchanged
+  return out;
 }
 
 SplitOptions options_from_json(const json& j) {
@@ -234,6 +242,7 @@ SplitOptions options_from_json(const json& j) {
   o.balance = named(j, "balance", kBalanceNames, Balance::Tokens);
   o.layout = named(j, "layout", kLayoutNames, FileLayout::PerMicrobatch);
   o.cp_degree = j.value("cp_degree", std::uint64_t{1});
+  o.cp_pad = j.value("cp_pad", false);
   if (o.dp.degree == 0) throw Error("malformed manifest: options.dp_degree is 0");
   if (o.cp_degree == 0) throw Error("malformed manifest: options.cp_degree is 0");
   return o;
@@ -281,6 +290,10 @@ std::string manifest_datasets_text(const Manifest& m) {
       fmt::format_to(std::back_inserter(datasets), ",\"sequence_axis\":{},\"positions\":", *record.sequence_axis);
       append_row_maps(datasets, record.positions);
     }
+    if (!record.file_rows.empty()) {
+      datasets += ",\"file_rows\":";
+      append_row_maps(datasets, record.file_rows);
+    }
     datasets += '}';
   }
   datasets += m.datasets.empty() ? "}" : "\n  }";
@@ -292,8 +305,13 @@ json sequences_json(const SequencePlan& seq) {
   for (const auto& r : seq.runs) runs.push_back({r.begin, r.end});
   auto offsets = json::array();
   for (const auto& path : seq.offsets) offsets.push_back(escape_name(path));
-  return {{"offsets", offsets}, {"count", seq.sequences}, {"tokens", seq.tokens},
-          {"runs", runs},           {"run_tokens", seq.run_tokens}};
+  json out = {{"offsets", offsets}, {"count", seq.sequences}, {"tokens", seq.tokens}};
+  if (!seq.run_work.empty()) out["work"] = seq.work;
+  if (seq.ranks > 1) out["dp_degree"] = seq.ranks;  // runs are then cells, rank-major
+  out["runs"] = runs;
+  out["run_tokens"] = seq.run_tokens;
+  if (!seq.run_work.empty()) out["run_work"] = seq.run_work;
+  return out;
 }
 
 json row_maps_json(const std::vector<RowMap>& maps) {

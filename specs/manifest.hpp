@@ -29,6 +29,11 @@ struct SplitDatasetRecord {
   // positions along it (empty: the dataset has none).
   std::optional<int> sequence_axis;
   std::vector<RowMap> positions;
+  // --cp-pad: per output file, the rows it holds along the axis, pads
+  // included ([0, length) as one slice); empty: the rows of `rows`.
+  std::vector<RowMap> file_rows;
+  // The rows file `file` holds along the axis.
+  std::uint64_t held(std::size_t file) const { return rows_in(file_rows.empty() ? rows.at(file) : file_rows.at(file)); }
 };
 
 // One output file: its name (relative to the manifest's directory), size

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -213,7 +215,7 @@ class Converter {
     return SpecNode::make_leaf(rule);
   }
 
-  // {"packed": "/path/of/offsets", "axis": k} or {"per_sequence": ...}.
+  // {"packed": "/path/of/offsets", "axis": k, "pad": v} or {"per_sequence": ..., "axis": k}.
   SpecNode sequence_leaf(const JNode& j, std::size_t at) const {
     const std::string& key = j.keys[at];
     const JNode& value = j.values[at];
@@ -221,15 +223,28 @@ class Converter {
     if (path.empty() || path[0] != '/')
       b_.fail(value.pos,
               fmt::format("\"{}\" takes the absolute HDF5 path of an offsets dataset, e.g. \"/cu_seqlens\"", key));
-    int axis = 0;
+    const bool packed = key == "packed";
+    LeafRule rule = packed ? LeafRule::packed(path, 0) : LeafRule::per_sequence(path, 0);
     for (std::size_t i = 0; i < j.keys.size(); ++i) {
       if (i == at) continue;
-      if (j.keys[i] != "axis")
-        b_.fail(j.key_pos[i],
-                fmt::format("a \"{}\" leaf takes only \"axis\" besides the offsets path, not \"{}\"", key, j.keys[i]));
-      axis = axis_of(j.values[i], "axis");
+      if (j.keys[i] == "axis") {
+        rule.axis = axis_of(j.values[i], "axis");
+      } else if (j.keys[i] == "pad" && packed) {
+        rule.pad = pad_of(j.values[i]);
+      } else {
+        b_.fail(j.key_pos[i], fmt::format("a \"{}\" leaf takes only {} besides the offsets path, not \"{}\"", key,
+                                          packed ? "\"axis\" and \"pad\"" : "\"axis\"", j.keys[i]));
+      }
     }
-    return SpecNode::make_leaf(key == "packed" ? LeafRule::packed(path, axis) : LeafRule::per_sequence(path, axis));
+    return SpecNode::make_leaf(rule);
+  }
+
+  // "pad": an integer (up to int64) or a finite number.
+  PadValue pad_of(const JNode& j) const {
+    if (j.type == JNode::Type::Integer && j.integer_fits) return {true, j.integer, 0};
+    if (j.type == JNode::Type::Float && std::isfinite(j.number)) return {false, 0, j.number};
+    b_.fail(j.pos, "\"pad\" takes a number (the value --cp-pad pads documents with), an integer within int64 or a "
+                   "finite float");
   }
 
   // A key's or a path's name as written (see unescape_name), or an error

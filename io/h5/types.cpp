@@ -306,4 +306,45 @@ bool is_committed(hid_t type, const Location& where) {
   return check(H5Tcommitted(type), where, "cannot read the datatype") > 0;
 }
 
+namespace {
+
+std::string pad_text(const PadValue& pad) {
+  return pad.integral ? std::to_string(pad.integer) : fmt::format("{}", pad.number);
+}
+
+// `value` (of native type `from`) converted to `type` and back: equal only
+// when the type holds it exactly.
+template <typename T>
+std::vector<unsigned char> exactly(hid_t type, hid_t from, T value, const Location& where) {
+  const std::size_t size = size_of(type, where);
+  std::vector<unsigned char> element(std::max(size, sizeof(T)));
+  std::memcpy(element.data(), &value, sizeof(T));
+  check(H5Tconvert(from, type, 1, element.data(), nullptr, H5P_DEFAULT), where, "cannot convert a pad value");
+  std::vector<unsigned char> back = element;
+  check(H5Tconvert(type, from, 1, back.data(), nullptr, H5P_DEFAULT), where, "cannot convert a pad value");
+  T round = 0;
+  std::memcpy(&round, back.data(), sizeof(T));
+  if (round != value) return {};
+  element.resize(size);
+  return element;
+}
+
+}  // namespace
+
+std::vector<unsigned char> pad_element(hid_t type, const PadValue& pad, const Location& where) {
+  const H5T_class_t cls = class_of(type, where);
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+    throw Error(fmt::format("{}: --cp-pad pads integer and floating-point data only, not {}", where.describe(),
+                            dtype_name(type)));
+  std::vector<unsigned char> element;
+  if (pad.integral) {
+    element = exactly(type, H5T_NATIVE_INT64, pad.integer, where);
+  } else if (cls == H5T_FLOAT) {
+    element = exactly(type, H5T_NATIVE_DOUBLE, pad.number, where);
+  }
+  if (element.empty())
+    throw Error(fmt::format("{}: pad {} does not fit {}", where.describe(), pad_text(pad), dtype_name(type)));
+  return element;
+}
+
 }  // namespace mb::io::h5

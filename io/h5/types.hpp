@@ -8,6 +8,7 @@
 
 #include "core/float_format.hpp"
 #include "core/reduce.hpp"
+#include "core/spec.hpp"
 #include "core/values.hpp"
 #include "io/h5/handle.hpp"
 
@@ -60,5 +61,11 @@ std::optional<NumKind> numeric_kind(hid_t type);
 // Floats have none: they are read and written in their own type, so that
 // HDF5 converts nothing and the rounding is ours.
 hid_t native_type(NumKind kind);
+
+// One element of `type` (integer or floating-point) holding `pad` exactly,
+// in the type's own byte order: what --cp-pad writes. Throws mb::Error
+// naming the dataset, the value and the type for a value the type cannot
+// hold (HDF5 would clamp or round it) or a type that is not a number.
+std::vector<unsigned char> pad_element(hid_t type, const PadValue& pad, const Location& where);
 
 }  // namespace mb::io::h5

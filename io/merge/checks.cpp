@@ -140,7 +140,7 @@ void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* lea
     if (it != ctx.job.manifest->datasets.end()) {
       const specs::SplitDatasetRecord& record = it->second;
       const auto axis = static_cast<std::size_t>(record.axis);
-      const std::uint64_t expected = ctx.input < record.rows.size() ? rows_in(record.rows[ctx.input]) : 0;
+      const std::uint64_t expected = ctx.input < record.rows.size() ? record.held(ctx.input) : 0;
       const std::uint64_t held = axis < in.space.dims.size() ? in.space.dims[axis] : 0;
       if (ctx.input >= record.rows.size() || axis >= in.space.dims.size() || held != expected)
         throw Error(fmt::format("{}: {} has {} rows on axis {}, but the manifest of its split says {}", ctx.file(),

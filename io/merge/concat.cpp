@@ -78,6 +78,12 @@ void concatenate(const Context& ctx, MergeState& state, const DatasetPair& in, c
                                   : transfer::Side::of(dst, out_where);
   const transfer::Side from = transfer::Side::of(in.object, ctx.where(path));
   const RowMap& map = leaf.maps[ctx.input];
+  // --cp-pad: the input's rows that hold tokens, the pads between left out.
+  if (!leaf.placed.empty()) {
+    transfer::copy_gathered(to, from, {map, leaf.axis, true, &leaf.placed[ctx.input]}, ctx.job.policy);
+    if (whole) write_assembled(ctx, state, path, leaf, dst);
+    return;
+  }
   // Packed data under CP: two short chunks of every document, moved in
   // windows (other row maps keep copy()'s byte paths, segment by segment).
   const bool per_document = ctx.resolution.dataset_rule(path).mode == LeafRule::Mode::Packed && ctx.plan.grid.cp > 1;
@@ -131,21 +137,12 @@ namespace {
 
 __extension__ typedef unsigned __int128 Wide;  // holds any sum of two 64-bit offsets
 
-// The largest value an integer type of at most 64 bits holds.
-std::uint64_t largest_value(hid_t type, const h5::Location& where) {
-  tree::offsets_memory_type(type, where);  // refuses wider types
-  const std::size_t precision = h5::precision_of(type, where);
-  const bool is_signed = !h5::is_unsigned(type, where);
-  const std::size_t bits = precision - (is_signed ? 1 : 0);
-  return bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << bits) - 1;
-}
-
 // The input's offsets shifted past the previous inputs' tokens, its leading
 // 0 dropped but for input 0, in exact arithmetic; a value the dataset's type
 // cannot hold is refused (HDF5 would saturate it).
 Offsets shifted_offsets(const Context& ctx, const std::string& path, const Offsets& offsets, std::uint64_t base,
                         hid_t type) {
-  const std::uint64_t largest = largest_value(type, ctx.where(path));
+  const std::uint64_t largest = tree::largest_offset(type, ctx.where(path));
   Offsets out;
   for (std::size_t k = ctx.first() ? 0 : 1; k < offsets.size(); ++k) {
     const Wide value = static_cast<Wide>(base) + offsets[k];
@@ -167,6 +164,11 @@ InputOffsets read_input_offsets(const Context& ctx, hid_t file) {
     const h5::Location where = ctx.where(path);
     h5::Id dataset = h5::open_object(file, path, where);
     out[path] = check_offsets(tree::read_offsets(dataset.get(), where), where.describe());
+    if (!ctx.job.cp_pad) continue;
+    // --cp-pad: token-level lengths are those of the padded documents.
+    const std::string padded = padded_offsets_name(path);
+    h5::Id twin = h5::open_object(file, padded, ctx.where(padded));
+    out[padded] = check_offsets(tree::read_offsets(twin.get(), ctx.where(padded)), ctx.where(padded).describe());
   }
   // Several offsets datasets of one input describe the same sequences.
   if (out.size() > 1) {
@@ -179,7 +181,8 @@ InputOffsets read_input_offsets(const Context& ctx, hid_t file) {
 
 void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const LeafRule& rule) {
   if (rule.mode != LeafRule::Mode::Packed && rule.mode != LeafRule::Mode::PerSequence) return;
-  const Offsets& offsets = ctx.offsets->at(rule.offsets);
+  const bool padded = rule.mode == LeafRule::Mode::Packed && ctx.job.cp_pad;
+  const Offsets& offsets = ctx.offsets->at(padded ? padded_offsets_name(rule.offsets) : rule.offsets);
   const SequenceLeaf leaf{in.node.path, rule.axis, in.space.dims[static_cast<std::size_t>(rule.axis)], rule.offsets};
   tree::about_file(ctx.file(), [&] {
     if (rule.mode == LeafRule::Mode::Packed) {
@@ -190,9 +193,33 @@ void check_sequence_lengths(const Context& ctx, const DatasetPair& in, const Lea
   });
 }
 
+namespace {
+
+// Offsets whose merged values the plan holds (sequences placed out of input
+// order): the input writes its rows of them, each checked to fit the
+// dataset's type (HDF5 would saturate a value that does not).
+void write_placed_offsets(const Context& ctx, const DatasetPair& in, const MergedLeaf& leaf, hid_t dst) {
+  const std::string& path = in.node.path;
+  const std::uint64_t largest = tree::largest_offset(in.model.type, ctx.out_where(path));
+  for (const Segment& seg : leaf.maps[ctx.input]) {
+    const Offsets values(leaf.values.begin() + static_cast<std::ptrdiff_t>(seg.begin),
+                         leaf.values.begin() + static_cast<std::ptrdiff_t>(seg.stop()));
+    if (values.back() > largest)
+      throw Error(fmt::format("{}: merged, offset {} is more than {} holds (at most {})",
+                              ctx.out_where(path).describe(), values.back(), h5::dtype_name(in.model.type), largest));
+    h5::write(dst, Selection::rows(leaf.dims, 0, seg), H5T_NATIVE_UINT64, values.data(), ctx.out_where(path));
+  }
+}
+
+}  // namespace
+
 void concatenate_offsets(const Context& ctx, ConcatState& state, const DatasetPair& in, const MergedLeaf& leaf,
                          hid_t dst) {
   const std::string& path = in.node.path;
+  if (!leaf.values.empty()) {
+    write_placed_offsets(ctx, in, leaf, dst);
+    return;
+  }
   std::uint64_t& tokens = state.tokens[path];
   // Context parallelism: each CP rank's offsets describe its share, L/C
   // tokens of every document.

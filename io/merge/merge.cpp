@@ -34,10 +34,15 @@ void check_options(const MergeJob& job, const Resolution& resolution) {
     if (rule.mode == LeafRule::Mode::Drop)
       throw Error(fmt::format("{}: {}: \"drop\" applies to split only: merge writes every dataset of its inputs",
                               job.inputs.front().source.shown(), path));
-  if (job.dp.degree == 1) return;
+  if (job.cp_pad && job.cp_degree == 1)
+    throw usage_error("--cp-pad says documents were padded for context parallelism: it needs --cp-degree C > 1");
+  if (job.cp_pad && job.virtual_datasets)
+    throw usage_error("--virtual does not combine with --cp-pad: a virtual dataset cannot leave out the pads");
+  if (!job.dp.align) return;
   for (const auto& [path, rule] : resolution.datasets)
     if (rule.mode == LeafRule::Mode::Offsets)
-      throw usage_error("--dp-degree does not combine with packed sequences (" + path + " is \"offsets\")");
+      throw usage_error("--align does not apply to packed sequences (" + path + " is \"offsets\"): every "
+                        "data-parallel rank holds a contiguous run of whole sequences");
 }
 
 // libhdf5 1.10.8 keeps every source file of a virtual dataset open while
@@ -70,9 +75,12 @@ std::unique_ptr<store::FilePublication> claim_output(const MergeJob& job) {
   return job.place->file_publication(job.output_name, job.force);
 }
 
-std::uint64_t dataset_count(const NodeInfo& tree) {
+std::uint64_t dataset_count(const NodeInfo& tree, const Resolution& resolution) {
   std::uint64_t count = 0;
-  for_each_node(tree, [&](const NodeInfo& n) { count += !n.is_group() && !n.is_further_name(); });
+  for_each_node(tree, [&](const NodeInfo& n) {
+    count += !n.is_group() && !n.is_further_name() &&
+             resolution.dataset_rule(n.path).mode != LeafRule::Mode::PaddedOffsets;
+  });
   return count;
 }
 
@@ -123,8 +131,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   h5::Id model = tree::open_input(model_source);
   const NodeInfo tree = tree::read_tree(model.get(), first);
   const tree::SpecChoice choice = *tree::choose_spec(spec, tree, first);  // the default spec at the least
-  const Resolution resolution =
-      tree::about_file(first, [&] { return resolve(tree, choice.spec, choice.name); });
+  const Resolution resolution = tree::about_file(first, [&] {
+    return job.cp_pad ? resolve_padded(tree, choice.spec, choice.name) : resolve(tree, choice.spec, choice.name);
+  });
   check_options(job, resolution);
   MergePlan plan;
   MergeState state;
@@ -132,7 +141,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   Context base{job, resolution, plan, state.weights, model.get()};
   base.verified = &verified;
   const Context& ctx = base;
-  plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, context_parallel_inputs(ctx));
+  plan = plan_merge(tree, resolution, input_lengths(ctx, tree), job.dp, job.layout, packed_inputs(ctx));
   // Each input is one piece of the meter: its data bytes, counted as its copies go and whole once it is merged.
   const std::vector<std::uint64_t> sizes = input_bytes(tree, plan, job.inputs.size());
   run::ByteMeter meter(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}), job.progress);
@@ -163,7 +172,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.team) job.team->agree();  // published
   output->keep();
   warn_about_sources(job);
-  return {dataset_count(tree), size, meter.total(), choice.preset};
+  return {dataset_count(tree, resolution), size, meter.total(), choice.preset};
 }
 
 }  // namespace mb::io::merge

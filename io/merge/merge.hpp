@@ -49,6 +49,7 @@ struct MergeJob {
   DataParallel dp;  // the layout the microbatches were split with
   FileLayout layout = FileLayout::PerMicrobatch;
   std::uint64_t cp_degree = 1;  // --cp-degree
+  bool cp_pad = false;          // --cp-pad: packed documents were padded to a multiple of 2C
   // Split leaves become virtual datasets over the inputs (recorded by their
   // absolute paths) instead of copies.
   bool virtual_datasets = false;

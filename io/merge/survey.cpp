@@ -27,7 +27,7 @@ std::optional<std::vector<std::uint64_t>> recorded_lengths(const Context& ctx, c
   if (record.axis != ctx.resolution.dataset_rule(node.path).axis || record.rows.size() != ctx.job.inputs.size())
     return std::nullopt;
   std::vector<std::uint64_t> out;
-  for (const auto& map : record.rows) out.push_back(rows_in(map));
+  for (std::size_t f = 0; f < record.rows.size(); ++f) out.push_back(record.held(f));
   return out;
 }
 
@@ -87,25 +87,62 @@ InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree) {
   return lengths;
 }
 
-ContextParallelInputs context_parallel_inputs(const Context& ctx) {
-  ContextParallelInputs cp{ctx.job.cp_degree, {}};
-  std::set<std::string> paths;  // the offsets of packed data
+namespace {
+
+// Packed sequences cut across data-parallel ranks in the per-microbatch
+// layout: each file before the CP cut holds one cell of every rank, and
+// only the manifest says where one rank's sequences end in it. Its rows of
+// the first offsets dataset give the batch's sequences each file holds.
+std::vector<RowMap> placed_sequences(const Context& ctx) {
+  const MergeJob& job = ctx.job;
+  std::string offsets;
   for (const auto& entry : ctx.resolution.datasets)
-    if (entry.second.mode == LeafRule::Mode::Packed) paths.insert(entry.second.offsets);
-  if (cp.degree == 1 || paths.empty()) return cp;
+    if (entry.second.mode == LeafRule::Mode::Offsets && offsets.empty()) offsets = entry.first;
+  if (job.dp.degree == 1 || job.layout != FileLayout::PerMicrobatch || offsets.empty()) return {};
+  const specs::SplitDatasetRecord* record = nullptr;
+  if (job.manifest && job.manifest->datasets.count(offsets)) record = &job.manifest->datasets.at(offsets);
+  if (!record || record->rows.size() != job.inputs.size())
+    throw usage_error(fmt::format("packed sequences split with --dp-degree {} in the per-microbatch layout are merged "
+                                  "from their split's manifest (merge the split's directory or prefix): each file "
+                                  "holds one run of every rank's sequences, and the files alone do not say where "
+                                  "one ends",
+                                  job.dp.degree));
+  const FileGrid grid = job.manifest->grid();
+  std::vector<RowMap> out;
+  for (std::uint64_t b = 0; b < grid.ranks * grid.microbatches; ++b)
+    out.push_back(sequences_of_offsets_rows(record->rows.at(grid.file_of(b, 0)), "the manifest's rows of " + offsets));
+  return out;
+}
+
+}  // namespace
+
+PackedInputs packed_inputs(const Context& ctx) {
+  PackedInputs in;
+  in.degree = ctx.job.cp_degree;
+  in.sequences = placed_sequences(ctx);
+  in.pad = ctx.job.cp_pad;
+  std::set<std::string> paths;  // the offsets to read: those of packed data (CP), or all (placed, padded)
+  for (const auto& entry : ctx.resolution.datasets) {
+    if (entry.second.mode == LeafRule::Mode::Packed && in.degree > 1) paths.insert(entry.second.offsets);
+    if (entry.second.mode == LeafRule::Mode::Offsets && (!in.sequences.empty() || in.pad)) paths.insert(entry.first);
+  }
+  if (paths.empty()) return in;
+  const auto read = [&](const Context& at, hid_t file, const std::string& path) {
+    require_path(at, file, path);
+    h5::Id dataset = h5::open_object(file, path, at.where(path));
+    return check_offsets(tree::read_offsets(dataset.get(), at.where(path)), at.where(path).describe());
+  };
   for (std::size_t i = 0; i < ctx.job.inputs.size(); ++i) {
     run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
     h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.verified_source());
     for (const auto& path : paths) {
-      require_path(at, i == 0 ? ctx.model_file : file.get(), path);
-      h5::Id dataset = h5::open_object(i == 0 ? ctx.model_file : file.get(), path, at.where(path));
-      const RawOffsets raw = tree::read_offsets(dataset.get(), at.where(path));
-      cp.offsets[path].push_back(check_offsets(raw, at.where(path).describe()));
+      in.offsets[path].push_back(read(at, i == 0 ? ctx.model_file : file.get(), path));
+      if (in.pad) in.padded[path].push_back(read(at, i == 0 ? ctx.model_file : file.get(), padded_offsets_name(path)));
     }
   }
-  return cp;
+  return in;
 }
 
 }  // namespace mb::io::merge

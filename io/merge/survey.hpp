@@ -9,8 +9,10 @@ namespace mb::io::merge {
 // From the manifest where it records them, else from one pass over the
 // inputs' shapes (each input opened once, closed before the next).
 InputLengths input_lengths(const Context& ctx, const NodeInfo& first_tree);
-// Context parallelism: the degree and, with packed data, every input's
+// Context parallelism's degree; packed sequences cut across data-parallel
+// ranks in the per-microbatch layout: where each file's sequences go, from
+// the split's manifest (refused without one); with either, every input's
 // offsets (each input opened once more for them).
-ContextParallelInputs context_parallel_inputs(const Context& ctx);
+PackedInputs packed_inputs(const Context& ctx);
 
 }  // namespace mb::io::merge

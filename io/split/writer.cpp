@@ -136,12 +136,14 @@ class SplitWriter {
     const Side from = in.whole ? Side::in_memory(*in.whole, ds.shape, src_where) : Side::of(in.src, src_where);
     std::optional<h5::Extent> extent;  // shared by the copies of one extent
     run::ByteMeter* meter = source_.policy.meter;
+    const std::vector<unsigned char> pad = pad_of(ds.path, in.prototype.type.get(), rule, src_where);
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
       const auto where = out_where(i, ds.path);
       const RowMap* rows = rule.cuts_rows() ? &source_.plan.pieces.at(ds.path).at(files_[i]) : nullptr;
       const RowMap* positions = sequence_positions(ds.path, files_[i]);
+      const FileRows* padded = padded_rows(ds.path, files_[i]);
       Shape dims = ds.shape;
-      if (rows) dims[static_cast<std::size_t>(rule.axis)] = rows_in(*rows);
+      if (rows) dims[static_cast<std::size_t>(rule.axis)] = padded ? padded->length : rows_in(*rows);
       if (positions) dims[static_cast<std::size_t>(*rule.sequence_axis)] = rows_in(*positions);
       if (meter) meter->begin(ds.null_space ? 0 : element_count(dims) * ds.element_size);  // as split_bytes counts it
       if (!extent || extent->dims != dims)
@@ -155,7 +157,11 @@ class SplitWriter {
       if (!rows) {
         transfer::copy(from, Selection::all(ds.shape), to, Selection::all(ds.shape), source_.policy);
       } else if (rule.mode == LeafRule::Mode::Offsets) {
-        write_rebased_offsets({in.src, src_where, rows->front(), source_.plan.cp}, dst.get(), where);
+        write_offsets({in.src, src_where, *rows, files_[i]}, {in.prototype, dst.get(), dst_parents[i], ds.name}, where);
+      } else if (padded) {
+        const auto axis = static_cast<std::size_t>(rule.axis);
+        transfer::copy_gathered(from, to, {*rows, axis, false, &padded->rows}, source_.policy);
+        transfer::fill_rows(to, complement(padded->rows, padded->length), axis, pad, source_.policy);
       } else if (per_document(rule) && transfer::gathers(*rows)) {
         transfer::copy_gathered(from, to, {*rows, static_cast<std::size_t>(rule.axis), false}, source_.policy);
       } else {
@@ -181,32 +187,76 @@ class SplitWriter {
     return it == source_.plan.positions.end() ? nullptr : &it->second.at(file);
   }
 
-  // The offsets rows of one file, and the context-parallel degree that
-  // shares every document out (each CP rank holds L/C tokens of it).
+  // --cp-pad: where the rows of a packed dataset sit in file `file`.
+  const FileRows* padded_rows(const std::string& path, std::uint64_t file) const {
+    const auto it = source_.plan.padded.find(path);
+    return it == source_.plan.padded.end() ? nullptr : &it->second.at(file);
+  }
+
+  // --cp-pad: the element a packed dataset's pads hold (its spec's "pad", else 0), checked to fit its type.
+  std::vector<unsigned char> pad_of(const std::string& path, hid_t type, const LeafRule& rule,
+                                    const h5::Location& where) const {
+    if (!source_.plan.padded.count(path)) return {};
+    return h5::pad_element(type, rule.pad.value_or(PadValue{}), where);
+  }
+
+  // The offsets rows of one file (offsets_rows) and which file it is.
   struct OffsetsPiece {
     hid_t src;
     const h5::Location& src_where;
-    Segment rows;
-    std::uint64_t cp;
+    const RowMap& rows;
+    std::uint64_t file;
+  };
+  // The offsets dataset written, and where --cp-pad writes its padded twin.
+  struct OffsetsTarget {
+    const h5::Prototype& prototype;
+    hid_t dataset;
+    hid_t parent;
+    const std::string& name;
   };
 
-  // A microbatch's offsets are its rows of the input's offsets, shifted to
-  // start at 0 and, under CP, divided by the degree (the plan checked that
-  // 2C divides every document). Offsets are S+1 integers: small enough to
-  // hold whole. They are read as 64-bit integers of their own signedness,
-  // which hold every value exactly; the plan checked that they start at 0
-  // and rise, so the rebased values are non-negative, no larger than the
-  // input's, and fit the dataset's type when written back in it.
-  static void write_rebased_offsets(const OffsetsPiece& piece, hid_t dst, const h5::Location& where) {
+  // A file's offsets are the lengths of its sequences, one after the other
+  // from 0 (its cells' rows of the input's offsets, each segment read with
+  // the row before it but the first: core/packed.hpp) or, under CP, each
+  // CP rank's share of them: L/C tokens (the plan checked that 2C divides
+  // every document), or with --cp-pad the rank's real tokens, and beside
+  // them the padded documents' shares. Offsets are S+1 integers: small
+  // enough to hold whole. They are read as 64-bit integers of their own
+  // signedness, which hold every value exactly; the plan checked that they
+  // start at 0 and rise, so the rebased values are non-negative and no
+  // larger than the input's; padded ones are checked to fit.
+  void write_offsets(const OffsetsPiece& piece, const OffsetsTarget& target, const h5::Location& where) const {
     const h5::Id type = h5::type_of(piece.src, piece.src_where);
     const hid_t memory = tree::offsets_memory_type(type.get(), piece.src_where);
-    h5::Buffer values(memory);
-    h5::read(piece.src, Selection::rows({piece.rows.stop()}, 0, piece.rows), values, piece.src_where);
-    // Two's complement: unsigned subtraction gives the signed difference too.
-    auto* v = static_cast<std::uint64_t*>(values.data());
-    const std::uint64_t base = v[0];
-    for (std::uint64_t k = 0; k < piece.rows.count; ++k) v[k] = (v[k] - base) / piece.cp;
-    h5::write(dst, Selection::all({piece.rows.count}), memory, v, where);
+    std::vector<Offsets> segments;
+    for (std::size_t k = 0; k < piece.rows.size(); ++k) {
+      const Segment& seg = piece.rows[k];
+      const Segment read = k == 0 ? seg : Segment{seg.begin - 1, seg.count + 1, 1};
+      h5::Buffer values(memory);
+      h5::read(piece.src, Selection::rows({read.stop()}, 0, read), values, piece.src_where);
+      // Two's complement: the values, checked non-negative, read the same as unsigned.
+      const auto* v = static_cast<const std::uint64_t*>(values.data());
+      segments.emplace_back(v, v + read.count);
+    }
+    const SplitPlan& plan = source_.plan;
+    const std::uint64_t cp = plan.cp, rank = plan.grid().cp_rank_of(piece.file);
+    std::vector<std::uint64_t> lengths = file_lengths(segments), padded;
+    for (auto& length : lengths) {
+      if (plan.cp_pad) padded.push_back(padded_length(length, cp) / cp);
+      length = plan.cp_pad ? real_share(length, cp, rank) : length / cp;
+    }
+    const Offsets out = offsets_of(lengths);
+    h5::write(target.dataset, Selection::all({out.size()}), memory, out.data(), where);
+    if (!plan.cp_pad) return;
+    const Offsets shares = offsets_of(padded);
+    const std::string name = padded_offsets_name(target.name);  // beside it: its path is the same + "_padded"
+    const h5::Location at{where.file, padded_offsets_name(where.path)};
+    if (shares.back() > tree::largest_offset(type.get(), piece.src_where))
+      throw Error(fmt::format("{}: padded, the offsets reach {}, more than {} holds", at.describe(), shares.back(),
+                              h5::dtype_name(type.get())));
+    const h5::Extent extent = h5::make_extent(target.prototype, {shares.size()}, {transfer::kFileBytesMin}, at);
+    const h5::Id twin = h5::create_dataset(target.prototype, extent, target.parent, name, at);
+    h5::write(twin.get(), Selection::all({shares.size()}), memory, shares.data(), at);
   }
 
   const SplitSource& source_;

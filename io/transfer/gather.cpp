@@ -60,7 +60,14 @@ void move_window(const Copy& c, const Window& w, h5::Buffer& staging, const Poli
   h5::Id batch_space = space_of(c.batch, c.batch_dims);
   h5::select_union(batch_space.get(), parts, c.batch.where);
   h5::Id piece_space = space_of(c.piece, c.piece_dims);
-  h5::select(piece_space.get(), Selection::rows(c.piece_dims, c.gather.axis, {w.at, w.rows, 1}), c.piece.where);
+  if (c.gather.piece_rows) {
+    std::vector<Selection> rows;
+    for (std::size_t k = w.first; k < w.end; ++k)
+      rows.push_back(Selection::rows(c.piece_dims, c.gather.axis, (*c.gather.piece_rows)[k]));
+    h5::select_union(piece_space.get(), rows, c.piece.where);
+  } else {
+    h5::select(piece_space.get(), Selection::rows(c.piece_dims, c.gather.axis, {w.at, w.rows, 1}), c.piece.where);
+  }
   const bool into = c.gather.into_batch;
   const std::uint64_t along = std::max<std::uint64_t>(c.piece_dims[c.gather.axis], 1);
   run::count_bytes(policy.meter, w.rows * (element_count(c.piece_dims) / along) * h5::size_of(c.type, c.piece.where));
@@ -78,10 +85,12 @@ void move_window(const Copy& c, const Window& w, h5::Buffer& staging, const Poli
   move(to.dataset, false, c.type, memory.get(), (into ? batch_space : piece_space).get(), staging.data(), to.where);
 }
 
-// A segment longer than a window: one copy, which may take a byte path.
-void copy_segment(const Copy& c, const Segment& segment, std::uint64_t at, const Policy& policy) {
+// Segment k, longer than a window: one copy, which may take a byte path.
+void copy_segment(const Copy& c, std::size_t k, std::uint64_t at, const Policy& policy) {
+  const Segment& segment = c.gather.map[k];
   const Selection batch = Selection::rows(c.batch_dims, c.gather.axis, segment);
-  const Selection piece = Selection::rows(c.piece_dims, c.gather.axis, {at, segment.count, 1});
+  const Segment rows = c.gather.piece_rows ? (*c.gather.piece_rows)[k] : Segment{at, segment.count, 1};
+  const Selection piece = Selection::rows(c.piece_dims, c.gather.axis, rows);
   if (c.gather.into_batch) {
     copy(c.piece, piece, c.batch, batch, policy);
   } else {
@@ -90,6 +99,44 @@ void copy_segment(const Copy& c, const Segment& segment, std::uint64_t at, const
 }
 
 }  // namespace
+
+void fill_rows(const Side& piece, const RowMap& pads, std::size_t axis, const std::vector<unsigned char>& element,
+               const Policy& policy) {
+  if (pads.empty()) return;
+  const Shape dims = dims_of(piece);
+  const std::uint64_t along = std::max<std::uint64_t>(dims.at(axis), 1);
+  const std::uint64_t row = element_count(dims) / along;  // elements of one row
+  const std::uint64_t row_bytes = std::max<std::uint64_t>(row * element.size(), 1);
+  const std::uint64_t window_rows = std::max<std::uint64_t>(policy.buffer_bytes / row_bytes, 1);
+  RowMap rows;  // no segment longer than a window: the buffer bounds memory
+  for (const Segment& s : pads)
+    for (std::uint64_t at = 0; at < s.count; at += window_rows)
+      rows.push_back({s.begin + at, std::min(window_rows, s.count - at), 1});
+  const h5::Id type = h5::type_of(piece.dataset, piece.where);
+  std::vector<unsigned char> values;
+  std::size_t k = 0;
+  while (k < rows.size()) {
+    run::throw_if_interrupted();
+    std::vector<Selection> parts;
+    std::uint64_t count = 0;
+    // A window: up to kWindowSegments segments, at least one, within the buffer while it allows.
+    const auto fits = [&] { return parts.empty() || count + rows[k].count <= window_rows; };
+    while (k < rows.size() && parts.size() < kWindowSegments && fits()) {
+      parts.push_back(Selection::rows(dims, axis, rows[k]));
+      count += rows[k++].count;
+    }
+    if (values.size() < count * row * element.size())
+      for (std::uint64_t e = values.size() / element.size(); e < count * row; ++e)
+        values.insert(values.end(), element.begin(), element.end());
+    h5::Id file = h5::space_of(piece.dataset, piece.where);
+    h5::select_union(file.get(), parts, piece.where);
+    Shape staged = dims;
+    staged[axis] = count;
+    h5::Id memory = h5::make_space(staged, piece.where);
+    h5::write_selection(piece.dataset, type.get(), memory.get(), file.get(), values.data(), piece.where);
+    run::count_bytes(policy.meter, count * row_bytes);
+  }
+}
 
 bool gathers(const RowMap& map) {
   if (map.size() < kFewSegments) return false;
@@ -118,7 +165,7 @@ void copy_gathered(const Side& batch, const Side& piece, const Gather& gather, c
     const Segment& s = gather.map[k];
     if (s.count > window_rows) {
       flush(k);
-      copy_segment(c, s, w.at, policy);
+      copy_segment(c, k, w.at, policy);
       w = {k + 1, k + 1, 0, w.at + s.count};
       continue;
     }

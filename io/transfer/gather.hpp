@@ -17,13 +17,22 @@ struct Gather {
   const RowMap& map;      // rows of the batch side, in the piece's order
   std::size_t axis;       // the axis they are rows of; whole along the others
   bool into_batch;        // merge: piece -> batch; split: batch -> piece
+  // The piece's rows, segment k paired with the map's segment k (--cp-pad:
+  // pads between them); none: the map's rows packed from 0.
+  const RowMap* piece_rows = nullptr;
 };
 
 // Whether copy_gathered takes this map: many segments, rising.
 bool gathers(const RowMap& map);
 
 // Copies the map's rows between `batch` and `piece` (whose rows along the
-// axis are the map's, packed from 0).
+// axis are the map's, packed from 0, or gather.piece_rows).
 void copy_gathered(const Side& batch, const Side& piece, const Gather& gather, const Policy& policy);
+
+// Writes `element` (one element of the dataset's own type) into every
+// element of `rows` (rising) along `axis` of `piece`, a window at a time:
+// --cp-pad's pads.
+void fill_rows(const Side& piece, const RowMap& rows, std::size_t axis, const std::vector<unsigned char>& element,
+               const Policy& policy);
 
 }  // namespace mb::io::transfer

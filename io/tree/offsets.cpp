@@ -22,6 +22,14 @@ hid_t offsets_memory_type(hid_t type, const h5::Location& where) {
   return h5::is_unsigned(type, where) ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
 }
 
+std::uint64_t largest_offset(hid_t type, const h5::Location& where) {
+  offsets_memory_type(type, where);  // refuses wider types
+  const std::size_t precision = h5::precision_of(type, where);
+  const bool is_signed = !h5::is_unsigned(type, where);
+  const std::size_t bits = precision - (is_signed ? 1 : 0);
+  return bits >= 64 ? UINT64_MAX : (std::uint64_t{1} << bits) - 1;
+}
+
 RawOffsets read_offsets(hid_t dataset, const h5::Location& where) {
   const h5::Id type = h5::type_of(dataset, where);
   const hid_t memory = offsets_memory_type(type.get(), where);

@@ -22,6 +22,11 @@ RawOffsets read_offsets(hid_t dataset, const h5::Location& where);
 // (int64 or uint64: both hold every value of a type of at most 64 bits).
 hid_t offsets_memory_type(hid_t type, const h5::Location& where);
 
+// The largest value an offsets dataset of `type` holds (an integer type of
+// at most 64 bits): offsets computed in exact arithmetic are checked
+// against it before they are written, since HDF5 would saturate them.
+std::uint64_t largest_offset(hid_t type, const h5::Location& where);
+
 // Reads every dataset whose rule is "offsets".
 OffsetsValues read_offsets_values(hid_t file, const std::string& file_name, const NodeInfo& tree,
                                   const Resolution& resolution);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "io/h5/object.hpp"
+#include "io/h5/types.hpp"
 #include "io/run/identity.hpp"
 #include "io/tree/derived.hpp"
 #include "io/tree/held.hpp"
@@ -48,6 +50,13 @@ Prepared prepare(const PrepareRequest& request) {
   // The batch's derived values must be what its offsets give: a split of an
   // inconsistent batch would hide the inconsistency (its files' values are
   // recomputed) and its merge could not give the batch back.
+  // --cp-pad: every pad value fits its dataset's type, before anything is written.
+  for (const auto& entry : out.plan->padded) {
+    const h5::Location where{input, entry.first};
+    const h5::Id dataset = h5::open_object(file.get(), entry.first, where);
+    h5::pad_element(h5::type_of(dataset.get(), where).get(),
+                    out.resolution->dataset_rule(entry.first).pad.value_or(PadValue{}), where);
+  }
   const std::vector<DerivedTarget> derived = derived_targets(out.tree, *out.resolution);
   if (!derived.empty()) {
     std::map<std::string, Offsets> checked;

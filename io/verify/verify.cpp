@@ -49,7 +49,8 @@ std::string rows_problem(const specs::Manifest& manifest, const Source& source, 
       const std::vector<RowMap>* maps;
       const char* what;
     };
-    std::vector<Axis> axes{{static_cast<std::size_t>(record.axis), &record.rows, "rows"}};
+    const std::vector<RowMap>& rows = record.file_rows.empty() ? record.rows : record.file_rows;  // pads included
+    std::vector<Axis> axes{{static_cast<std::size_t>(record.axis), &rows, "rows"}};
     if (record.sequence_axis && !record.positions.empty())
       axes.push_back({static_cast<std::size_t>(*record.sequence_axis), &record.positions, "positions"});
     for (const Axis& a : axes) {

@@ -180,18 +180,20 @@ def test_negative_stored_value_is_inconsistent(tmp_path):
     assert_one_line_error(res, 1, "/max_seqlen", "holds max_seqlen -5", "give max_seqlen 5")
 
 
-def test_dp_degree_with_derived_leaves(tmp_path):
-    """Packed sequences do not combine with --dp-degree (yet): a usage error,
-    before anything is written, for split and merge alike."""
+@pytest.mark.parametrize("layout", ["per-microbatch", "per-rank"])
+def test_dp_degree_with_derived_leaves(tmp_path, layout):
+    """With --dp-degree, a file holds whole sequences of one or of every rank: each file's derived values are
+    what its own offsets give, and merge gives the batch back with its own."""
     src = tmp_path / "in.h5"
-    make_derived(src, [2, 2, 2, 2])
+    make_derived(src, [2, 5, 2, 2, 9, 1, 3])
     spec = write_spec(tmp_path / "s.json", SPEC)
-    res = run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "-o", tmp_path / "mb")
-    assert_one_line_error(res, 2, "--dp-degree")
-    assert not (tmp_path / "mb").exists()
-    run("split", src, "-s", spec, "-n", 2, "-o", tmp_path / "mb", check=0)
-    res = run("merge", *files_of(tmp_path / "mb"), "-s", spec, "--dp-degree", 2, "-o", tmp_path / "out.h5")
-    assert_one_line_error(res, 2, "--dp-degree")
+    run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--layout", layout, "-o", tmp_path / "mb", check=0)
+    files = files_of(tmp_path / "mb")
+    assert len(files) == (4 if layout == "per-rank" else 2)
+    for path in files:
+        check_file_values(path, "<i4", "<i8")
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(src, tmp_path / "out.h5") == 0
 
 
 @pytest.mark.parametrize("spec,needles", [

@@ -159,7 +159,9 @@ def with_drop_last_summary(res):
 
 
 @pytest.mark.parametrize("d,align,size,length", [(1, False, 6, 64), (2, False, 3, 26), (2, True, 3, 26),
-                                                 (4, True, 2, 36)])
+                                                 (4, True, 2, 36),
+                                                 # L mod D != 0, as in Megatron's num-microbatches tests
+                                                 (2, False, 4, 33), (4, False, 2, 35), (3, True, 2, 20)])
 def test_drop_last_splits_the_longest_prefix_of_whole_microbatches(tmp_path, d, align, size, length):
     # --drop-last is the split of the first `kept` rows (whole microbatches of every slice), and merge gives
     # those rows back; without it the last microbatch is shorter, and a warning says so.
@@ -169,11 +171,16 @@ def test_drop_last_splits_the_longest_prefix_of_whole_microbatches(tmp_path, d, 
     make_layout_batch(src, length)
     spec = write_spec(tmp_path / "s.json", {"ids": 0, "cols": 1, "text": 0, "scale": "replicate"})
     flags = ["--micro-batch-size", size, "--dp-degree", d] + (["--align"] if align else [])
-    res = run("split", src, "-s", spec, *flags, "-o", tmp_path / "all", check=0)
-    assert "warning: the last microbatch is shorter than the others" in res.err, res
+    if length % d:  # without --drop-last every slice must be whole
+        assert_one_line_error(run("split", src, "-s", spec, *flags, "-o", tmp_path / "all"), 1,
+                              f"has {length} rows on its split axis, not divisible by --dp-degree {d}")
+    else:
+        res = run("split", src, "-s", spec, *flags, "-o", tmp_path / "all", check=0)
+        assert "warning: the last microbatch is shorter than the others" in res.err, res
 
     res = run("split", src, "-s", spec, *flags, "--drop-last", "-o", tmp_path / "mb", "--json", check=0)
-    assert f"warning: --drop-last left out the last {length - kept} rows of every split dataset" in res.err, res
+    noun = "row" if length - kept == 1 else "rows"
+    assert f"warning: --drop-last left out the last {length - kept} {noun} of every split dataset" in res.err, res
     s = with_drop_last_summary(res)
     assert s["dropped_rows"] == length - kept and s["microbatches"] == kept // (d * size)
     with open(tmp_path / "mb" / "manifest.json") as f:

@@ -137,8 +137,8 @@ def test_packed_spec_errors(tmp_path):
     assert_one_line_error(run("split", src, "-s", missing, "-n", 2, "-o", tmp_path / "mb"), 1,
                           "the file has no dataset there")
     spec = write_spec(tmp_path / "s.json", SPEC)
-    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "-o", tmp_path / "mb"), 2,
-                          "does not combine with packed sequences")
+    assert_one_line_error(run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--align", "-o", tmp_path / "mb"),
+                          2, "--align does not apply to packed sequences")
     assert listing(tmp_path / "mb") == []
 
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 
 #include "core/context_parallel.hpp"
 #include "core/error.hpp"
@@ -12,6 +13,17 @@
 
 using namespace mb::test;
 using mb::RowMap;
+
+namespace {
+
+mb::PackedInputs cp_inputs(std::uint64_t degree, std::map<std::string, std::vector<mb::Offsets>> offsets = {}) {
+  mb::PackedInputs in;
+  in.degree = degree;
+  in.offsets = std::move(offsets);
+  return in;
+}
+
+}  // namespace
 
 namespace {
 
@@ -79,7 +91,10 @@ TEST_CASE("per-document zigzag: every document cut on its own, in batch coordina
     CHECK(expand(mb::zigzag(docs, 2, r)) == expected);
   }
   // A CP rank's own offsets (L/C per document) put back from row 4.
-  CHECK(mb::documents_from_share({0, 4, 10}, 2, 4) == docs);
+  CHECK(mb::documents_along({8, 12}, RowMap{{4, 20, 1}}) == docs);
+  // Laid along two cells' rows (data-parallel ranks), none cut.
+  CHECK(mb::documents_along({8, 12}, RowMap{{4, 8, 1}, {30, 12, 1}}) == std::vector<mb::Range>{{4, 12}, {30, 42}});
+  CHECK_THROWS_AS(mb::documents_along({8, 12}, RowMap{{4, 6, 1}, {30, 14, 1}}), mb::Error);
 }
 
 TEST_CASE("lengths that 2C does not divide are refused, naming what") {
@@ -151,7 +166,7 @@ TEST_CASE("split plan under CP: rows per microbatch, positions per CP rank, the 
         const auto input = root({dataset("ids", {mb::rows_in(plan.pieces.at("/ids")[0]), 8 / C}),
                                  dataset("pos", {3, mb::rows_in(plan.pieces.at("/pos")[0]), 8 / C}),
                                  dataset("label", {mb::rows_in(plan.pieces.at("/label")[0])})});
-        const mb::MergePlan merge = mb::plan_merge(input, p.resolution, lengths, o.dp, o.layout, {C, {}});
+        const mb::MergePlan merge = mb::plan_merge(input, p.resolution, lengths, o.dp, o.layout, cp_inputs(C));
         const mb::MergedLeaf& ids = *merge.leaf("/ids");
         CHECK(ids.dims == mb::Shape{4, 8});
         CHECK(ids.maps == plan.pieces.at("/ids"));
@@ -195,7 +210,7 @@ TEST_CASE("packed under CP: per-document tokens per rank, offsets shared, merge 
   mb::InputLengths lengths;
   for (const auto& [path, maps] : plan.pieces) lengths[path] = lengths_of(maps);
   const mb::MergePlan merge =
-      mb::plan_merge(t, res, lengths, o.dp, o.layout, {2, {{"/cu", shares}}});
+      mb::plan_merge(t, res, lengths, o.dp, o.layout, cp_inputs(2, {{"/cu", shares}}));
   CHECK(merge.leaf("/tok")->maps == plan.pieces.at("/tok"));
   CHECK(merge.leaf("/tok")->dims == mb::Shape{28});
   CHECK(merge.leaf("/cu")->shared);
@@ -204,8 +219,15 @@ TEST_CASE("packed under CP: per-document tokens per rank, offsets shared, merge 
   // A rank's document share that is odd cannot come from a CP split.
   shares[0][1] = 1;
   shares[0][2] += -1;
-  CHECK(message_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, {2, {{"/cu", shares}}}); })
-            .find("not the two equal stripes of a CP split") != std::string::npos);
+  CHECK(message_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, cp_inputs(2, {{"/cu", shares}})); })
+            .find("/cu: input 2 (CP rank 1) holds 2 tokens of sequence 0, input 0 (CP rank 0 of the same "
+                  "microbatch) 1") != std::string::npos);
+  // Equal shares that are not a CP split's (odd halves of a document of 2 tokens per rank).
+  shares[2][1] = 1;
+  shares[2][2] += -1;
+  CHECK(message_of([&] { mb::plan_merge(t, res, lengths, o.dp, o.layout, cp_inputs(2, {{"/cu", shares}})); })
+            .find("/cu: input 0 (CP rank 0) holds 1 tokens of sequence 0 of 2, not its share in a CP split") !=
+        std::string::npos);
   // Document lengths that 2C does not divide: refused at split, never rounded down.
   o.cp_degree = 4;
   CHECK(message_of([&] { mb::plan_split(t, res, o, values); }).find("/cu: sequence 0 has 4 tokens") == 0);
@@ -222,11 +244,78 @@ TEST_CASE("CP errors: nothing to cut, unequal CP ranks, inputs that do not divid
         "/ids has 8 positions on its sequence axis 1, not divisible into 2 x --cp-degree 3 = 6 equal stripes");
   const auto input = root({dataset("ids", {2, 4}), dataset("pos", {3, 2, 4}), dataset("label", {2})});
   const mb::InputLengths lengths{{"/ids", {2, 2, 2, 1}}, {"/pos", {2, 2, 2, 2}}, {"/label", {2, 2, 2, 2}}};
-  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, lengths, {}, mb::FileLayout::PerMicrobatch, {2, {}}); })
+  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, lengths, {}, mb::FileLayout::PerMicrobatch, cp_inputs(2)); })
             .find("/ids: input 3 (CP rank 1) holds 1 rows, input 1 (CP rank 0 of the same microbatch) 2") == 0);
   const mb::InputLengths three{{"/ids", {2, 2, 2}}, {"/pos", {2, 2, 2}}, {"/label", {2, 2, 2}}};
-  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, three, {}, mb::FileLayout::PerMicrobatch, {2, {}}); }) ==
+  CHECK(message_of([&] { mb::plan_merge(input, p.resolution, three, {}, mb::FileLayout::PerMicrobatch, cp_inputs(2)); }) ==
         "3 inputs do not divide into 2 CP ranks");
   CHECK(message_of([&] { mb::resolve(p.tree, mb::specs::parse_spec(R"({"ids": {"split_axis": 0, "sequence_axis": 0},
       "*": null})", "s"), "s"); }).find("the sequence axis is its split axis 0") != std::string::npos);
+}
+
+namespace {
+
+// Transformer Engine's thd_get_partitioned_indices(cu_seqlens_padded, total_tokens, cp_size, rank), written
+// from its documented semantics: of every padded sequence, chunks `rank` and 2 * cp_size - 1 - rank of
+// 2 * cp_size equal chunks, as indices into the padded batch.
+std::vector<std::uint64_t> te_partitioned_indices(const std::vector<std::uint64_t>& cu_seqlens_padded,
+                                                  std::uint64_t cp_size, std::uint64_t rank) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i + 1 < cu_seqlens_padded.size(); ++i) {
+    const std::uint64_t seqlen = cu_seqlens_padded[i + 1] - cu_seqlens_padded[i];
+    const std::uint64_t chunk = seqlen / (2 * cp_size);
+    for (const std::uint64_t c : {rank, 2 * cp_size - 1 - rank})
+      for (std::uint64_t k = 0; k < chunk; ++k) out.push_back(cu_seqlens_padded[i] + c * chunk + k);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--cp-pad: each rank's file holds exactly the positions TE's THD partitioning selects") {
+  std::mt19937 rng(5);
+  constexpr std::uint64_t kPad = UINT64_MAX;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::uint64_t degree = 1 + rng() % 4;
+    std::vector<mb::Range> documents;
+    std::uint64_t at = 7;  // the documents start anywhere in the batch
+    for (int d = 0, n = 1 + static_cast<int>(rng() % 6); d < n; ++d) {
+      const std::uint64_t length = rng() % 5 == 0 ? 0 : rng() % 23;
+      documents.push_back({at, at + length});
+      at += length;
+    }
+    // The padded batch: each document's batch rows, then its pads; and cu_seqlens_padded.
+    std::vector<std::uint64_t> padded, cu{0};
+    for (const auto& d : documents) {
+      for (auto row = d.begin; row < d.end; ++row) padded.push_back(row);
+      const std::uint64_t p = mb::padded_length(d.size(), degree);
+      CHECK(p % (2 * degree) == 0);
+      CHECK(p - d.size() < 2 * degree);
+      padded.resize(padded.size() + (p - d.size()), kPad);
+      cu.push_back(cu.back() + p);
+    }
+    for (std::uint64_t r = 0; r < degree; ++r) {
+      std::vector<std::uint64_t> expected;
+      for (auto i : te_partitioned_indices(cu, degree, r)) expected.push_back(padded[i]);
+      const mb::PaddedCut cut = mb::padded_zigzag(documents, degree, r);
+      REQUIRE(cut.file.length == expected.size());
+      REQUIRE(cut.batch.size() == cut.file.rows.size());
+      std::vector<std::uint64_t> file(cut.file.length, kPad);
+      for (std::size_t k = 0; k < cut.batch.size(); ++k) {
+        REQUIRE(cut.batch[k].count == cut.file.rows[k].count);
+        for (std::uint64_t j = 0; j < cut.batch[k].count; ++j)
+          file[cut.file.rows[k].begin + j] = cut.batch[k].begin + j;
+      }
+      CHECK(file == expected);
+      // The pads are the complement of the file rows; real shares count the rest.
+      std::uint64_t pads = 0, real = 0;
+      for (const auto& s : mb::complement(cut.file.rows, cut.file.length)) pads += s.count;
+      for (const auto& d : documents) real += mb::real_share(d.size(), degree, r);
+      CHECK(real == mb::rows_in(cut.batch));
+      CHECK(pads + real == cut.file.length);
+      CHECK(static_cast<std::uint64_t>(std::count(expected.begin(), expected.end(), kPad)) == pads);
+    }
+  }
+  // Without padding, the cut is the zigzag.
+  CHECK(mb::padded_zigzag({{0, 8}, {8, 12}}, 2, 1).batch == mb::zigzag({{0, 8}, {8, 12}}, 2, 1));
 }

@@ -36,8 +36,8 @@ Manifest sample() {
   m.files = {{"microbatch-00000.h5", 100, "00112233445566778899aabbccddeeff"},
              {"microbatch-00001.h5", 200, "ffeeddccbbaa99887766554433221100"}};
   m.split_id = "0123456789abcdef0123456789abcdef";
-  m.datasets["/x"] = {0, 8, {{{0, 2, 2}, {1, 2, 2}}, {{4, 2, 2}, {5, 2, 2}}}, {}, {}};
-  m.datasets["/y"] = {0, 4, {{{0, 2, 1}}, {{2, 2, 1}}}, {}, {}};
+  m.datasets["/x"] = {0, 8, {{{0, 2, 2}, {1, 2, 2}}, {{4, 2, 2}, {5, 2, 2}}}, {}, {}, {}};
+  m.datasets["/y"] = {0, 4, {{{0, 2, 1}}, {{2, 2, 1}}}, {}, {}, {}};
   return m;
 }
 
@@ -90,11 +90,15 @@ TEST_CASE("manifest: a dataset's sequence axis and positions, and escaped paths,
   Manifest m = sample();
   m.datasets["/x"].sequence_axis = 1;
   m.datasets["/x"].positions = {{{0, 3, 1}, {9, 3, 1}}, {{3, 6, 1}}};
-  m.datasets["/a b/c"] = {1, 6, {{{0, 3, 1}}, {{3, 3, 1}}}, {}, {}};
+  m.datasets["/a b/c"] = {1, 6, {{{0, 3, 1}}, {{3, 3, 1}}}, {}, {}, {}};
+  m.datasets["/tok"] = {0, 5, {{{0, 2, 1}}, {{2, 3, 1}}}, {}, {}, {{{0, 4, 1}}, {{0, 4, 1}}}};  // --cp-pad
   TempDir dir;
   dir.write(mb::specs::manifest_text(m));
   const Manifest back = mb::specs::read_manifest(dir.path.string());
-  REQUIRE(back.datasets.size() == 3);
+  REQUIRE(back.datasets.size() == 4);
+  CHECK(back.datasets.at("/tok").file_rows == m.datasets.at("/tok").file_rows);
+  CHECK(back.datasets.at("/tok").held(1) == 4);  // pads included
+  CHECK(back.datasets.at("/x").held(1) == 4);
   CHECK(back.datasets.at("/x").sequence_axis == 1);
   CHECK(back.datasets.at("/x").positions == m.datasets.at("/x").positions);
   CHECK(back.datasets.at("/x").rows == m.datasets.at("/x").rows);

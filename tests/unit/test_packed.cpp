@@ -5,6 +5,9 @@
 
 #include "core/error.hpp"
 #include "core/packed.hpp"
+#include "core/plan.hpp"
+#include "helpers.hpp"
+#include "specs/parse.hpp"
 
 using mb::Range;
 using I64 = std::vector<std::int64_t>;
@@ -50,7 +53,7 @@ TEST_CASE("balancing is exactly optimal against brute force") {
     std::vector<std::uint64_t> tokens(s);
     const bool skewed = trial % 2 == 0;
     for (auto& t : tokens) t = skewed ? (rng() % 4 == 0 ? 50 + rng() % 200 : rng() % 10) : rng() % 20;
-    const auto runs = mb::balance_tokens(tokens, pieces);
+    const auto runs = mb::balance_runs(tokens, pieces);
     REQUIRE(runs.size() == pieces);
     // contiguous, covering, and non-empty while sequences remain
     std::uint64_t at = 0;
@@ -60,18 +63,18 @@ TEST_CASE("balancing is exactly optimal against brute force") {
       at = runs[p].end;
     }
     CHECK(at == s);
-    const auto sums = mb::run_tokens(tokens, runs);
+    const auto sums = mb::run_weights(tokens, runs);
     CHECK(*std::max_element(sums.begin(), sums.end()) == brute_force_best(tokens, pieces));
   }
 }
 
 TEST_CASE("balancing examples") {
   // one long sequence dominates: it gets a run of its own
-  CHECK(mb::balance_tokens({1, 1, 100, 1, 1}, 3) == std::vector<Range>{{0, 2}, {2, 3}, {3, 5}});
+  CHECK(mb::balance_runs({1, 1, 100, 1, 1}, 3) == std::vector<Range>{{0, 2}, {2, 3}, {3, 5}});
   // fewer sequences than pieces: trailing runs are empty
-  CHECK(mb::balance_tokens({5, 5}, 4) == std::vector<Range>{{0, 1}, {1, 2}, {2, 2}, {2, 2}});
-  CHECK(mb::balance_tokens({}, 2) == std::vector<Range>{{0, 0}, {0, 0}});
-  CHECK(mb::balance_tokens({0, 0, 0}, 2) == std::vector<Range>{{0, 2}, {2, 3}});
+  CHECK(mb::balance_runs({5, 5}, 4) == std::vector<Range>{{0, 1}, {1, 2}, {2, 2}, {2, 2}});
+  CHECK(mb::balance_runs({}, 2) == std::vector<Range>{{0, 0}, {0, 0}});
+  CHECK(mb::balance_runs({0, 0, 0}, 2) == std::vector<Range>{{0, 2}, {2, 3}});
 }
 
 TEST_CASE("offsets must start at 0 and rise") {
@@ -96,8 +99,8 @@ TEST_CASE("unsigned offsets are exact up to 2^64 - 1") {
   // the tokens of two offsets datasets can add up past 64 bits: refused, never wrapped
   CHECK_THROWS_AS(mb::sequence_tokens({big, big}), mb::Error);
   const auto tokens = mb::sequence_tokens({big});
-  CHECK(mb::balance_tokens(tokens, 2) == std::vector<Range>{{0, 1}, {1, 3}});
-  CHECK_THROWS_AS(mb::balance_tokens({UINT64_MAX, 1}, 2), mb::Error);
+  CHECK(mb::balance_runs(tokens, 2) == std::vector<Range>{{0, 1}, {1, 3}});
+  CHECK_THROWS_AS(mb::balance_runs({UINT64_MAX, 1}, 2), mb::Error);
 }
 
 TEST_CASE("packed and per-sequence lengths must agree with their offsets") {
@@ -115,4 +118,63 @@ TEST_CASE("packed and per-sequence lengths must agree with their offsets") {
 
 TEST_CASE("tokens of q and k offsets add up per sequence") {
   CHECK(mb::sequence_tokens({{0, 2, 5}, {0, 4, 4}}) == std::vector<std::uint64_t>{6, 3});
+}
+
+TEST_CASE("causal attention work per sequence: L*(L+1)/2, summed over offsets datasets, refused past 64 bits") {
+  CHECK(mb::sequence_work({{0, 1, 4, 4, 10}}) == U64{1, 6, 0, 21});
+  CHECK(mb::sequence_work({{0, 1, 4}, {0, 2, 2}}) == U64{1 + 3, 6 + 0});
+  CHECK_THROWS_AS(mb::sequence_work({{0, 1ull << 33}}), mb::Error);  // 2^65 + 2^32 work
+}
+
+TEST_CASE("a file's offsets rows: its cells' rows, one leading offset, and back") {
+  // Cells [0, 2), [5, 7), empty, [7, 8): rows 0..2, then 6..7 and 8 (one per sequence).
+  const mb::RowMap rows = mb::offsets_rows({{0, 2}, {5, 7}, {7, 7}, {7, 8}});
+  CHECK(rows == mb::RowMap{{0, 3, 1}, {6, 2, 1}, {8, 1, 1}});
+  CHECK(mb::rows_in(rows) == 5 + 1);  // 5 sequences: 6 offsets
+  CHECK(mb::sequences_of_offsets_rows(rows, "/cu") == mb::RowMap{{0, 2, 1}, {5, 2, 1}, {7, 1, 1}});
+  CHECK(mb::offsets_rows({{3, 3}, {9, 10}}) == mb::RowMap{{3, 1, 1}, {10, 1, 1}});  // an empty first cell: [0]
+  CHECK(mb::sequences_of_offsets_rows({{3, 1, 1}}, "/cu").empty());
+  CHECK_THROWS_AS(mb::sequences_of_offsets_rows({{0, 2, 2}}, "/cu"), mb::Error);
+  CHECK_THROWS_AS(mb::sequences_of_offsets_rows({{0, 2, 1}, {0, 1, 1}}, "/cu"), mb::Error);
+}
+
+TEST_CASE("a file's offsets: its sequences' lengths from 0") {
+  // Input offsets 0 1 7 8 10 16; the file holds sequences [0, 2) and [3, 5):
+  // rows 0..2 read as is, rows 4..5 read with row 3 before them.
+  const U64 lengths = mb::file_lengths({{0, 1, 7}, {8, 10, 16}});
+  CHECK(lengths == U64{1, 6, 2, 6});
+  CHECK(mb::offsets_of(lengths) == mb::Offsets{0, 1, 7, 9, 15});
+  CHECK(mb::file_lengths({{5}}).empty());
+  CHECK(mb::offsets_of({}) == mb::Offsets{0});
+  CHECK_THROWS_AS(mb::offsets_of({UINT64_MAX, 1}), mb::Error);
+}
+
+TEST_CASE("packed plan across data-parallel ranks: optimal cells for tokens and for work, N per rank, order kept") {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::uint64_t degree = 1 + rng() % 3, n = 1 + rng() % 3, sequences = 8;
+    U64 cu{0};
+    for (std::uint64_t s = 0; s < sequences; ++s) cu.push_back(cu.back() + (rng() % 3 == 0 ? 0 : rng() % 12));
+    const auto tree = mb::test::root({mb::test::dataset("cu", {9}), mb::test::dataset("tok", {cu.back()})});
+    const auto spec = mb::specs::parse_spec(R"({"cu": "offsets", "tok": {"packed": "/cu"}})", "s");
+    const auto r = mb::resolve(tree, spec, "s");
+    for (const auto balance : {mb::Balance::Tokens, mb::Balance::Attention}) {
+      mb::SplitOptions o;
+      o.count = n;
+      o.dp = {degree, false};
+      o.balance = balance;
+      o.on_short = mb::OnShort::Empty;
+      const auto p = mb::plan_split(tree, r, o, {{"/cu", cu}});
+      REQUIRE(p.sequences->runs.size() == degree * n);  // N cells for every rank
+      std::uint64_t at = 0;
+      for (const auto& run : p.sequences->runs) {  // contiguous, in order, covering
+        CHECK(run.begin == at);
+        at = run.end;
+      }
+      CHECK(at == sequences);
+      const U64 weights = balance == mb::Balance::Tokens ? mb::sequence_tokens({cu}) : mb::sequence_work({cu});
+      const U64 sums = mb::run_weights(weights, p.sequences->runs);
+      CHECK(*std::max_element(sums.begin(), sums.end()) == brute_force_best(weights, degree * n));
+    }
+  }
 }

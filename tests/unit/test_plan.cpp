@@ -164,8 +164,6 @@ TEST_CASE("packed sequences: errors name the dataset") {
         "/cu_q: offsets must rise: offsets[3] = 6 is below offsets[2] = 7");
   CHECK(packed_error(cut_into(5), kValues) ==
         "cannot cut into 5 microbatches: /cu_k has 4 sequences (--on-short downsize or empty allows it)");
-  CHECK(packed_error({2, std::nullopt, OnShort::Error, {2, false}}, kValues).find("does not combine") !=
-        std::string::npos);
   const auto t = packed_tree();
   CHECK_THROWS_WITH_AS(
       mb::resolve(t, mb::specs::parse_spec(R"({"tokens": {"packed": "/seq_id"}, "*": null})", "s"), "s"),
@@ -252,4 +250,89 @@ TEST_CASE("--drop-last with packed sequences leaves out whole sequences") {
   CHECK(p.pieces.at("/tokens") == ranges({{0, 8}}));
   CHECK(p.pieces.at("/seq_id") == ranges({{0, 3}}));
   CHECK(p.pieces.at("/cu_q") == ranges({{0, 4}}));
+}
+
+namespace {
+mb::SplitOptions dp_cut(std::uint64_t n, std::uint64_t degree, mb::FileLayout layout = mb::FileLayout::PerMicrobatch,
+                        OnShort s = OnShort::Error) {
+  mb::SplitOptions o = cut_into(n, s);
+  o.dp = {degree, false};
+  o.layout = layout;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("packed sequences across data-parallel ranks: D*N cells, each file one cell of every rank") {
+  // Tokens per sequence (q + k): 2, 12, 2, 4; D = 2, N = 2: one sequence per cell.
+  const auto p = packed_plan(dp_cut(2, 2), kValues);
+  REQUIRE(p.sequences);
+  CHECK(p.count == 2);
+  CHECK(p.sequences->ranks == 2);
+  CHECK(p.sequences->runs == std::vector<mb::Range>{{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+  // File 0 holds cells (0, 0) and (1, 0): sequences 0 and 2; file 1 sequences 1 and 3.
+  CHECK(p.pieces.at("/tokens") == std::vector<RowMap>{{{0, 1, 1}, {7, 1, 1}}, {{1, 6, 1}, {8, 2, 1}}});
+  CHECK(p.pieces.at("/seq_id") == std::vector<RowMap>{{{0, 1, 1}, {2, 1, 1}}, {{1, 1, 1}, {3, 1, 1}}});
+  CHECK(p.pieces.at("/cu_q") == std::vector<RowMap>{{{0, 2, 1}, {3, 1, 1}}, {{1, 2, 1}, {4, 1, 1}}});
+  // Per rank: one file per cell, in cell order.
+  const auto per_rank = packed_plan(dp_cut(2, 2, mb::FileLayout::PerRank), kValues);
+  CHECK(per_rank.files() == 4);
+  CHECK(per_rank.pieces.at("/tokens") == ranges({{0, 1}, {1, 7}, {7, 8}, {8, 10}}));
+  CHECK(per_rank.pieces.at("/cu_q") == ranges({{0, 2}, {1, 3}, {2, 4}, {3, 5}}));
+}
+
+TEST_CASE("packed sequences across data-parallel ranks: every rank gets N microbatches, or none is cut") {
+  // 4 sequences, D = 2: at most 2 microbatches per rank.
+  CHECK(packed_error(dp_cut(3, 2), kValues) ==
+        "cannot cut into 3 microbatches: /cu_k has 2 sequences per data-parallel rank (--on-short downsize or empty "
+        "allows it)");
+  const auto empty = packed_plan(dp_cut(3, 2, mb::FileLayout::PerMicrobatch, OnShort::Empty), kValues);
+  CHECK(empty.sequences->runs.size() == 6);
+  CHECK(empty.sequences->runs.back() == mb::Range{4, 4});
+  CHECK(packed_plan(dp_cut(3, 2, mb::FileLayout::PerMicrobatch, OnShort::Downsize), kValues).count == 2);
+  // 4 sequences do not divide among D = 3 ranks for --micro-batch-size, unless --drop-last
+  mb::SplitOptions m{std::nullopt, 1, OnShort::Error, {3, false}};
+  CHECK(packed_error(m, kValues) == "/cu_k has 4 sequences, not divisible by --dp-degree 3");
+  m.drop_last = true;
+  const auto dropped = packed_plan(m, kValues);
+  CHECK(dropped.dropped == 1);
+  CHECK(dropped.sequences->runs == std::vector<mb::Range>{{0, 1}, {1, 2}, {2, 3}});
+  CHECK(packed_error({2, std::nullopt, OnShort::Error, {2, true}}, kValues).starts_with("--align does not apply"));
+}
+
+TEST_CASE("--balance attention: the largest cell's causal work is as small as it can be") {
+  // By tokens the largest cell holds 6 tokens but 12 work; by work, 11.
+  const auto t = root({dataset("cu", {8}), dataset("tok", {12})});
+  const auto r = mb::resolve(t, mb::specs::parse_spec(R"({"cu": "offsets", "tok": {"packed": "/cu"}})", "s"), "s");
+  const mb::OffsetsValues values{{"/cu", I64{0, 3, 4, 5, 6, 7, 8, 12}}};  // 3, 1, 1, 1, 1, 1, 4
+  mb::SplitOptions o = cut_into(2);
+  const auto tokens = mb::plan_split(t, r, o, values);
+  CHECK(tokens.sequences->runs == std::vector<mb::Range>{{0, 4}, {4, 7}});  // 6 | 6 tokens, work 9 | 12
+  CHECK(tokens.sequences->run_work == std::vector<std::uint64_t>{9, 12});
+  o.balance = mb::Balance::Attention;
+  const auto work = mb::plan_split(t, r, o, values);
+  CHECK(work.sequences->runs == std::vector<mb::Range>{{0, 6}, {6, 7}});  // 8 | 4 tokens, work 11 | 10
+  CHECK(work.sequences->run_work == std::vector<std::uint64_t>{11, 10});
+  CHECK(work.sequences->work == 21);
+}
+
+TEST_CASE("--drop-last with --dp-degree keeps the first floor(L/(M*D))*M*D rows, whatever L mod D") {
+  // 10 rows, M = 2, D = 3: the first 6 rows, slices [0,2) [2,4) [4,6), one microbatch.
+  const auto p = plan(kOnlyA, by_size(2, true, {3, false}));
+  CHECK(p.count == 1);
+  CHECK(p.dropped == 4);
+  CHECK(p.pieces.at("/a") == std::vector<RowMap>{{{0, 2, 1}, {2, 2, 1}, {4, 2, 1}}});
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings[0] ==
+        "--drop-last left out the last 4 rows of every split dataset (/a has 10 rows on its split axis, 4 more than "
+        "a multiple of --micro-batch-size 2 x --dp-degree 3)");
+  // A batch shorter than M x D leaves nothing: a usage error (exit 2), as for M alone.
+  try {
+    plan(kOnlyA, by_size(4, true, {3, false}));
+    FAIL("no error");
+  } catch (const mb::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "--drop-last leaves nothing: /a has 10 rows on its split axis, fewer than --micro-batch-size 4 x "
+          "--dp-degree 3");
+    CHECK(e.exit_code() == 2);
+  }
 }
