@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from conftest import project_version, run
+from markdown_pages import anchors, man_prose, prose, relative_links, statements
 
 REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 MAN = os.path.join(REPO, "docs", "microbatch.1")
@@ -117,34 +118,6 @@ PAGES = [README, os.path.join(REPO, "CHANGELOG.md"), *sorted(glob.glob(os.path.j
 EXAMPLES = os.path.join(REPO, "examples", "slurm")
 
 
-def prose(text):
-    """Markdown without its fenced code blocks and inline code spans."""
-    text = re.sub(r"^ *(```|~~~).*?^ *\1[^\n]*$", "", text, flags=re.S | re.M)
-    return re.sub(r"`[^`\n]*`", "", text)
-
-
-def anchors(text):
-    """The anchors GitHub gives a page's headings: lowercase, punctuation but
-    '-' and '_' dropped, spaces as '-', repeats numbered."""
-    seen, out = {}, set()
-    for heading in re.findall(r"^#{1,6} +(.*?) *#* *$", re.sub(r"^ *```.*?^ *```", "", text, flags=re.S | re.M),
-                              flags=re.M):
-        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-        n = seen.get(slug, 0)
-        seen[slug] = n + 1
-        out.add(slug if n == 0 else f"{slug}-{n}")
-    return out
-
-
-def relative_links(text):
-    """(target, anchor) of every relative markdown link: [text](target#anchor)."""
-    for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", prose(text)):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target, flags=re.I):  # https:, mailto:
-            continue
-        path, _, anchor = target.partition("#")
-        yield path, anchor
-
-
 @pytest.mark.parametrize("page", PAGES, ids=[os.path.relpath(p, REPO) for p in PAGES])
 def test_relative_links_lead_to_files_that_exist(page):
     text = open(page).read()
@@ -164,6 +137,40 @@ def test_the_link_check_sees_a_broken_link(tmp_path):
     assert list(relative_links(page.read_text())) == [("missing.md", ""), ("", "title"), ("", "nothing")]
     assert anchors("# Under MPI: `mpirun`, `srun`\n## pandas / PyTables\n") == {"under-mpi-mpirun-srun",
                                                                               "pandas--pytables"}
+
+
+# What the binary does where pages used to say otherwise, each checked against
+# the binary by its own tests: an input changed while it is read is exit 3
+# (test_changed_inputs.py, test_remote.py); outputs may be s3:// objects
+# (test_remote.py, and the try-out of remote.md that test_readme.py runs).
+EXIT_CLAIMS = [(re.compile(r"chang\w* while (?:it is |it was |they are )?(?:being )?read|replaced while (?:it is )?read",
+                           re.I), "3")]
+FALSE_CLAIMS = [re.compile(r"outputs are local\b(?! files or S3)", re.I)]
+MAN_PAGES = sorted(glob.glob(os.path.join(REPO, "docs", "*.1")))
+
+
+def page_statements(page):
+    text = open(page).read()
+    return list(statements(man_prose(text) if page.endswith(".1") else prose(text)))
+
+
+@pytest.mark.parametrize("page", PAGES + MAN_PAGES, ids=[os.path.relpath(p, REPO) for p in PAGES + MAN_PAGES])
+def test_pages_give_the_exit_status_the_binary_gives(page):
+    wrong = []
+    for sentence in page_statements(page):
+        for topic, code in EXIT_CLAIMS:
+            if topic.search(sentence) and set(re.findall(r"\bexit (\d+)", sentence)) - {code}:
+                wrong.append(f"exit {code} expected: {sentence}")
+        wrong += [f"no longer true: {sentence}" for claim in FALSE_CLAIMS if claim.search(sentence)]
+    assert wrong == [], os.path.relpath(page, REPO)
+
+
+def test_the_statements_of_a_page_are_its_sentences():
+    text = "# Title\n\n| 3 | a retry |\n| 1 | the data |\n\nOne. Two (exit 3).\n- An item. Its end\n  goes on.\n"
+    assert list(statements(text)) == ["# Title", "| 3 | a retry |", "| 1 | the data |", "One.", "Two (exit 3).",
+                                      "- An item.", "Its end goes on."]
+    man = ".SH EXIT\nA fault\n.B is\nretried (exit 3).\n.PP\nNext.\n"
+    assert list(statements(man_prose(man))) == ["A fault is retried (exit 3).", "Next."]
 
 
 def test_the_readme_names_every_option():
