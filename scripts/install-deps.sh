@@ -44,18 +44,21 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-# s3rver (an S3 server that verifies Signature V4) for test_remote, from the npm
-# registry at the version tests/e2e/s3/package-lock.json pins, with the machine's
-# npm (it comes with its Node.js; Debian 12's own nodejs package has none).
+# s3rver (an S3 server that verifies Signature V4) for test_remote, and for the
+# try-out server of examples/s3/ that test_readme runs, from the npm registry at
+# the version each package-lock.json pins, with the machine's npm (it comes with
+# its Node.js; Debian 12's own nodejs package has none).
 s3_modules() {
-  local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/e2e/s3"
-  [ -d "$dir/node_modules/@20minutes/s3rver" ] && return 0
-  if ! command -v npm >/dev/null; then
-    echo "install-deps: no npm: s3rver not installed, test_remote's S3 cases will fail" >&2
-    return 0
-  fi
-  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null  # (it says node >= 24; it works on 20)
+  local root dir
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  for dir in "$root/tests/e2e/s3" "$root/examples/s3"; do
+    [ -d "$dir/node_modules/@20minutes/s3rver" ] && continue
+    if ! command -v npm >/dev/null; then
+      echo "install-deps: no npm: s3rver not installed, the S3 cases of test_remote and test_readme will fail" >&2
+      return 0
+    fi
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null  # (it says node >= 24; it works on 20)
+  done
 }
 
 if [ ${#missing[@]} -gt 0 ]; then
