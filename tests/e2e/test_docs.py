@@ -147,6 +147,7 @@ EXIT_CLAIMS = [(re.compile(r"chang\w* while (?:it is |it was |they are )?(?:bein
                            re.I), "3")]
 FALSE_CLAIMS = [re.compile(r"outputs are local\b(?! files or S3)", re.I)]
 MAN_PAGES = sorted(glob.glob(os.path.join(REPO, "docs", "*.1")))
+TODAY = [p for p in PAGES if not p.endswith("CHANGELOG.md")] + MAN_PAGES  # the changelog tells history
 
 
 def page_statements(page):
@@ -154,7 +155,7 @@ def page_statements(page):
     return list(statements(man_prose(text) if page.endswith(".1") else prose(text)))
 
 
-@pytest.mark.parametrize("page", PAGES + MAN_PAGES, ids=[os.path.relpath(p, REPO) for p in PAGES + MAN_PAGES])
+@pytest.mark.parametrize("page", TODAY, ids=[os.path.relpath(p, REPO) for p in TODAY])
 def test_pages_give_the_exit_status_the_binary_gives(page):
     wrong = []
     for sentence in page_statements(page):
