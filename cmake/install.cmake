@@ -5,8 +5,11 @@
 #   /usr/share/bash-completion/completions/microbatch
 #   /usr/share/zsh/vendor-completions/_microbatch
 #   /usr/share/fish/vendor_completions.d/microbatch.fish
-#   /usr/share/doc/microbatch/copyright, LICENSE, README.md, CHANGELOG.md, docs/*.md (the manual)
-#   /usr/share/doc/microbatch/schema/*.schema.json (the --json outputs' JSON Schemas)
+#   /usr/share/doc/microbatch/copyright, LICENSE, README.md, CHANGELOG.md, and
+#     docs/: the manual (*.md), the man pages' sources (microbatch.1, microbatch-mpi.1, which
+#     the README links), schema/*.schema.json (the --json outputs' JSON Schemas)
+#     examples/: slurm/ (job scripts, a one-node Slurm), s3/ (a local S3 server)
+#   laid out as in the source tree, so that the pages' relative links hold.
 # Package microbatch-mpi (component "mpi", where MPI was found):
 #   /usr/bin/microbatch-mpi
 #   /usr/share/man/man1/microbatch-mpi.1.gz
@@ -20,7 +23,6 @@ include(GNUInstallDirs)
 # Man pages carry the version of project(); Debian ships them gzipped,
 # without a time stamp (-n) so that the package is the same on every build.
 function(mb_manpage name)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/docs/${name}.1 ${CMAKE_CURRENT_BINARY_DIR}/${name}.1 @ONLY)
   set(gz ${CMAKE_CURRENT_BINARY_DIR}/${name}.1.gz)
   add_custom_command(OUTPUT ${gz}
     COMMAND gzip -9n -c ${CMAKE_CURRENT_BINARY_DIR}/${name}.1 > ${gz}
@@ -35,6 +37,9 @@ function(mb_install_legal component package)
   install(FILES cmake/copyright LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${package} COMPONENT ${component})
 endfunction()
 
+foreach(name microbatch microbatch-mpi)  # both: the manual links both
+  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/docs/${name}.1 ${CMAKE_CURRENT_BINARY_DIR}/${name}.1 @ONLY)
+endforeach()
 mb_manpage(microbatch)
 install(TARGETS microbatch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES ${MB_MANPAGE_microbatch} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT cli)
@@ -44,13 +49,23 @@ install(FILES completions/_microbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/v
 install(FILES completions/microbatch.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d
         COMPONENT cli)
 mb_install_legal(cli microbatch)
-install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch COMPONENT cli)
-install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs/performance.md
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/docs COMPONENT cli)
+set(MB_DOC ${CMAKE_INSTALL_DATADIR}/doc/microbatch)
+install(FILES README.md CHANGELOG.md DESTINATION ${MB_DOC} COMPONENT cli)
+install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs/performance.md docs/design.md
+              docs/testing.md ${CMAKE_CURRENT_BINARY_DIR}/microbatch.1 ${CMAKE_CURRENT_BINARY_DIR}/microbatch-mpi.1
+        DESTINATION ${MB_DOC}/docs COMPONENT cli)
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
               docs/schema/merge-summary.schema.json docs/schema/error.schema.json
               docs/schema/verify-report.schema.json
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/schema COMPONENT cli)
+        DESTINATION ${MB_DOC}/docs/schema COMPONENT cli)
+install(PROGRAMS examples/slurm/split.sbatch examples/slurm/finish.sbatch examples/slurm/merge.sbatch
+                 examples/slurm/mpi.sbatch examples/slurm/train.sbatch examples/slurm/pipeline.sh
+                 examples/slurm/local-slurm.sh
+        DESTINATION ${MB_DOC}/examples/slurm COMPONENT cli)
+# Not node_modules/: local-s3.sh installs s3rver on first use (npm ci, into the user's cache).
+install(PROGRAMS examples/s3/local-s3.sh DESTINATION ${MB_DOC}/examples/s3 COMPONENT cli)
+install(FILES examples/s3/server.js examples/s3/s3rver-fixes.js examples/s3/package.json examples/s3/package-lock.json
+        DESTINATION ${MB_DOC}/examples/s3 COMPONENT cli)
 
 if(MB_MPI)
   mb_manpage(microbatch-mpi)

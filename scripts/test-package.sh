@@ -48,6 +48,10 @@ test -f /usr/share/zsh/vendor-completions/_microbatch
 test -f /usr/share/fish/vendor_completions.d/microbatch.fish
 test -f /usr/share/doc/microbatch/README.md
 test -f /usr/share/doc/microbatch/docs/guide.md
+test -f /usr/share/doc/microbatch/docs/schema/error.schema.json
+test -x /usr/share/doc/microbatch/examples/slurm/split.sbatch
+test -x /usr/share/doc/microbatch/examples/slurm/local-slurm.sh
+test -x /usr/share/doc/microbatch/examples/s3/local-s3.sh
 for p in microbatch microbatch-mpi; do
   test -f /usr/share/doc/$p/copyright
   test -f /usr/share/doc/$p/LICENSE
