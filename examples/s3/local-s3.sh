@@ -82,7 +82,7 @@ start() {
 server_pid() {
   local dir=$1 pid
   pid=$(<"$dir/server.pid")
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$dir/data" && echo "$pid"
+  tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$dir/data" && echo "$pid"
 }
 
 stop() {

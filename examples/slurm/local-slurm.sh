@@ -85,12 +85,13 @@ spawn() {
   echo "$name $!" >>"$dir/$marker"
 }
 
-# Polls until `test` succeeds, each daemon started is still running, and at
-# most a minute has passed.
+# Polls until COMMAND succeeds, while each daemon started is still running,
+# for a minute at most:  wait_for DIR WHAT COMMAND [ARG...]
 wait_for() {
-  local dir=$1 what=$2 test=$3 name pid
+  local dir=$1 what=$2 name pid
+  shift 2
   for ((tenths = 0; tenths < 600; tenths++)); do
-    eval "$test" && return 0
+    "$@" && return 0
     while read -r name pid; do
       kill -0 "$pid" 2>/dev/null || { tail -n 20 "$dir"/log/* >&2; die "$name exited before $what"; }
     done <"$dir/$marker"
@@ -98,6 +99,10 @@ wait_for() {
   done
   tail -n 20 "$dir"/log/* >&2
   die "not $what after 60 s"
+}
+
+node_idle() {
+  [ "$(sinfo -h -n "$1" -o %T 2>/dev/null)" = idle ]
 }
 
 start() {
@@ -123,10 +128,10 @@ start() {
   spawn "$dir" munged /usr/sbin/munged --foreground --socket="$dir/run/munge.socket" \
     --key-file="$dir/munge/munge.key" --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" \
     --seed-file="$dir/munge/munged.seed"
-  wait_for "$dir" "munged listens" '[ -S "$dir/run/munge.socket" ]'
+  wait_for "$dir" "munged listens" test -S "$dir/run/munge.socket"
   spawn "$dir" slurmctld /usr/sbin/slurmctld -D -f "$SLURM_CONF"
   spawn "$dir" slurmd /usr/sbin/slurmd -D -f "$SLURM_CONF"
-  wait_for "$dir" "the node is idle" '[ "$(sinfo -h -n "$host" -o %T 2>/dev/null)" = idle ]'
+  wait_for "$dir" "the node is idle" node_idle "$host"
   trap - EXIT
   echo "export SLURM_CONF=$SLURM_CONF"
   echo "local-slurm: node $host idle, partition local; stop it with: eval \"\$($0 stop)\"" >&2
@@ -137,7 +142,7 @@ start() {
 daemon_pid() {
   local dir=$1 name=$2 pid
   pid=$(awk -v n="$name" '$1 == n {print $2}' "$dir/$marker")
-  [ -n "$pid" ] && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir/" && echo "$pid"
+  [ -n "$pid" ] && tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$dir/" && echo "$pid"
 }
 
 # Ends process `pid`: TERM, then KILL after 10 s.
@@ -152,14 +157,15 @@ end() {
 }
 
 stop() {
-  local dir=${1:-} name pid
+  local dir=${1:-} name pid jobs
   [ -n "$dir" ] || { [ -n "${SLURM_CONF:-}" ] && dir=$(dirname "$SLURM_CONF"); }
   [ -n "$dir" ] || die "which cluster? give its directory, or set SLURM_CONF as start does"
   [ -f "$dir/$marker" ] || die "$dir: not a directory of local-slurm.sh start (already stopped?)"
   export SLURM_CONF=$dir/slurm.conf
   if daemon_pid "$dir" slurmctld >/dev/null && daemon_pid "$dir" slurmd >/dev/null; then
     # Every job of this cluster, and then the time their steps take to end.
-    scancel --full --quiet $(squeue -h -o %A 2>/dev/null) 2>/dev/null || true
+    mapfile -t jobs < <(squeue -h -o %A 2>/dev/null)
+    [ ${#jobs[@]} -eq 0 ] || scancel --full --quiet "${jobs[@]}" || true
     for ((tenths = 0; tenths < 150; tenths++)); do
       [ -z "$(squeue -h -o %A 2>/dev/null)" ] && break
       sleep 0.1
