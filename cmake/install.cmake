@@ -49,7 +49,7 @@ install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/docs COMPONENT cli)
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
               docs/schema/merge-summary.schema.json docs/schema/error.schema.json
-              docs/schema/verify-report.schema.json
+              docs/schema/verify-report.schema.json docs/schema/finish-summary.schema.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/microbatch/schema COMPONENT cli)
 
 if(MB_MPI)
