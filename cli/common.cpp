@@ -279,9 +279,9 @@ std::optional<Launch> team_launch(const std::string& command) {
   if (!launch || launch->tasks < 2) return std::nullopt;
   if (!io::run::Team::supported())
     throw usage_error(fmt::format(
-        "{}: started as task {} of {} by {}, but this build cannot cooperate with the other tasks (it has no MPI; "
-        "build with cmake -DMB_MPI=ON), and {} copies would write the same files; run one process, or one per "
-        "shard with --shard K/P",
+        "{}: started as task {} of {} by {}, but microbatch cannot cooperate with the other tasks (it has no MPI), "
+        "and {} copies would write the same files; launch microbatch-mpi instead (package microbatch-mpi), or run "
+        "one process, or one per shard with --shard K/P",
         command, launch->rank, launch->tasks, launch->launcher, launch->tasks));
   return launch;
 }

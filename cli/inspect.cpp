@@ -1,6 +1,7 @@
 // microbatch inspect: the tree of a file and, with a spec or -n, the plan.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <fmt/format.h>
 
@@ -70,31 +71,82 @@ std::string rule_text(const LeafRule& r) {
   return "?";
 }
 
-std::string rows_text(const std::vector<RowMap>& rows) {
-  std::string out = "rows ";
-  for (std::size_t i = 0; i < rows.size() && i < 16; ++i) out += fmt::format("{}{}", i ? "," : "", rows_in(rows[i]));
-  if (rows.size() > 16) out += ",…";
+// "0:4" (a Python slice), "0:8:2" for a strided run (--align).
+std::string slice_text(const Segment& s) {
+  if (s.stride == 1 || s.count < 2) return fmt::format("{}:{}", s.begin, s.stop());
+  return fmt::format("{}:{}:{}", s.begin, s.stop(), s.stride);
+}
+
+// One file's rows (or positions) as slices joined by "+"; beyond four runs
+// (a rank's piece of each of D slices, a packed document's two stripes
+// each) the first two, "…", the last, and how many: "0:1+8:9+…+56:57 (8
+// runs, 8 rows)". An empty piece is "0 rows".
+std::string map_text(const RowMap& map) {
+  if (rows_in(map) == 0) return "0 rows";
+  std::string out;
+  for (std::size_t i = 0; i < map.size(); ++i) {
+    if (map.size() > 4 && i == 2) {
+      out += "+…";
+      i = map.size() - 1;
+    }
+    out += (out.empty() ? "" : "+") + slice_text(map[i]);
+  }
+  if (map.size() > 4) out += fmt::format(" ({} runs, {} rows)", map.size(), rows_in(map));
   return out;
 }
 
-// "0:2+6:8" (Python slices of the positions one CP rank holds).
-std::string positions_text(const RowMap& positions) {
+// item(0), ..., item(n-1) joined by `sep`; beyond six the first three, "…"
+// and the last, and "(n noun)": a line stays readable for many files.
+std::string list_text(std::uint64_t n, const std::function<std::string(std::uint64_t)>& item, const char* sep,
+                      const char* noun) {
   std::string out;
-  for (const Segment& s : positions) out += fmt::format("{}{}:{}", out.empty() ? "" : "+", s.begin, s.stop());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (n > 6 && i == 3) {
+      out += sep + std::string("…");
+      i = n - 1;
+    }
+    out += (i ? sep : "") + item(i);
+  }
+  if (n > 6) out += fmt::format(" ({} {})", n, noun);
   return out;
+}
+
+// Each file's input rows, microbatch by microbatch, grouped by the data-
+// parallel rank that has files of its own (--layout per-rank) and by CP
+// rank where their rows differ (packed documents cut in stripes; a
+// sequence axis leaves every CP rank the rows of its microbatch):
+// "rows 0:4+8:12, 4:8+12:16", "rows rank 0: 0:2, 2:4; rank 1: 4:6, 6:8".
+std::string rows_text(const SplitPlan& plan, const std::vector<RowMap>& pieces) {
+  const FileGrid grid = plan.grid();
+  bool cp_alike = true;
+  for (std::uint64_t f = 0; f < pieces.size(); ++f)
+    cp_alike = cp_alike && pieces[f] == pieces[grid.file_of(grid.base_of(f), 0)];
+  const std::uint64_t cp_groups = cp_alike ? 1 : grid.cp;
+  const auto group = [&](std::uint64_t g) {
+    const std::uint64_t rank = g / cp_groups, cp_rank = g % cp_groups;
+    std::string label;
+    if (grid.ranks > 1) label = fmt::format("rank {}", rank);
+    if (cp_groups > 1) label += fmt::format("{}CP rank {}", label.empty() ? "" : " ", cp_rank);
+    const auto file = [&](std::uint64_t i) {
+      return map_text(pieces.at((rank * grid.cp + cp_rank) * grid.microbatches + i));
+    };
+    return (label.empty() ? "" : label + ": ") + list_text(grid.microbatches, file, ", ", "microbatches");
+  };
+  const char* groups = grid.ranks == 1 ? "CP ranks" : cp_groups == 1 ? "ranks" : "(rank, CP rank) pairs";
+  return "rows " + list_text(grid.ranks * cp_groups, group, "; ", groups);
 }
 
 // The plan of one cut dataset: rows per file and, under CP, the positions
-// of each CP rank along the sequence axis.
+// of each CP rank along the sequence axis (alike in every microbatch).
 std::string cut_text(const SplitPlan& plan, const std::string& path) {
-  std::string out = rows_text(plan.pieces.at(path));
+  std::string out = rows_text(plan, plan.pieces.at(path));
   const auto positions = plan.positions.find(path);
   if (positions == plan.positions.end()) return out;
   const FileGrid grid = plan.grid();
-  out += "; positions";
-  for (std::uint64_t r = 0; r < plan.cp && r < 8; ++r)
-    out += fmt::format("{} CP rank {} {}", r ? "," : "", r, positions_text(positions->second[grid.file_of(0, r)]));
-  return out;
+  const auto rank = [&](std::uint64_t r) {
+    return fmt::format("CP rank {} {}", r, map_text(positions->second[grid.file_of(0, r)]));
+  };
+  return out + "; positions " + list_text(plan.cp, rank, ", ", "CP ranks");
 }
 
 // Per CP rank: the tokens it holds and its causal attention work (the sum

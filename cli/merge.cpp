@@ -186,11 +186,20 @@ void setup_merge(CLI::App& app) {
   sub->footer(
       "Examples:\n"
       "  microbatch merge mb/ -o merged.h5               # order, files and spec from mb/manifest.json\n"
-      "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5");
+      "  microbatch merge out-*.h5 -s out_spec.json -o merged.h5\n"
+      "  microbatch merge out-*.h5 -o merged.h5 --spec-json \\\n"
+      "    '{\"loss\": {\"reduce\": \"mean\", \"weight\": \"/num_tokens\"}, \"num_tokens\": {\"reduce\": \"sum\"},\n"
+      "      \"grad_norm\": {\"reduce\": \"stack\"}, \"*\": null}'\n"
+      "                          # loss: mean weighted by each file's /num_tokens; grad_norm: shape [N]\n"
+      "Reducers (spec leaves, merge only): {\"reduce\": \"sum\"|\"mean\"|\"min\"|\"max\"} element-wise;\n"
+      "{\"reduce\": \"mean\", \"weight\": \"/path\"} (or \"/path@attribute\"): sum(w_i*x_i)/sum(w_i), w_i the\n"
+      "rank-0 number at that path in input i (finite, >= 0, not all 0); {\"reduce\": \"stack\"}: the inputs'\n"
+      "values along a new leading axis of length N, in input order, any dtype.");
   sub->add_option("inputs", cmd->inputs, "a split's output directory, or microbatch files in order")->required();
   add_spec_options(*sub, cmd->spec,
-                   "chunk-spec JSON (default: the manifest's spec for a directory, else a detected preset's, else the "
-                   "default spec)");
+                   "chunk-spec JSON: concatenate, check equal, or reduce (sum, mean, min, max, mean weighted by a "
+                   "per-input number, stack: see below) each leaf (default: the manifest's spec for a directory, "
+                   "else a detected preset's, else the default spec)");
   add_preset_option(*sub, cmd->preset);
   sub->add_option("-o,--output", cmd->output,
                   "merged HDF5 file, or s3://BUCKET/KEY.h5: written locally under $TMPDIR, then uploaded (the object "

@@ -49,7 +49,7 @@ _microbatch() {
       split) options="$plan -o --output --force --buffer-size -j --jobs --shard --keep-local --uploads --json" ;;
       merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --cp-pad --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
-      finish) options="" ;;
+      finish) options="--json" ;;
       verify) options="--json" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))

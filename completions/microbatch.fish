@@ -47,6 +47,7 @@ complete -c microbatch -n "__fish_seen_subcommand_from split" -l shard -x -a aut
 complete -c microbatch -n "__fish_seen_subcommand_from split" -l keep-local -x -a '(__fish_complete_directories)' -d 'With -o s3://, keep the files here too'
 complete -c microbatch -n "__fish_seen_subcommand_from split" -l uploads -x -d 'With -o s3://, files uploaded at once'
 complete -c microbatch -n "__fish_seen_subcommand_from finish" -a '(__fish_complete_directories)' -d 'Output directory of the shards'
+complete -c microbatch -n "__fish_seen_subcommand_from finish" -l json -d 'Summary object on stdout'
 complete -c microbatch -n "__fish_seen_subcommand_from verify" -a '(__fish_complete_directories)' -d 'Split directory'
 complete -c microbatch -n "__fish_seen_subcommand_from verify" -l json -d 'Report object on stdout'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'

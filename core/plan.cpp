@@ -37,14 +37,16 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       if (resolution.attribute_rule(n.path, a.name).mode == LeafRule::Mode::Reduce)
         throw Error(fmt::format("spec gives a reducer for attribute {}@{}: a reducer only applies to merge; for "
                                 "split, give \"replicate\" (or leave the attribute out of the spec)",
-                                n.path, a.name));
+                                n.path, a.name),
+                    ErrorKind::Data, {"", n.path});
     if (n.is_group()) return;
     const LeafRule& rule = resolution.dataset_rule(n.path);
     switch (rule.mode) {
       case LeafRule::Mode::Reduce:
         throw Error(fmt::format("spec gives a reducer for {}: a reducer only applies to merge; for split, give an "
                                 "axis, \"replicate\" or \"drop\"",
-                                n.path));
+                                n.path),
+                    ErrorKind::Data, {"", n.path});
       case LeafRule::Mode::Split:
         out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"});
         if (rule.sequence_axis) out.sequence_axis.push_back(&n);
@@ -71,7 +73,8 @@ void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree, bool e
     const bool sequences = c.unit == std::string_view("sequences");
     if (c.length % degree != 0 && (!sequences || exact_sequences))
       throw Error(fmt::format("{} has {} {}, not divisible by --dp-degree {}", c.path, c.length,
-                              sequences ? "sequences" : "rows on its split axis", degree));
+                              sequences ? "sequences" : "rows on its split axis", degree),
+                  ErrorKind::Data, {"", c.path});
     c.length /= degree;
     c.unit = sequences ? "sequences per data-parallel rank" : "rows on its split axis per data-parallel slice";
   }
@@ -140,7 +143,8 @@ std::uint64_t count_for_n(const std::vector<CutLength>& cuts, std::uint64_t n, O
   const std::string why = describe(*shortest);
   switch (on_short) {
     case OnShort::Error:
-      throw Error(fmt::format("cannot cut into {} microbatches: {} (--on-short downsize or empty allows it)", n, why));
+      throw Error(fmt::format("cannot cut into {} microbatches: {} (--on-short downsize or empty allows it)", n, why),
+                  ErrorKind::Data, {"", shortest->path});
     case OnShort::Downsize:
       if (shortest->length == 0) throw Error(fmt::format("cannot downsize: {}", why));
       warnings.push_back(fmt::format("downsizing from {} to {} microbatches: {}", n, shortest->length, why));

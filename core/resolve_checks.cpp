@@ -17,14 +17,15 @@ struct Conflict {
   std::string first, further;
   LeafRule a, b;
   SourcePos pos;  // of the further name's spec node
+  std::string object;  // the further name's HDF5 path
 };
 
 [[noreturn]] void refuse(const Conflict& c, const std::string& spec_name) {
-  throw Error(
-      fmt::format("{}: {} and {} are one object (hard links), but the "
-                  "spec gives them different rules ({} "
-                  "vs {}): give every name of an object the same rule",
-                  spec_where(spec_name, c.pos), c.first, c.further, rule_text(c.a), rule_text(c.b)));
+  throw Error(fmt::format("{}: {} and {} are one object (hard links), but the "
+                          "spec gives them different rules ({} "
+                          "vs {}): give every name of an object the same rule",
+                          spec_where(spec_name, c.pos), c.first, c.further, rule_text(c.a), rule_text(c.b)),
+              ErrorKind::Data, {"", c.object});
 }
 
 std::string rule_text(const LeafRule& rule) {
@@ -62,13 +63,13 @@ void check_further_names(const NodeInfo& root, const Resolution& resolution, con
     if (!n.is_group()) {
       const LeafRule& a = resolution.dataset_rule(n.first_name);
       const LeafRule& b = resolution.dataset_rule(n.path);
-      if (!(a == b)) refuse({n.first_name, n.path, a, b, walked.positions.at(n.path)}, spec_name);
+      if (!(a == b)) refuse({n.first_name, n.path, a, b, walked.positions.at(n.path), n.path}, spec_name);
       return;
     }
     for (const auto& attr : n.attributes) {
       const LeafRule a = resolution.attribute_rule(n.first_name, attr.name);
       const LeafRule b = resolution.attribute_rule(n.path, attr.name);
-      if (!(a == b)) refuse({n.first_name + "@" + attr.name, n.path + "@" + attr.name, a, b, {}}, spec_name);
+      if (!(a == b)) refuse({n.first_name + "@" + attr.name, n.path + "@" + attr.name, a, b, {}, n.path}, spec_name);
     }
   });
 }
@@ -82,12 +83,14 @@ void check_offsets_references(const Resolution& resolution, const Walked& walked
       if (it != resolution.datasets.end() && it->second.mode == LeafRule::Mode::Split && it->second.axis == 0) continue;
       const char* why = it == resolution.datasets.end() ? "the file has no dataset there" : "it is not split on axis 0";
       throw Error(fmt::format("{}: {} is num_rows of {}, but {}", spec_where(spec_name, ref.pos), ref.dataset,
-                              ref.offsets, why));
+                              ref.offsets, why),
+                  ErrorKind::Data, {"", ref.object});
     }
     if (it != resolution.datasets.end() && it->second.mode == LeafRule::Mode::Offsets) continue;
     const char* why = it == resolution.datasets.end() ? "the file has no dataset there" : "its spec is not \"offsets\"";
     throw Error(fmt::format("{}: {} names {} as its offsets, but {}", spec_where(spec_name, ref.pos), ref.dataset,
-                            ref.offsets, why));
+                            ref.offsets, why),
+                ErrorKind::Data, {"", ref.object});
   }
 }
 
@@ -100,7 +103,8 @@ void check_weights(const NodeInfo& root, const Walked& walked, const std::string
     const std::string weight = use.attribute.empty() ? use.path : use.path + "@" + use.attribute;
     const auto refuse = [&](const std::string& why) {
       throw Error(fmt::format("{}: the mean of {} is weighted by {}, but {}", spec_where(spec_name, use.pos), use.leaf,
-                              weight, why));
+                              weight, why),
+                  ErrorKind::Data, {"", use.object});
     };
     const NodeInfo* node = nullptr;
     for_each_node(root, [&](const NodeInfo& n) {

@@ -22,6 +22,7 @@ struct Walked {
     std::string offsets;
     SourcePos pos;
     Quantity quantity = Quantity::MaxSeqlen;  // of a derived leaf
+    std::string object;                       // the HDF5 object the leaf is (or is an attribute of)
   };
 
   struct WeightUse {
@@ -29,6 +30,7 @@ struct Walked {
     std::string path;
     std::string attribute;
     SourcePos pos;
+    std::string object;  // the HDF5 object the leaf is (or is an attribute of)
   };
 
   std::vector<Reference> references;  // packed, per-sequence and derived leaves, by their offsets

@@ -28,6 +28,10 @@ enum class Quantity { MaxSeqlen, NumTokens, NumSequences, NumRows };
 // "max_seqlen", "num_tokens", "num_sequences", "num_rows": the spec's keys
 const char* quantity_name(Quantity q);
 
+// Every key a leaf object takes ("split_axis", "reduce", "weight", ...), as
+// specs/ parses them: a key that names nothing may be one, misspelt.
+const std::vector<std::string>& leaf_keys();
+
 // A packed leaf's pad value (--cp-pad), as the spec writes it: an integer
 // (up to int64) or a number. Whether it fits the dataset's type is checked
 // where the type is known (io/h5/types.hpp, pad_element).

@@ -257,6 +257,19 @@ class Converter {
     }
   }
 
+  // {"reduse": "sum"}: a leaf's key misspelt makes a member whose string is
+  // no spec ("sum"); the key, not the string, is what to fix.
+  void misspelt_leaf_key(const JNode& j, std::size_t i) const {
+    const JNode& value = j.values[i];
+    if (value.type != JNode::Type::String || value.text == "replicate" || value.text == "offsets" ||
+        value.text == "drop")
+      return;
+    if (const auto near = nearest(j.keys[i], leaf_keys()); near && *near != j.keys[i])
+      b_.fail(j.key_pos[i], fmt::format("key \"{}\" holds \"{}\", which is no member's spec: did you mean \"{}\" (a "
+                                        "leaf's key)?",
+                                        printable(j.keys[i]), printable(value.text), *near));
+  }
+
   // Keys are read as written: "*" is the wildcard, "@name" an attribute,
   // anything else a member; the name is then unescaped, so that "\\x2a"
   // names a member "*" and "\\x40x" a member "@x".
@@ -268,6 +281,7 @@ class Converter {
       const std::string& key = j.keys[i];
       const JNode& value = j.values[i];
       if (key.empty() || key == "@") b_.fail(j.key_pos[i], "empty member name");
+      misspelt_leaf_key(j, i);
       SpecNode sub = convert(value);
       if (key == "*") {
         n.star = std::make_shared<SpecNode>(std::move(sub));

@@ -122,16 +122,19 @@ constinit Activity g_activity;
 constinit std::array<std::atomic<pid_t>, kMaxWorkers> g_workers{};
 static_assert(std::atomic<pid_t>::is_always_lock_free);
 
-// Returns whether there were any.
+// Returns whether any was still running: one that had ended by itself (a
+// worker's own forced exit, at the end of its shorter grace) removed its
+// temporaries.
 bool kill_workers() {
   bool any = false;
   for (auto& slot : g_workers) {
     const pid_t pid = slot.load();
     if (pid <= 0) continue;
     ::kill(pid, SIGKILL);
-    retry_on_eintr([&] { return ::waitpid(pid, nullptr, 0); });  // no allocation: safe in a signal handler
+    int status = 0;
+    retry_on_eintr([&] { return ::waitpid(pid, &status, 0); });  // no allocation: safe in a signal handler
     slot.store(0);
-    any = true;
+    any = any || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   }
   return any;
 }
@@ -146,10 +149,15 @@ std::vector<std::string>& temps() {
   return list;
 }
 
-void write_all(const char* text) {
+// A worker's forced exit tells its parent, through the pipe run_workers
+// reads, not the terminal: the parent then says in one line why the run
+// ended (a Ctrl-C reaches both, and each would say it). -1: stderr.
+constinit std::atomic<int> g_report_fd{-1};
+
+void write_all(int fd, const char* text) {
   std::size_t len = std::strlen(text);
   while (len > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, text, len);
+    const ssize_t n = ::write(fd, text, len);
     if (n <= 0) return;
     text += n;
     len -= static_cast<std::size_t>(n);
@@ -165,15 +173,17 @@ void write_all(const char* text) {
     if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
   char activity[Activity::kSize];
   g_activity.load(activity);
-  write_all("microbatch: error: ");
-  write_all(activity[0] ? activity : "(starting)");
-  write_all(": ");
-  write_all(what);
-  write_all("; partial outputs removed");
+  const int parent = g_report_fd.load();
+  const int fd = parent >= 0 ? parent : STDERR_FILENO;
+  if (parent < 0) write_all(fd, "microbatch: error: ");  // the parent's line has the prefix
+  write_all(fd, activity[0] ? activity : "(starting)");
+  write_all(fd, ": ");
+  write_all(fd, what);
+  write_all(fd, "; partial outputs removed");
   // A worker still running now had its own, shorter grace to remove its
   // temporaries; killed, it could not: the next run into the output does.
-  if (killed) write_all(", but for those of workers that did not stop in time (the next run removes them)");
-  write_all("\n");
+  if (killed) write_all(fd, ", but for those of workers that did not stop in time (the next run removes them)");
+  if (parent < 0) write_all(fd, "\n");
   ::_exit(status);
 }
 
@@ -304,13 +314,14 @@ void unregister_worker(pid_t pid) {
   }
 }
 
-void enter_worker() {
+void enter_worker(int report_fd) {
   {
     std::lock_guard<std::mutex> lock(g_temps_mutex);
     temps().clear();  // the parent's (its lock among them): a worker's forced exit must not remove them
   }
   for (auto& slot : g_workers) slot.store(0);  // its siblings are the parent's to stop
   g_grace.store(kWorkerGraceSeconds);
+  g_report_fd.store(report_fd);
 }
 
 void register_temporary(const std::string& path) {

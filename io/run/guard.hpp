@@ -88,7 +88,9 @@ void unregister_worker(pid_t pid);
 
 // Called in a new worker process: it forgets the temporaries and workers it
 // inherited (they are its parent's to remove and stop) and takes a grace
-// shorter than its parent's.
-void enter_worker();
+// shorter than its parent's. With `report_fd` (its error pipe), a forced
+// exit writes its message there, without the "microbatch: error: " prefix
+// and newline, for the parent to report; else on stderr.
+void enter_worker(int report_fd = -1);
 
 }  // namespace mb::io::run

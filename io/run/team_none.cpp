@@ -7,7 +7,10 @@ namespace mb::io::run {
 
 bool Team::supported() { return false; }
 
-Team::Team(const Launch&) { throw Error("this build has no MPI (cmake -DMB_MPI=ON builds one)", ErrorKind::Usage); }
+Team::Team(const Launch&) {
+  throw Error("this build has no MPI: microbatch-mpi (package microbatch-mpi) runs as a team under mpirun and srun",
+              ErrorKind::Usage);
+}
 
 void Team::leave() noexcept {}
 

@@ -49,7 +49,7 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     // end is the process's.)
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(128 + SIGKILL);  // it died before prctl
-    enter_worker();
+    enter_worker(write_end.get());  // a forced exit tells this process, which reports once
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
     int status = 0;
     std::string message;

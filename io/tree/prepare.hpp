@@ -49,13 +49,14 @@ struct Prepared {
 Prepared prepare(const PrepareRequest& request);
 
 // Runs fn; an mb::Error it throws is given `file` as its first word, so
-// resolution and planning errors name the batch file they are about.
+// resolution and planning errors name the batch file they are about, and
+// `file` as where it happened (with the HDF5 object the error gave).
 template <typename Fn>
 auto about_file(const std::string& file, Fn&& fn) {
   try {
     return fn();
   } catch (const Error& e) {
-    throw Error(file + ": " + e.what(), e.kind());
+    throw Error(file + ": " + e.what(), e.kind(), {file, e.where().object});
   }
 }
 

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, assert_one_line_error, h5diff, held_run, listing, project_version, run
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, listing, project_version, run
 
 
 def digest(path):
@@ -27,6 +27,9 @@ SPEC_ERRORS = [
     ('{"*": null, "y": {"reduce": "mean"}}', ["/y", "a reducer only applies to merge",
                                                'for split, give an axis, "replicate" or "drop"']),
     ('{"*": null,\n "x": [0]}', ["s.json:2:7", "/x, which is a dataset"]),
+    ('{"*": null, "x": {"split_axs": 0}}', ["s.json:1:32", "/x, which is a dataset", 'no member "split_axs"',
+                                           'did you mean "split_axis" (a leaf\'s key)?']),
+    ('{"split_axs": 0}', ['spec key "split_axs" names nothing', 'did you mean "split_axis" (a leaf\'s key)?']),
     ('{"*": 0', ["s.json:1:8"]),
     ('{"x": 0,, }', ["s.json:1:9"]),
     ('', ["s.json:1:1"]),
@@ -211,3 +214,17 @@ def test_a_dimension_no_dataset_has_is_refused_naming_those_there_are(tmp_path):
         res = run("split", src, "--spec-json", f'{{"*": {{"dim": "{dim}"}}}}', "-n", 2, "-o", tmp_path / "mb")
         assert_one_line_error(res, 1, "--spec-json:1:7", f'has dimension "{dim}"', '(theirs are "time")', *needles)
         assert not (tmp_path / "mb").exists()
+
+
+@pytest.mark.parametrize("command", ["split", "merge", "finish"])
+def test_several_tasks_of_a_launcher_are_told_to_run_microbatch_mpi(tmp_path, batch, command):
+    """microbatch (no MPI) started as task 0 of 2 by mpirun (its variables, without mpirun): the one line says
+    what to run instead, the installed microbatch-mpi, not how to rebuild."""
+    out = tmp_path / "out"
+    args = {"split": ["split", batch, "-n", 2, "-o", out], "merge": ["merge", batch, "-o", out / "m.h5"],
+            "finish": ["finish", out]}[command]
+    res = run(*args, env=dict(ENV, OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_RANK="0"))
+    assert_one_line_error(res, 2, "started as task 0 of 2 by mpirun", "cannot cooperate",
+                          "launch microbatch-mpi instead")
+    assert "cmake" not in res.err and "MB_MPI" not in res.err, res
+    assert not out.exists()

@@ -186,4 +186,37 @@ def test_a_crashed_worker_keeps_its_split_s_lock(tmp_path):
         reap(proc, worker)
     err = (tmp_path / "err").read_text()
     assert proc.returncode == 1 and "SIGSEGV" in err, err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err  # said by the split, once
     assert not (tmp_path / "mb").exists()
+
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["unwinds", "stuck"])
+def test_ctrl_c_of_a_split_with_workers_prints_one_error_line(tmp_path, deaf):
+    """Ctrl-C sends SIGINT to the terminal's whole process group: the split and its worker both get it, while
+    each is held in its first output file (`deaf`: stuck there as in a library call, so that each one's grace
+    runs out). The run says why it ended in one line: a worker tells its split, not the terminal."""
+    src = tmp_path / "in.h5"
+    make_mixed_batch(src, **BATCH)
+    spec = write_spec(tmp_path / "s.json", MIXED_SPEC)
+    args = [BINARY, "split", src, "-s", spec, "-n", 4, "-o", tmp_path / "mb", "-j", 2]
+    env = dict(ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"))
+    if deaf:
+        env["MB_TEST_PAUSE_DEAF"] = "1"
+    with open(tmp_path / "err", "w") as err:  # a file: the worker's stderr is the split's
+        proc = subprocess.Popen([str(a) for a in args], env=env, stdin=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)  # a process group of its own, as a shell's job is
+    try:
+        wait_until((tmp_path / "paused").exists, "split did not create an output")
+        [worker] = children(proc.pid)
+        for pid in proc.pid, worker:
+            wait_until((tmp_path / f"paused.{pid}").exists, f"process {pid} did not create an output")
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        wait_until(lambda: not alive(worker), "the worker outlived its split")
+    finally:
+        reap(proc, worker)
+    err = (tmp_path / "err").read_text()
+    assert proc.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("microbatch: error: ") and "interrupted" in lines[0], err

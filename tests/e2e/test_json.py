@@ -95,6 +95,30 @@ def test_the_error_object_names_the_file_and_object_where_known(batch, tmp_path)
     assert e["path"] == str(inputs[1]) and e["object"] == "/t", e
 
 
+def test_a_spec_mistake_names_the_batch_file_and_the_object(batch, tmp_path):
+    """The spec does not fit the file: `path` is the batch file the message names first, `object` the HDF5
+    object the mistake is at (a dataset, the group a key names nothing in, the member no key covers)."""
+    cases = [({"x": 5, "*": None}, "/x"),                       # an axis out of range
+             ({"x": {"split_axs": 0}, "*": None}, "/x"),        # a leaf's key misspelt
+             ({"xx": 0, "*": None}, "/"),                       # a key that names nothing
+             ({"x": 0}, "/t"),                                  # a member no key covers
+             ({"t": {"reduce": "sum"}, "*": None}, "/t")]       # a reducer on split
+    for spec, obj in cases:
+        for command in (["split", batch, "-n", 2, "-o", tmp_path / "mb"], ["inspect", batch, "-n", 2]):
+            e = failure(run(*command, "--spec-json", json.dumps(spec), "--json"), 1)
+            assert e["message"].startswith(f"{batch}: "), e
+            assert e["path"] == str(batch) and e["object"] == obj, (spec, e)
+    e = failure(run("split", batch, "-n", 20, "-o", tmp_path / "mb", "--json"), 1)  # x has 10 rows, fewer than 20
+    assert e["path"] == str(batch) and e["object"] in ("/x", "/y"), e
+    run("split", batch, "-n", 2, "-o", tmp_path / "mb", check=0)
+    e = failure(run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "--spec-json", '{"x": 0, "*": {"reduce": 1}}',
+                    "--json"), 1)  # malformed: no HDF5 object to name
+    assert "object" not in e
+    e = failure(run("merge", tmp_path / "mb", "-o", tmp_path / "m.h5", "--spec-json", '{"x": 7, "*": null}',
+                    "--json"), 1)
+    assert e["path"].endswith("microbatch-00000.h5") and e["object"] == "/x", e
+
+
 def test_without_json_a_failure_prints_nothing_on_stdout(batch, tmp_path):
     res = run("split", batch, "-n", "50", "-o", tmp_path / "mb")
     assert res.code == 1 and res.out == ""

@@ -300,3 +300,24 @@ def test_shard_json_summaries_count_only_their_share(tmp_path, setup):
     assert sum(p["data_bytes"] for p in parts) == plain["data_bytes"]
     assert all(0 < p["data_bytes"] < plain["data_bytes"] for p in parts)
     assert parts[1]["files"][-1]["path"].endswith("part-00001-of-00003.json"), parts[1]
+
+
+def test_finish_json_summary(tmp_path, setup):
+    """finish --json, as every command: the manifest written and the split's files it lists, valid against
+    docs/schema/finish-summary.schema.json; a failure is one error object."""
+    src, spec = setup
+    out = tmp_path / "sh"
+    write_shards(src, spec, out, 3, skip=(1,))
+    res = run("finish", out, "--json")
+    assert res.code == 1 and summary(res, "error")["error"]["exit_status"] == 1, res
+    run(*split_args(src, spec, out), "--shard", "1/3", check=0)
+    res = run("finish", out, "--json", "-q", check=0)
+    s = summary(res, "finish-summary")
+    assert res.err == ""
+    manifest = out / "manifest.json"
+    assert s["files"] == [{"path": str(manifest), "bytes": manifest.stat().st_size}]
+    assert s["bytes"] == manifest.stat().st_size
+    listed = json.loads(manifest.read_text())["files"]
+    assert s["split_files"] == [{"path": str(out / f["name"]), "bytes": f["size"]} for f in listed]
+    assert s["split_bytes"] == sum(os.path.getsize(out / f["name"]) for f in listed)
+    assert s["microbatches"] == 7 and s["output_dir"] == str(out) and s["warnings"] == []

@@ -11,6 +11,7 @@ What merge computes (README, "Decisions", Stack and Weighted mean):
 Every bad weight is a one-line error naming the input, exit 1, no output.
 """
 import json
+import os
 from fractions import Fraction
 
 import h5py
@@ -515,3 +516,31 @@ def test_a_differing_weight_attribute_left_to_replicate_says_it_needs_a_reducer(
     run("merge", *paths, "-s", spec, "-o", tmp_path / "m.h5", check=0)
     with h5py.File(tmp_path / "m.h5") as f:
         assert f.attrs["num_tokens"] == 2749 + 3097
+
+
+def test_merge_help_and_the_man_page_teach_the_weighted_mean_and_stack(tmp_path):
+    """A user with only --help and the man page finds both reducers, and merge --help's example runs as shown:
+    the loss weighted by each file's token count, the tokens summed, one grad_norm per input."""
+    text = run("merge", "--help", check=0).out
+    for needle in ['{"reduce": "mean", "weight": "/path"}', '"/path@attribute"', '{"reduce": "stack"}',
+                   "new leading axis"]:
+        assert needle in text, needle
+    [example] = [line for line in text.splitlines() if "--spec-json" in line and "out-*.h5" in line]
+    lines = text.splitlines()
+    at = lines.index(example)
+    spec = json.loads("".join(lines[at + 1:at + 3]).strip().strip("'"))
+    paths = write_files(tmp_path, 3, lambda f, i: (f.create_dataset("loss", data=np.float32(i + 1)),
+                                                   f.create_dataset("num_tokens", data=np.int64(10 * i + 10)),
+                                                   f.create_dataset("grad_norm", data=np.float32(i / 2)),
+                                                   f.create_dataset("logits", data=np.full((2, 3), i, np.float32))))
+    out = tmp_path / "merged.h5"
+    run("merge", *paths, "-o", out, "--spec-json", json.dumps(spec), check=0)
+    with h5py.File(out) as f:
+        assert f["loss"][()] == np.float32((1 * 10 + 2 * 20 + 3 * 30) / 60)
+        assert f["num_tokens"][()] == 60
+        assert f["grad_norm"][()].tolist() == [0.0, 0.5, 1.0]
+        assert f["logits"].shape == (6, 3)
+    man = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "microbatch.1")).read()
+    for needle in [r"{\(dqreduce\(dq: \(dqmean\(dq, \(dqweight\(dq: \(dq/num_tokens\(dq}",
+                   r"{\(dqreduce\(dq: \(dqstack\(dq}", "new leading axis"]:
+        assert needle in man, needle

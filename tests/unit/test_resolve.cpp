@@ -79,6 +79,51 @@ TEST_CASE("a key that names nothing suggests the nearest member or attribute") {
   CHECK(named.find("did you mean") == std::string::npos);
 }
 
+TEST_CASE("a misspelt leaf key suggests the key a leaf takes") {
+  const auto tree = sample_tree();
+  // Inside a dataset's object, where no member can be meant.
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"split_axs": 0}})") ==
+        "s.json:1:40: spec gives an object (a group) for /input_ids, which is a dataset (it has no member "
+        "\"split_axs\"); did you mean \"split_axis\" (a leaf's key)?");
+  // A misspelt key holding a word that is no spec: found as the spec is read.
+  CHECK(error_of(tree, R"({"*": null, "out": {"loss": {"reduse": "mean"}, "*": null}})") ==
+        "s.json:1:30: key \"reduse\" holds \"mean\", which is no member's spec: did you mean \"reduce\" (a leaf's "
+        "key)?");
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"packd": "/cu_seqlens"}})")
+            .find("did you mean \"packed\" (a leaf's key)?") != std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"sequence_axs": 1, "split_axs": 0}})")
+            .find("did you mean \"sequence_axis\"") != std::string::npos);
+  // A leaf's key holding an object was read as a member's name: say what the key takes.
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"reduce": {"op": 0}}})")
+            .find("(it has no member \"reduce\"); as a leaf's key, \"reduce\" takes a number or a string, not an "
+                  "object") != std::string::npos);
+  // On a group (a leaf for every dataset below it), when no member is close.
+  CHECK(error_of(tree, R"({"*": null, "out": {"split_axs": 0}})") ==
+        "s.json:1:34: spec key \"split_axs\" names nothing in the file: /out has no member /out/split_axs; did you "
+        "mean \"split_axis\" (a leaf's key)?");
+  // A close member wins over a leaf's key; nothing close to either: the message as before.
+  CHECK(error_of(tree, R"({"*": null, "out": {"logit": 0, "*": null}})").find("(a leaf's key)") == std::string::npos);
+  CHECK(error_of(tree, R"({"*": null, "input_ids": {"a": 0}})") ==
+        "s.json:1:26: spec gives an object (a group) for /input_ids, which is a dataset");
+}
+
+TEST_CASE("a spec mistake names the HDF5 object it is at") {
+  const auto where_of = [](const std::string& text) {
+    try {
+      resolve_text(sample_tree(), text);
+    } catch (const mb::Error& e) {
+      return e.where().object;
+    }
+    return std::string("(no error)");
+  };
+  CHECK(where_of(R"({"*": null, "input_ids": 5})") == "/input_ids");
+  CHECK(where_of(R"({"*": null, "input_ids": {"split_axs": 0}})") == "/input_ids");
+  CHECK(where_of(R"({"*": null, "out": {"logit": 0, "*": null}})") == "/out");
+  CHECK(where_of(R"({"*": null, "@stpe": "replicate"})") == "/");
+  CHECK(where_of(R"({"input_ids": 0})") == "/out");  // the member no key covers
+  CHECK(where_of(R"({"*": null, "out": {"loss": {"reduce": "mean", "weight": "/nope"}, "*": null}})") == "/out/loss");
+}
+
 TEST_CASE("a member no key covers: the message says how to cover it") {
   CHECK(error_of(sample_tree(), R"({"input_ids": 0, "temperature": "replicate", "pos": 0})") ==
         "s.json:1:1: file member /out is not covered by the spec (no key \"out\" and no \"*\" in the object for /): "
