@@ -9,5 +9,6 @@ void setup_merge(CLI::App& app);
 void setup_inspect(CLI::App& app);
 void setup_finish(CLI::App& app);
 void setup_verify(CLI::App& app);
+void setup_diff(CLI::App& app);
 
 }  // namespace mb::cli

@@ -102,6 +102,7 @@ int run(int argc, char** argv) {
   mb::cli::setup_inspect(app);
   mb::cli::setup_finish(app);
   mb::cli::setup_verify(app);
+  mb::cli::setup_diff(app);
 
   // CLI11 would only say that a subcommand is required; name the typo instead.
   bool known = argc < 2 || argv[1][0] == '-';

@@ -57,6 +57,7 @@ install(FILES docs/guide.md docs/behavior.md docs/cluster.md docs/remote.md docs
 install(FILES docs/schema/inspect.schema.json docs/schema/split-summary.schema.json
               docs/schema/merge-summary.schema.json docs/schema/error.schema.json
               docs/schema/verify-report.schema.json docs/schema/finish-summary.schema.json
+              docs/schema/diff-report.schema.json
         DESTINATION ${MB_DOC}/docs/schema COMPONENT cli)
 install(PROGRAMS examples/slurm/split.sbatch examples/slurm/finish.sbatch examples/slurm/merge.sbatch
                  examples/slurm/mpi.sbatch examples/slurm/train.sbatch examples/slurm/pipeline.sh

@@ -13,7 +13,7 @@ _microbatch_files() {  # files matching any of the globs given, and directories
 _microbatch() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in split | merge | inspect | finish | verify | diff) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   local common="-h --help -q --quiet -v --verbose --log-level --stall-timeout --no-sign-request --sse --sse-kms-key-id --request-payer"
   local plan="-s --spec --spec-json --preset -n --chunks --micro-batch-size --drop-last --allow-copies --on-short --balance --dp-degree --align --layout --cp-degree --cp-pad"
@@ -35,12 +35,12 @@ _microbatch() {
       return ;;
     --spec-json) return ;;
     --preset) COMPREPLY=($(compgen -W "auto none netcdf anndata pandas" -- "$cur")); return ;;
-    -n | --chunks | --micro-batch-size | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --uploads | --stall-timeout) return ;;
+    -n | --chunks | --micro-batch-size | --limit | --dp-degree | --cp-degree | --buffer-size | -j | --jobs | --uploads | --stall-timeout) return ;;
     --keep-local) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --shard) COMPREPLY=($(compgen -W "auto" -- "$cur")); return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "split merge inspect finish verify -V --version $common" -- "$cur"))
+    COMPREPLY=($(compgen -W "split merge inspect finish verify diff -V --version $common" -- "$cur"))
     return
   fi
   if [[ $cur == -* ]]; then
@@ -51,6 +51,7 @@ _microbatch() {
       inspect) options="$plan --json" ;;
       finish) options="--json" ;;
       verify) options="--json" ;;
+      diff) options="--storage --limit --json" ;;
     esac
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
     return

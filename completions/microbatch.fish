@@ -1,12 +1,13 @@
 # fish completion for microbatch (installed in /usr/share/fish/vendor_completions.d).
 # The option lists follow `microbatch COMMAND --help` (tests/e2e/test_docs.py).
-set -l commands split merge inspect finish verify
+set -l commands split merge inspect finish verify diff
 complete -c microbatch -f
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a split -d 'Cut a batch into microbatch files'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a merge -d 'Glue microbatch files back'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a inspect -d 'Show a file and a plan'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a finish -d 'Write the manifest of a split written by shards'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a verify -d 'Check a split directory against its manifest'
+complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -a diff -d 'Compare two files exactly'
 complete -c microbatch -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version'
 
 # Every command
@@ -49,7 +50,9 @@ complete -c microbatch -n "__fish_seen_subcommand_from split" -l uploads -x -d '
 complete -c microbatch -n "__fish_seen_subcommand_from finish" -a '(__fish_complete_directories)' -d 'Output directory of the shards'
 complete -c microbatch -n "__fish_seen_subcommand_from finish" -l json -d 'Summary object on stdout'
 complete -c microbatch -n "__fish_seen_subcommand_from verify" -a '(__fish_complete_directories)' -d 'Split directory'
-complete -c microbatch -n "__fish_seen_subcommand_from verify" -l json -d 'Report object on stdout'
+complete -c microbatch -n "__fish_seen_subcommand_from verify diff" -l json -d 'Report object on stdout'
+complete -c microbatch -n "__fish_seen_subcommand_from diff" -l storage -d 'Also compare layout, chunks, filters'
+complete -c microbatch -n "__fish_seen_subcommand_from diff" -l limit -x -d 'Stop after N differences'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l no-verify -d 'Skip content digests'
 complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Machine-readable output'

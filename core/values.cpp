@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (in fmt/format.h before fmt 11)
 
+#include "core/tree.hpp"
+
 namespace mb {
 namespace {
 
@@ -210,6 +212,16 @@ std::string format_index(const std::vector<std::uint64_t>& shape, std::uint64_t 
     index /= shape[d];
   }
   return fmt::format("[{}]", fmt::join(idx, ", "));
+}
+
+std::string difference_text(const ValueType& t, const std::vector<std::uint64_t>& shape, const Difference& d) {
+  const bool scalar = shape.empty();
+  if (d.first_flat == 0 && d.count <= 8 && element_count(shape) == d.count)
+    return format_elements(t, d.a, d.count, scalar) + " vs " + format_elements(t, d.b, d.count, scalar);
+  const auto* a = static_cast<const unsigned char*>(d.a) + d.at * t.size;
+  const auto* b = static_cast<const unsigned char*>(d.b) + d.at * t.size;
+  return fmt::format("at {}: {} vs {}", format_index(shape, d.first_flat + d.at), format_element(t, a),
+                     format_element(t, b));
 }
 
 }  // namespace mb

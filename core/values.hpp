@@ -64,6 +64,18 @@ std::string format_element(const ValueType& type, const void* p);
 std::string format_elements(const ValueType& type, const void* p, std::uint64_t count, bool as_scalar,
                             std::uint64_t limit = 8);
 
+// Two values that differ: `count` elements from flat index `first_flat` of
+// a tensor, first differing at `at` (relative to first_flat).
+struct Difference {
+  const void* a;
+  const void* b;
+  std::uint64_t count;
+  std::uint64_t first_flat;
+  std::uint64_t at;
+};
+// Both values when short, else the first differing element and its index.
+std::string difference_text(const ValueType& type, const std::vector<std::uint64_t>& shape, const Difference& difference);
+
 // Multi-index of flat element `index` in `shape` (row-major), e.g. "[1, 2]".
 std::string format_index(const std::vector<std::uint64_t>& shape, std::uint64_t index);
 

@@ -16,4 +16,8 @@ struct Link {
 // In name order.
 std::vector<Link> links_of(hid_t group, const Location& where);
 
+// Where a soft link points ("/a/b") or an external link ("file.h5:/a/b"):
+// its value, not the object it leads to (which may not exist).
+std::string link_target(hid_t group, const Link& link, const Location& where);
+
 }  // namespace mb::io::h5

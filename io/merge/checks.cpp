@@ -155,16 +155,6 @@ void check_rows(const Context& ctx, const DatasetPair& in, const MergedLeaf* lea
                             ctx.file(), in.node.path, in.space.dims[leaf->axis], leaf->axis, planned));
 }
 
-std::string difference_text(const ValueType& t, const Shape& shape, const Difference& d) {
-  const bool scalar = shape.empty();
-  if (d.first_flat == 0 && d.count <= 8 && element_count(shape) == d.count)
-    return format_elements(t, d.a, d.count, scalar) + " vs " + format_elements(t, d.b, d.count, scalar);
-  const auto* a = static_cast<const unsigned char*>(d.a) + d.at * t.size;
-  const auto* b = static_cast<const unsigned char*>(d.b) + d.at * t.size;
-  return fmt::format("at {}: {} vs {}", format_index(shape, d.first_flat + d.at), format_element(t, a),
-                     format_element(t, b));
-}
-
 namespace {
 
 // The input's dataset holds the values of `other` (of the model's type,

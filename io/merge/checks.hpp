@@ -43,17 +43,6 @@ void compare_with_twin(const Context& ctx, const DatasetPair& in);
 // "PATH differs ...: dtype A vs B" unless the datatypes are equal.
 void check_dtype(const Context& ctx, const std::string& what, hid_t model, hid_t type);
 [[noreturn]] void shapes_differ(const Context& ctx, const std::string& what, const Shape& a, const Shape& b);
-// Two values that differ: `count` elements from flat index `first_flat` of
-// a tensor, first differing at `at` (relative to first_flat).
-struct Difference {
-  const void* a;
-  const void* b;
-  std::uint64_t count;
-  std::uint64_t first_flat;
-  std::uint64_t at;
-};
-// Both values when short, else the first differing element and its index.
-std::string difference_text(const ValueType& type, const Shape& shape, const Difference& difference);
 
 // What to say after a replicated value (`what`: "/path" or "/path@name")
 // differs: values meant to differ want a reducer, under the spec key `key`

@@ -21,7 +21,7 @@ MAN = os.path.join(REPO, "docs", "microbatch.1")
 BASH = os.path.join(REPO, "completions", "microbatch.bash")
 ZSH = os.path.join(REPO, "completions", "_microbatch")
 FISH = os.path.join(REPO, "completions", "microbatch.fish")
-COMMANDS = ["split", "merge", "inspect", "finish", "verify"]
+COMMANDS = ["split", "merge", "inspect", "finish", "verify", "diff"]
 
 
 def help_text(*command):
