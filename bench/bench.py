@@ -27,6 +27,8 @@ Workloads (sizes at --scale 1):
 
   packed       a million tokens in 10,000 documents, split for --dp-degree 4, -n 8, --cp-degree 2 and merged
                                                                -> split/merge vs cp, peak RSS
+  diff         the contiguous, gzip-chunked and small inputs against their copies: microbatch diff (and --storage)
+               -> vs cmp of the same bytes, h5diff, an h5py + numpy script (bench/h5py_diff.py)
   scale-out    256 MiB of gzip chunks that do not line up with the cut (so split and merge re-encode them),
                and 1 GiB contiguous: split and merge at P = 1, 2, 4 processes, as shards (split --shard K/P, all
                P at once, then finish) and as mpirun ranks (microbatch-mpi)  -> speedup over P = 1
@@ -81,7 +83,7 @@ FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
 # What --only takes; a name not here would make an empty input and time nothing.
 WORKLOADS = ["contiguous", "gzip-chunked", "small", "strings", "compressed-unaligned", "memory", "many", "scale-out",
-             "remote", "upload", "packed"]
+             "remote", "upload", "packed", "diff"]
 MANY_ROWS = 64_000
 MANY_N = [1_000, 4_000, 16_000, 64_000]
 MANY_ONCE_FROM = 16_000  # from this N on, each command runs once (they are slow)
@@ -446,6 +448,10 @@ def main():
         if name == "packed":
             import packed  # bench/packed.py
             packed.bench_packed(args.dir, BINARY, timed, clean, args.runs)
+            continue
+        if name == "diff":
+            import diff  # bench/diff.py
+            diff.bench_diff(args.dir, BINARY, make, args.scale, timed, args.runs)
             continue
         if name == "upload":
             import upload  # bench/upload.py: needs s3rver (scripts/install-deps.sh)

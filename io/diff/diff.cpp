@@ -18,6 +18,7 @@
 #include "io/h5/object.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
+#include "io/run/identity.hpp"
 #include "io/tree/input.hpp"
 
 namespace mb::io::diff {
@@ -325,9 +326,8 @@ std::optional<std::string> Walk::block(const std::string& path, hid_t da, hid_t 
                      format_element(type_, b));
 }
 
-}  // namespace
-
-Report compare(const Source& a, const Source& b, const Options& options) {
+// Both trees walked; the files closed (checked) before the verdict is given.
+Report walk_both(const Source& a, const Source& b, const Options& options) {
   Side sa{a, tree::open_input(a, h5::Cache::Keep), {}};
   Side sb{b, tree::open_input(b, h5::Cache::Keep), {}};
   Report report;
@@ -338,6 +338,20 @@ Report compare(const Source& a, const Source& b, const Options& options) {
     walk.object("/", ra.get(), rb.get());
   } catch (const LimitReached&) {
   }
+  sa.file.close(sa.at("/"));
+  sb.file.close(sb.at("/"));
+  return report;
+}
+
+}  // namespace
+
+Report compare(const Source& a, const Source& b, const Options& options) {
+  // Recorded before the first byte is read and checked after the last: a
+  // verdict, "the same" or a difference, is about one version of each file.
+  run::watch_input(a);
+  run::watch_input(b);
+  Report report = walk_both(a, b, options);
+  run::check_inputs_unchanged();
   return report;
 }
 

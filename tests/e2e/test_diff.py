@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, run, summary
+from conftest import BINARY, assert_one_line_error, held_run, run, summary
 
 
 def make(path, build):
@@ -215,3 +215,17 @@ def test_inputs_that_are_not_there_or_not_hdf5(tmp_path):
     assert_one_line_error(run("diff", tmp_path / "text.h5", a), 1, "text.h5")
     assert run("diff", a).code == 2
     assert run("diff", "--limit", "-1", a, a).code == 2
+
+
+def test_a_file_changed_while_compared_gets_no_verdict(tmp_path):
+    a = make(tmp_path / "a.h5", base)
+    b = tmp_path / "b.h5"
+    shutil.copy(a, b)
+
+    def change(_):  # bytes written past the end: what a writer appending a dataset does first
+        with open(b, "ab") as f:
+            f.write(b"\0" * 4096)
+    # Held as it closes a.h5, both walked: b.h5 changes before the verdict.
+    res = held_run(tmp_path, [BINARY, "diff", a, b], change, close="a.h5")
+    assert_one_line_error(res, 3, str(b), "changed while it was read")
+    assert res.out == ""
