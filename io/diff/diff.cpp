@@ -81,6 +81,17 @@ std::string filters_words(const h5::ChunkLayout& layout) {
   return words.empty() ? "none" : fmt::format("{}", fmt::join(words, " "));
 }
 
+// One dataset of each side, of equal datatypes and shapes, being compared:
+// a buffer per side, which lives no longer than the datatype it reads into
+// (a buffer of variable-length elements reclaims them through it).
+struct Pair {
+  std::string path;
+  hid_t a, b;
+  Shape dims;
+  ValueType type;
+  h5::Buffer in_a, in_b;
+};
+
 class Walk {
  public:
   Walk(Side& a, Side& b, const Options& options, Report& report) : a_(a), b_(b), options_(options), report_(report) {}
@@ -99,17 +110,13 @@ class Walk {
   void storage(const std::string& path, hid_t da, hid_t db);
   void values(const std::string& path, hid_t da, hid_t db, hid_t type, const Shape& dims);
   bool stored_alike(hid_t da, hid_t db, hid_t type, const std::string& path);
-  void chunks(const std::string& path, hid_t da, hid_t db, const Shape& dims);
-  std::optional<std::string> block(const std::string& path, hid_t da, hid_t db, const Shape& dims,
-                                   const Selection& part);
+  std::optional<std::string> chunks(Pair& pair);
+  std::optional<std::string> block(Pair& pair, const Selection& part);
 
   Side& a_;
   Side& b_;
   const Options& options_;
   Report& report_;
-  // The dataset being compared: its values' type and a buffer per side.
-  ValueType type_;
-  std::optional<h5::Buffer> buffer_a_, buffer_b_;
 };
 
 void Walk::add(const std::string& path, const char* what, std::string detail) {
@@ -268,22 +275,26 @@ bool Walk::stored_alike(hid_t da, hid_t db, hid_t type, const std::string& path)
 }
 
 void Walk::values(const std::string& path, hid_t da, hid_t db, hid_t type, const Shape& dims) {
-  type_ = h5::value_type_of(type, a_.at(path));
-  buffer_a_.emplace(type);
-  buffer_b_.emplace(type);
+  Pair pair{path, da, db, dims, h5::value_type_of(type, a_.at(path)), h5::Buffer(type), h5::Buffer(type)};
   const std::size_t element = std::max<std::size_t>(h5::size_of(type, a_.at(path)), 1);
   report_.bytes += element_count(dims) * element;
-  if (stored_alike(da, db, type, path)) return chunks(path, da, db, dims);
   std::optional<std::string> found;
-  for_each_block(dims, std::max<std::size_t>(options_.buffer_bytes / 2 / element, 1),
-                 [&](const Shape& start, const Shape& count) {
-                   if (!found) found = block(path, da, db, dims, Selection::all(dims).part(start, count));
-                 });
+  if (stored_alike(da, db, type, path)) {
+    found = chunks(pair);
+  } else {
+    for_each_block(dims, std::max<std::size_t>(options_.buffer_bytes / 2 / element, 1),
+                   [&](const Shape& start, const Shape& count) {
+                     if (!found) found = block(pair, Selection::all(dims).part(start, count));
+                   });
+  }
   if (found) add(path, "values", *found);
 }
 
-void Walk::chunks(const std::string& path, hid_t da, hid_t db, const Shape& dims) {
-  const Shape chunk = h5::chunk_layout(da, a_.at(path)).chunk;
+// The first difference, reading only the chunks whose stored bytes differ.
+std::optional<std::string> Walk::chunks(Pair& pair) {
+  const std::string& path = pair.path;
+  const Shape& dims = pair.dims;
+  const Shape chunk = h5::chunk_layout(pair.a, a_.at(path)).chunk;
   Shape grid(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) grid[i] = (dims[i] + chunk[i] - 1) / chunk[i];
   h5::RawChunk ra, rb;
@@ -297,20 +308,20 @@ void Walk::chunks(const std::string& path, hid_t da, hid_t db, const Shape& dims
       count[i] = std::min(chunk[i], dims[i] - offset[i]);
     }
     const std::vector<hsize_t> at(offset.begin(), offset.end());
-    const bool wa = h5::read_chunk(da, at.data(), ra, a_.at(path));
-    const bool wb = h5::read_chunk(db, at.data(), rb, b_.at(path));
+    const bool wa = h5::read_chunk(pair.a, at.data(), ra, a_.at(path));
+    const bool wb = h5::read_chunk(pair.b, at.data(), rb, b_.at(path));
     if (wa && wb && ra.filters == rb.filters && ra.bytes == rb.bytes) return;
-    found = block(path, da, db, dims, Selection::all(dims).part(offset, count));
+    found = block(pair, Selection::all(dims).part(offset, count));
   });
-  if (found) add(path, "values", *found);
+  return found;
 }
 
 // The values of one part of both datasets: nullopt when equal, else the first difference.
-std::optional<std::string> Walk::block(const std::string& path, hid_t da, hid_t db, const Shape& dims,
-                                       const Selection& part) {
-  h5::read(da, part, *buffer_a_, a_.at(path));
-  h5::read(db, part, *buffer_b_, b_.at(path));
-  const auto at = first_difference(type_, buffer_a_->data(), buffer_b_->data(), part.elements());
+std::optional<std::string> Walk::block(Pair& pair, const Selection& part) {
+  h5::read(pair.a, part, pair.in_a, a_.at(pair.path));
+  h5::read(pair.b, part, pair.in_b, b_.at(pair.path));
+  const ValueType& t = pair.type;
+  const auto at = first_difference(t, pair.in_a.data(), pair.in_b.data(), part.elements());
   if (!at) return std::nullopt;
   // The index in the whole dataset of the part's element *at (row-major in the part).
   Shape index(part.count.size());
@@ -319,11 +330,10 @@ std::optional<std::string> Walk::block(const std::string& path, hid_t da, hid_t 
     index[i] = part.start[i] + rest % part.count[i];
     rest /= part.count[i];
   }
-  const auto* a = static_cast<const unsigned char*>(buffer_a_->data()) + *at * type_.size;
-  const auto* b = static_cast<const unsigned char*>(buffer_b_->data()) + *at * type_.size;
-  if (dims.empty()) return format_element(type_, a) + " vs " + format_element(type_, b);
-  return fmt::format("at [{}]: {} vs {}", fmt::join(index, ", "), format_element(type_, a),
-                     format_element(type_, b));
+  const auto* a = static_cast<const unsigned char*>(pair.in_a.data()) + *at * t.size;
+  const auto* b = static_cast<const unsigned char*>(pair.in_b.data()) + *at * t.size;
+  if (pair.dims.empty()) return format_element(t, a) + " vs " + format_element(t, b);
+  return fmt::format("at [{}]: {} vs {}", fmt::join(index, ", "), format_element(t, a), format_element(t, b));
 }
 
 // Both trees walked; the files closed (checked) before the verdict is given.

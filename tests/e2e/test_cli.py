@@ -170,7 +170,7 @@ def test_typos_get_did_you_mean(tmp_path, batch, args, needle):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["frobnicate"], "unknown command 'frobnicate' (expected split, merge, inspect, finish, verify; see --help)"),
+    (["frobnicate"], "unknown command 'frobnicate' (expected split, merge, inspect, finish, verify, diff; see --help)"),
     (["inspect", "{batch}", "--json", "--bogus"], "--bogus"),
     (["split", "{batch}", "-n", "2", "-o", "{tmp}/mb", "-x"], "-x"),
 ])
