@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <xxhash.h>
 
 #include <pthread.h>
 #include <signal.h>
@@ -25,8 +27,9 @@ std::string write_file(const std::string& name, const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("digest: XXH3-128 of whole files, window by window") {
-  // 40 MiB spans several mapping windows; a byte changed past the first
-  // windows must change the digest, and the empty file has XXH3-128's own.
+  // 40 MiB spans many read windows: the digest is XXH3-128 of the whole
+  // file in one call, a byte changed past the first windows changes it, and
+  // the empty file has XXH3-128's own.
   std::string bytes(40u << 20, '\0');
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
   const std::string a = write_file("a", bytes);
@@ -34,8 +37,11 @@ TEST_CASE("digest: XXH3-128 of whole files, window by window") {
   const std::string b = write_file("b", bytes);
   const std::string empty = write_file("empty", "");
   using mb::Source;
+  const XXH128_hash_t whole = XXH3_128bits(bytes.data(), bytes.size());  // b's bytes
   const auto d = mb::io::publish::digest_files(
       {Source::local(a), Source::local(b), Source::local(a), Source::local(empty)}, 3);
+  CHECK(d[1].digest == fmt::format("{:016x}{:016x}", static_cast<unsigned long long>(whole.high64),
+                                   static_cast<unsigned long long>(whole.low64)));
   CHECK(d[0].size == 40u << 20);
   CHECK(d[0].digest == d[2].digest);
   CHECK(d[0].digest != d[1].digest);
