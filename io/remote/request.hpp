@@ -25,8 +25,9 @@ struct Call {
   std::uint64_t offset = 0, length = 0;
   bool absent_ok = false;  // a 404 is answered, not thrown
   bool taken_ok = false;   // a 412 (If-None-Match: * over a key that exists) is answered, not thrown
-  // A clean-up (a multipart upload's abort): sent even after a stop signal
-  // or the client's cancel, which end every other request at once.
+  // A clean-up (a multipart upload's abort, or its creation, whose answer
+  // the abort needs): sent, and seen through, even after a stop signal or
+  // the client's cancel, which end every other request at once.
   bool cleanup = false;
 };
 

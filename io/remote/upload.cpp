@@ -17,6 +17,7 @@
 #include "core/units.hpp"
 #include "io/remote/curl.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/guard.hpp"
 
 namespace mb::io::remote {
 namespace {
@@ -146,7 +147,12 @@ struct OpenUpload {
 Uploaded put_parts(Client& client, const RemoteAddress& address, const ReadFile& file,
                    const std::function<void(std::uint64_t)>& sent) {
   OpenUpload upload{client, address, ""};
-  upload.id = xml_element(client.send(address, {.method = "POST", .query = "uploads="}).body, "UploadId");
+  // Once asked for, the upload exists on the store whatever becomes of this
+  // process: the answer, its id, is awaited even after a stop signal, so that
+  // the abort can name it. A stop before the request is not sent at all.
+  run::throw_if_interrupted();
+  upload.id =
+      xml_element(client.send(address, {.method = "POST", .query = "uploads=", .cleanup = true}).body, "UploadId");
   if (upload.id.empty())
     throw Error(fmt::format("{}: the store gave no UploadId for a multipart upload", shown_name(address.name)));
   const std::string id = query_escape(upload.id);

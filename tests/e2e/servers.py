@@ -293,12 +293,22 @@ class S3(Server):
         return env
 
     def uploads_in_progress(self, prefix="", bucket=S3_BUCKET):
-        """The keys under `prefix` of the multipart uploads started and neither completed nor aborted."""
+        """The keys under `prefix` of the multipart uploads started and neither completed nor aborted. s3rver
+        makes an upload's directory before its "key" file and removes the file before the directory: one
+        found without it is being made or removed, and is looked at again until it is one or the other."""
         directory = os.path.join(self.root, bucket, "._S3rver_uploads")
         keys = []
         for upload in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
-            with open(os.path.join(directory, upload, "key")) as f:
-                keys.append(f.read())
+            key = os.path.join(directory, upload, "key")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(key) and os.path.isdir(os.path.dirname(key)):
+                assert time.monotonic() < deadline, f"{upload}: an upload neither made nor removed for 30 s"
+                time.sleep(0.01)
+            try:
+                with open(key) as f:
+                    keys.append(f.read())
+            except FileNotFoundError:  # removed meanwhile
+                pass
         return [k for k in keys if k.startswith(prefix)]
 
     def issue(self, lifetime=3600):
@@ -714,6 +724,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                                                                   if k.lower() != "expect"})
         answer = conn.getresponse()
         data = answer.read()
+        if mode == "held":  # the store did it; its answer waits until the test lets it go
+            owner.holding.set()
+            owner.release.wait(timeout=120)
         if mode == "lost":  # the store did it; its answer is lost on the way back
             conn.close()
             self.send_response(500)
@@ -750,8 +763,9 @@ class S3Proxy:
     (method, and `contains` in the path and query) answer 500 or 403 without reaching s3rver ("500",
     "403"), reach it
     and come back with a wrong ETag ("etag") or as under SSE-KMS (an ETag that is not the MD5 and the
-    x-amz-server-side-encryption: aws:kms header: "kms"), reach it half a second late ("slow"), or reach it
-    and come back as a 500 all the same ("lost"). With `conditional`, a PUT with If-None-Match: * over a key
+    x-amz-server-side-encryption: aws:kms header: "kms"), reach it half a second late ("slow"), reach it
+    and come back as a 500 all the same ("lost"), or reach it and come back once `release` is set
+    ("held"; `holding` is set while it waits). With `conditional`, a PUT with If-None-Match: * over a key
     that exists is answered 412, as S3 does and s3rver does not; "taken" then has another object put at that
     key just before (another run's commit). `requests()` lists (method, path, mode)."""
 
@@ -761,6 +775,7 @@ class S3Proxy:
         self.lock = threading.Lock()
         self.headers_seen = []  # (method, path, headers in lower case) of every request
         self.rules, self.log = [], []
+        self.holding, self.release = threading.Event(), threading.Event()  # of a "held" answer
         self.httpd = _ThreadingServer(("127.0.0.1", 0), ProxyHandler)
         self.httpd.owner = self
         self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"

@@ -4,6 +4,7 @@ an earlier split is refused without --force and replaced with it; files of 16 Mi
 the spool holds a few files, never the split. Faults: wrong credentials and a missing bucket refused before
 any work, 5xx answers to parts retried, a wrong ETag refused, the store killed and the run stopped in the
 middle: no manifest, the objects deleted where the store still answers, one line naming the URL."""
+import contextlib
 import filecmp
 import json
 import os
@@ -18,7 +19,7 @@ import pytest
 
 import servers
 from batches import MIXED_SPEC, make_mixed_batch
-from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, summary, write_spec
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, listing, run, summary, wait_until, write_spec
 
 pytestmark = pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
 
@@ -202,6 +203,40 @@ def test_a_failed_or_stopped_run_leaves_no_multipart_upload_in_progress(s3, env,
     assert proc.returncode == 130
     assert s3.uploads_in_progress("stopped-parts/") == []
     assert objects(s3, "stopped-parts") == {}
+    assert listing(env["TMPDIR"]) == []
+
+
+def signal_delivered(pid, sig):
+    """Whether `sig`, sent to process `pid`, is no longer pending: its handler has been called."""
+    with open(f"/proc/{pid}/status") as f:
+        pending = {k: int(v, 16) for k, v in (line.split(":") for line in f) if k in ("SigPnd", "ShdPnd")}
+    return not any(mask & (1 << (sig - 1)) for mask in pending.values())
+
+
+def test_a_stop_while_an_upload_is_created_aborts_the_upload_the_store_made(s3, env, tmp_path):
+    # The store makes the upload when it gets the request; a run stopped before the answer, its id, came
+    # back must still wait for it, to abort that upload.
+    src = make_big(tmp_path / "big.h5", rows=4, megabytes_per_row=17)
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("POST", "uploads=", "held", times=1)
+        proc = start_split(["split", src, "-n", 4, "--uploads", 1, "-o", s3.s3_url("creating/")],
+                           dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+        try:
+            assert proxy.holding.wait(timeout=120), "no multipart upload was asked for"
+            assert s3.uploads_in_progress("creating/") != []
+            proc.send_signal(signal.SIGTERM)
+            wait_until(lambda: signal_delivered(proc.pid, signal.SIGTERM), "SIGTERM was not delivered")
+            # A run that gives the request up ends within curl's progress interval (at most a second),
+            # leaving the upload behind; one that waits for the answer is still there. The wait can only
+            # make the test pass less often on code that is wrong, never fail on code that is right.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        finally:
+            proxy.release.set()
+            proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert s3.uploads_in_progress("creating/") == []
+    assert objects(s3, "creating") == {}
     assert listing(env["TMPDIR"]) == []
 
 
