@@ -88,8 +88,10 @@ struct Pair {
   std::string path;
   hid_t a, b;
   Shape dims;
+  hid_t file_type;  // as A stores it (equal to B's)
   ValueType type;
   h5::Buffer in_a, in_b;
+  std::uint64_t block_elements;  // per read, per side: the memory budget
 };
 
 class Walk {
@@ -109,8 +111,9 @@ class Walk {
   void dataset(const std::string& path, hid_t da, hid_t db);
   void storage(const std::string& path, hid_t da, hid_t db);
   void values(const std::string& path, hid_t da, hid_t db, hid_t type, const Shape& dims);
-  bool stored_alike(hid_t da, hid_t db, hid_t type, const std::string& path);
+  bool stored_alike(const Pair& pair);
   std::optional<std::string> chunks(Pair& pair);
+  std::optional<std::string> region(Pair& pair, const Shape& offset, const Shape& count);
   std::optional<std::string> block(Pair& pair, const Selection& part);
 
   Side& a_;
@@ -267,27 +270,35 @@ void Walk::storage(const std::string& path, hid_t da, hid_t db) {
 
 // Both sides chunked alike (chunk shape and filters) in a datatype whose
 // stored bytes mean the same in any file: equal stored chunks hold equal
-// values, so most chunks need no decoding.
-bool Walk::stored_alike(hid_t da, hid_t db, hid_t type, const std::string& path) {
-  if (!h5::copyable_as_bytes(type)) return false;
-  const h5::ChunkLayout ca = h5::chunk_layout(da, a_.at(path));
-  return !ca.chunk.empty() && ca == h5::chunk_layout(db, b_.at(path));
+// values, so most chunks need no decoding. A stored chunk is read whole:
+// chunks larger than a block of the budget are compared by their values.
+bool Walk::stored_alike(const Pair& pair) {
+  if (!h5::copyable_as_bytes(pair.file_type)) return false;
+  const h5::ChunkLayout ca = h5::chunk_layout(pair.a, a_.at(pair.path));
+  return !ca.chunk.empty() && element_count(ca.chunk) <= pair.block_elements &&
+         ca == h5::chunk_layout(pair.b, b_.at(pair.path));
 }
 
 void Walk::values(const std::string& path, hid_t da, hid_t db, hid_t type, const Shape& dims) {
-  Pair pair{path, da, db, dims, h5::value_type_of(type, a_.at(path)), h5::Buffer(type), h5::Buffer(type)};
   const std::size_t element = std::max<std::size_t>(h5::size_of(type, a_.at(path)), 1);
+  Pair pair{path, da, db, dims, type, h5::value_type_of(type, a_.at(path)), h5::Buffer(type), h5::Buffer(type),
+            std::max<std::uint64_t>(options_.buffer_bytes / 2 / element, 1)};
   report_.bytes += element_count(dims) * element;
-  std::optional<std::string> found;
-  if (stored_alike(da, db, type, path)) {
-    found = chunks(pair);
-  } else {
-    for_each_block(dims, std::max<std::size_t>(options_.buffer_bytes / 2 / element, 1),
-                   [&](const Shape& start, const Shape& count) {
-                     if (!found) found = block(pair, Selection::all(dims).part(start, count));
-                   });
-  }
+  const auto found = stored_alike(pair) ? chunks(pair) : region(pair, Shape(dims.size(), 0), dims);
   if (found) add(path, "values", *found);
+}
+
+// The first difference in the box at `offset` of extent `count`, read a
+// block at a time within the memory budget (a chunk may be larger than it).
+std::optional<std::string> Walk::region(Pair& pair, const Shape& offset, const Shape& count) {
+  std::optional<std::string> found;
+  for_each_block(count, pair.block_elements, [&](const Shape& start, const Shape& extent) {
+    if (found) return;
+    Shape at = start;
+    for (std::size_t i = 0; i < at.size(); ++i) at[i] += offset[i];
+    found = block(pair, Selection::all(pair.dims).part(at, extent));
+  });
+  return found;
 }
 
 // The first difference, reading only the chunks whose stored bytes differ.
@@ -311,7 +322,7 @@ std::optional<std::string> Walk::chunks(Pair& pair) {
     const bool wa = h5::read_chunk(pair.a, at.data(), ra, a_.at(path));
     const bool wb = h5::read_chunk(pair.b, at.data(), rb, b_.at(path));
     if (wa && wb && ra.filters == rb.filters && ra.bytes == rb.bytes) return;
-    found = block(pair, Selection::all(dims).part(offset, count));
+    found = region(pair, offset, count);
   });
   return found;
 }

@@ -1,13 +1,16 @@
 """microbatch diff: two files made by h5py, the same or not in one way each; the exit status, the path and what
 the line says are checked, and --json against its schema."""
+import os
 import shutil
 import struct
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, assert_one_line_error, held_run, run, summary
+from conftest import BINARY, ENV, assert_one_line_error, held_run, run, summary
 
 
 def make(path, build):
@@ -172,6 +175,39 @@ def test_values_past_the_first_block_are_compared(tmp_path):
     b = make(tmp_path / "b.h5", lambda f: f.create_dataset("v", data=values))
     res = run("diff", a, b, check=1)
     assert differences(res) == ["/v: at [5999999]: 0.0 vs 1.0"], res
+
+
+# Runs argv[1:] as its child and prints its exit status and peak RSS (KiB). A child's ru_maxrss counts the
+# pages of the process it was forked (or even vforked) from until it execs, so the count is taken by this
+# small process, not by the test's, which holds numpy, h5py and the test's arrays.
+PEAK_RSS = """import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def peak_rss_mib(argv):
+    """(exit status, peak RSS in MiB) of one run of `argv`."""
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS, *map(str, argv)], capture_output=True, text=True,
+                         env=ENV, check=True).stdout.split()
+    return int(out[-2]), int(out[-1]) / 1024
+
+
+def test_a_chunk_larger_than_the_memory_budget_is_read_a_block_at_a_time(tmp_path):
+    # One chunk of 48 MB a side, stored alike: read whole (stored and decoded), it would take about 120 MB
+    # more than the same values stored contiguously, which are read in blocks of the budget.
+    def pair_of(name, chunks):
+        values = np.zeros(6_000_000, dtype=np.float64)
+        a = make(tmp_path / f"{name}-a.h5", lambda f: f.create_dataset("v", data=values, chunks=chunks))
+        values[-1] = 1.0
+        return a, make(tmp_path / f"{name}-b.h5", lambda f: f.create_dataset("v", data=values, chunks=chunks))
+    chunked, contiguous = pair_of("chunked", (6_000_000,)), pair_of("contiguous", None)
+    assert differences(run("diff", *chunked, check=1)) == ["/v: at [5999999]: 0.0 vs 1.0"]
+    code, peak = peak_rss_mib([BINARY, "diff", *chunked])
+    code_contiguous, peak_contiguous = peak_rss_mib([BINARY, "diff", *contiguous])
+    assert (code, code_contiguous) == (1, 1)
+    assert peak < peak_contiguous + 16, f"peak RSS {peak:.0f} MiB, {peak_contiguous:.0f} MiB stored contiguously"
 
 
 def many_differences(tmp_path, n):
