@@ -139,7 +139,7 @@ def test_the_link_check_sees_a_broken_link(tmp_path):
                                                                               "pandas--pytables"}
 
 
-# What the binary does where pages used to say otherwise, each checked against
+# What the binary does, which a page must not contradict, each checked against
 # the binary by its own tests: an input changed while it is read is exit 3
 # (test_changed_inputs.py, test_remote.py); outputs may be s3:// objects
 # (test_remote.py, and the try-out of remote.md that test_readme.py runs).
@@ -162,7 +162,7 @@ def test_pages_give_the_exit_status_the_binary_gives(page):
         for topic, code in EXIT_CLAIMS:
             if topic.search(sentence) and set(re.findall(r"\bexit (\d+)", sentence)) - {code}:
                 wrong.append(f"exit {code} expected: {sentence}")
-        wrong += [f"no longer true: {sentence}" for claim in FALSE_CLAIMS if claim.search(sentence)]
+        wrong += [f"not true: {sentence}" for claim in FALSE_CLAIMS if claim.search(sentence)]
     assert wrong == [], os.path.relpath(page, REPO)
 
 
