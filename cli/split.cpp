@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "core/shards.hpp"
+#include "core/units.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/split/parts.hpp"
 #include "io/split/split.hpp"
@@ -33,6 +34,7 @@ struct SplitCommand {
   std::string output_dir;
   SplitOptions partition;
   bool force = false;
+  bool resume = false;
   io::transfer::Policy policy;
   std::uint64_t jobs = 1;
   std::optional<std::string> shard;  // --shard K/P or auto; none: the whole split
@@ -72,7 +74,9 @@ void print_split_summary(const SplitCommand& cmd, const io::store::Store& place,
                                {"output_dir", specs::printable_text(shown_name(cmd.output_dir))},
                                {"split_datasets", plan.pieces.size()},
                                {"ranks", plan.layout == FileLayout::PerRank ? plan.ranks : 1},
-                               {"dropped_rows", plan.dropped}};
+                               {"dropped_rows", plan.dropped},
+                               {"kept_files", result.kept_files},
+                               {"kept_bytes", result.kept_bytes}};
   print_summary(summary_json(summary, extra));
 }
 
@@ -90,6 +94,7 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   job.uploads = cmd.uploads;
   job.claimed = run.prepared_directory;  // by a team's rank 0
   job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
+  job.resume = cmd.resume;
   job.options = cmd.partition;
   job.policy = cmd.policy;
   job.workers = cmd.jobs;
@@ -100,8 +105,12 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   return job;
 }
 
-void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared) {
+void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared, const io::split::SplitResult& result) {
   const SplitPlan& plan = *prepared.plan;
+  if (cmd.resume)
+    spdlog::info("resumed: {} of {} files kept as an earlier run published them ({}), {} written", result.kept_files,
+                 result.files.size(), byte_text(static_cast<double>(result.kept_bytes)),
+                 byte_text(static_cast<double>(result.data_bytes)));
   spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", prepared.input.shown(), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", shown_name(cmd.output_dir),
@@ -158,12 +167,13 @@ void run_alone(const SplitCommand& cmd, io::store::Store& place) {
   if (run.shard)
     log_shard(cmd, *run.shard, prepared, result);
   else
-    log_split(cmd, prepared);
+    log_split(cmd, prepared, result);
 }
 
 void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
+  if (cmd.resume) throw usage_error("split: --resume continues a split of one process (with -j or not), not a team's");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   io::run::Team team(launch);
   std::vector<std::string> files{cmd.input};
@@ -179,11 +189,14 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& 
     summary.warnings = capture->warnings();
     print_split_summary(cmd, place, prepared, result, std::move(summary));
   }
-  log_split(cmd, prepared);
+  log_split(cmd, prepared, result);
   spdlog::info("split as {} ranks ({})", team.size(), launch.launcher);
 }
 
 void run_split(const SplitCommand& cmd, const CLI::App& sub) {
+  if (cmd.resume && cmd.force) throw usage_error("split: give one of --resume (keep an earlier run's files) and --force");
+  if (cmd.resume && cmd.shard) throw usage_error("split: --resume continues a whole split, not a shard's");
+  if (cmd.resume && cmd.keep_local) throw usage_error("split: --resume and --keep-local: give one of them");
   // The output place, opened once: everything below takes it.
   const std::unique_ptr<io::store::Store> place = io::store::open_store(cmd.output_dir, process_settings());
   if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch, sub, *place);
@@ -223,6 +236,10 @@ void setup_split(CLI::App& app) {
                 "replace the output of an earlier split in the directory (under the prefix: its manifest and part "
                 "records are deleted first, its files that the new split does not overwrite once the new manifest "
                 "is up; a shard or an MPI team deletes what it replaces before any work)");
+  sub->add_flag("--resume", cmd->resume,
+                "continue an interrupted run of this same command: each file is published as soon as it is written, "
+                "with a journal entry beside it; a rerun keeps the files whose bytes match their entries and writes "
+                "the rest. Over this command's finished split: nothing to do (exit 0); over another split: refused");
   add_copy_policy_options(*sub, cmd->policy);
   sub->add_option("-j,--jobs", cmd->jobs,
                   "worker processes, each writing its share of the output files (compression and HDF5's "

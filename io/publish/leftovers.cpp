@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "io/run/fd.hpp"
+#include "specs/journal.hpp"
 
 namespace mb::io::publish {
 namespace fs = std::filesystem;
@@ -62,7 +63,9 @@ void remove_split_leftovers(const std::string& dir) {
                                           "for it to finish or choose another output directory",
                                           dir, name));
     std::error_code type;  // the listing's own error stays in `ec`
-    if (name.starts_with(".") && is_split_output(name) && entry.is_regular_file(type)) temporaries.push_back(entry.path());
+    // A journal entry is no temporary: it tells a --resume run what to keep.
+    if (name.starts_with(".") && is_split_output(name) && !specs::is_journal_name(name) && entry.is_regular_file(type))
+      temporaries.push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
   for (const auto& p : temporaries) remove_leftover(p);

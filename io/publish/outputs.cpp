@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
+#include "specs/journal.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::publish {
@@ -132,9 +133,24 @@ void AtomicOutputs::publish() {
   run::throw_if_interrupted();  // a stop signal that came after the last copy: an interrupted run publishes nothing
   run::check_inputs_unchanged();
   for (auto& e : entries_) {
+    if (e.published) continue;
     publish_one(e.temp, e.final_path, e.replaces);
     e.published = true;
   }
+}
+
+void AtomicOutputs::publish(std::size_t k) {
+  run::throw_if_interrupted();
+  run::check_inputs_unchanged();
+  Entry& e = entries_.at(k);
+  publish_one(e.temp, e.final_path, e.replaces);
+  e.published = true;
+}
+
+void AtomicOutputs::stands(std::size_t k) {
+  Entry& e = entries_.at(k);
+  e.published = true;
+  e.kept = true;
 }
 
 ScratchFile::ScratchFile(std::string path) : path_(std::move(path)) {
@@ -153,7 +169,10 @@ ScratchFile::~ScratchFile() {
 AtomicOutputs::~AtomicOutputs() {
   for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) run::unregister_temporary(e->temp);  // from the back
   if (kept_) return;
-  for (const auto& e : entries_) std::remove((e.published ? e.final_path : e.temp).c_str());
+  for (const auto& e : entries_) {
+    if (e.kept || (e.published && keep_published_)) continue;
+    std::remove((e.published ? e.final_path : e.temp).c_str());
+  }
 }
 
 OutputLock::OutputLock(const std::string& lock_path, const std::string& output) : path_(lock_path) {
@@ -255,7 +274,7 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (is_split_output(name) && !own.contains(name))
+    if (is_split_output(name) && !specs::is_journal_name(name) && !own.contains(name))
       throw Error(fmt::format("{}: {} appeared while this split was writing (another run in the same directory?); "
                               "nothing was published",
                               dir, name));

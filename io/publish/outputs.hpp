@@ -35,11 +35,19 @@ class AtomicOutputs {
   // started (merge --force).
   std::string add(const std::string& final_path, std::optional<run::FileIdentity> replaces = std::nullopt);
 
-  // Renames every temporary into place, in the order added, unless a stop
-  // signal came (then it throws run::Interrupted's error) or a watched input
-  // changed (io/run/identity.hpp). After this the outputs still disappear on
-  // destruction unless keep() is called.
+  // Renames every temporary not yet published into place, in the order
+  // added, unless a stop signal came (then it throws run::Interrupted's
+  // error) or a watched input changed (io/run/identity.hpp). After this the
+  // outputs still disappear on destruction unless keep() is called.
   void publish();
+  // The same for output `k` (counted from 0 in the order added) alone.
+  void publish(std::size_t k);
+  // Output `k` stands under its final name already (an earlier run's,
+  // kept by split --resume): it is neither written nor renamed.
+  void stands(std::size_t k);
+  // What is published stays even when the job fails (split --resume: a
+  // rerun keeps it); what is not is removed.
+  void keep_published() { keep_published_ = true; }
 
   // The job is complete: leave the published outputs alone.
   void keep() { kept_ = true; }
@@ -50,9 +58,11 @@ class AtomicOutputs {
     std::string final_path;
     std::optional<run::FileIdentity> replaces;
     bool published = false;
+    bool kept = false;  // an earlier run's, never removed
   };
   std::vector<Entry> entries_;
   bool kept_ = false;
+  bool keep_published_ = false;
 };
 
 // A file a job writes for itself only (a team merge's scratch file): it

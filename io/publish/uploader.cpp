@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -50,7 +51,8 @@ std::string one_line(std::string text) {
 // taking from it, and reports written back to the parent.
 class Uploads {
  public:
-  Uploads(const UploadPlan& plan, int fd) : plan_(plan), fd_(fd), started_(plan.files.size()) {}
+  Uploads(const UploadPlan& plan, int fd)
+      : plan_(plan), fd_(fd), started_(plan.files.size()), confirmed_(plan.files.size()), journals_(plan.files.size()) {}
 
   int serve() {
     for (unsigned t = 0; t < plan_.concurrency; ++t) threads_.emplace_back([this] { work(); });
@@ -74,10 +76,18 @@ class Uploads {
     char chunk[4096];
     while (true) {
       const auto newline = buffer.find('\n');
-      if (newline != std::string::npos && buffer[0] == 'u') {
-        push(std::stoull(buffer.substr(2, newline - 2)));
-        buffer.erase(0, newline + 1);
-        continue;
+      if (newline != std::string::npos && buffer[0] == 'u') {  // "u INDEX LENGTH\n" and the journal entry
+        std::size_t index = 0, length = 0;
+        std::sscanf(buffer.c_str(), "u %zu %zu", &index, &length);
+        if (buffer.size() >= newline + 1 + length) {
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            journals_.at(index) = buffer.substr(newline + 1, length);
+          }
+          push(index);
+          buffer.erase(0, newline + 1 + length);
+          continue;
+        }
       }
       if (newline != std::string::npos && buffer[0] == 'm') {
         const std::size_t length = std::stoull(buffer.substr(2, newline - 2));
@@ -130,6 +140,13 @@ class Uploads {
     try {
       const remote::Uploaded up = remote::put_file(client, item.address, item.path);
       if (item.remove) ::unlink(item.path.c_str());
+      std::string journal;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        journal = journals_[index];
+      }
+      if (!journal.empty()) remote::put_text(client, item.journal, journal);
+      confirmed_[index] = 1;
       report(fmt::format("ok {} {}", index, up.size));
     } catch (const Error& e) {
       fail(e.what(), static_cast<int>(e.kind()));
@@ -168,12 +185,16 @@ class Uploads {
   }
 
   // Deletes every object an upload was started for (it may have landed
-  // although its answer did not).
+  // although its answer did not), but those confirmed with their journal
+  // entries when they are to stay.
   void clean_up() {
     remote::Client client(plan_.settings);
     std::size_t deleted = 0;
-    for (std::size_t i = 0; i < started_.size(); ++i)
-      if (started_[i]) deleted += remove(client, plan_.files[i].address);
+    for (std::size_t i = 0; i < started_.size(); ++i) {
+      if (!started_[i] || (plan_.keep_confirmed && confirmed_[i])) continue;
+      deleted += remove(client, plan_.files[i].address);
+      if (!journals_[i].empty()) remove(client, plan_.files[i].journal);
+    }
     spdlog::debug("uploads abandoned: {} objects deleted", deleted);
   }
 
@@ -190,6 +211,8 @@ class Uploads {
   const UploadPlan& plan_;
   int fd_;
   std::vector<char> started_;
+  std::vector<std::atomic<char>> confirmed_;  // up, with its journal entry
+  std::vector<std::string> journals_;         // by index, under mutex_
   std::vector<std::thread> threads_;
   std::mutex mutex_, report_mutex_;
   std::condition_variable ready_;
@@ -231,10 +254,10 @@ Uploader::Uploader(UploadPlan plan) : plan_(std::move(plan)) {
   fd_ = std::move(ours);  // `theirs` closes on return: the child holds that end
 }
 
-void Uploader::upload(std::size_t index) {
+void Uploader::upload(std::size_t index, const std::string& journal) {
   collect(0);
   throw_if_failed();
-  write_all(fd_.get(), fmt::format("u {}\n", index));
+  write_all(fd_.get(), fmt::format("u {} {}\n", index, journal.size()) + journal);
   ++sent_;
 }
 

@@ -12,7 +12,8 @@
 // A run that ends without commit() (an error, a signal, a crash, SIGKILL:
 // the uploading process sees its socket close) abandons the uploads in
 // flight, aborts their multipart uploads and deletes every object it
-// created; what it could not delete is logged as one error line.
+// created (split --resume: every object not confirmed); what it could not
+// delete is logged as one error line.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -33,6 +34,7 @@ struct UploadItem {
   std::string path;
   RemoteAddress address;
   bool remove = true;
+  RemoteAddress journal;  // where its journal entry goes (split --resume), once it is up
 };
 
 struct UploadPlan {
@@ -43,6 +45,10 @@ struct UploadPlan {
   unsigned concurrency = 4;
   std::string spool;  // the run's own spool directory, removed by the process if the run is killed ("": none)
   std::function<void(std::uint64_t bytes)> confirmed;  // after each confirmed file: the bytes up so far
+  // split --resume: a file is confirmed once it and its journal entry are
+  // up, and stays when the run ends without a manifest (only uploads not
+  // confirmed are deleted then).
+  bool keep_confirmed = false;
 };
 
 class Uploader {
@@ -52,8 +58,9 @@ class Uploader {
   Uploader(const Uploader&) = delete;
   Uploader& operator=(const Uploader&) = delete;
 
-  // File `index` is complete: upload it.
-  void upload(std::size_t index);
+  // File `index` is complete: upload it, then (split --resume) its journal
+  // entry `journal`.
+  void upload(std::size_t index, const std::string& journal = "");
   // Waits until at most `at_most` uploads are unconfirmed; throws the first
   // upload's failure, as an mb::Error naming the object.
   void wait_for(std::size_t at_most);

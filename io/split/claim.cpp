@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/store/place.hpp"
+#include "specs/journal.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::split {
@@ -12,8 +13,8 @@ namespace {
 
 bool is_part_record(const std::string& name) { return name.starts_with("part-"); }
 
-// Anything under a split output's name (a temporary's too) that is not a regular file is never removed or
-// replaced, nor is the input under a split output's name: refused, even with --force.
+}  // namespace
+
 void refuse_input_among(const store::Store& place, const std::vector<store::Entry>& earlier, const Source& input) {
   for (const auto& entry : earlier) {
     if (!entry.regular) publish::refuse_unless_regular(place.shown(entry.name));
@@ -23,8 +24,6 @@ void refuse_input_among(const store::Store& place, const std::vector<store::Entr
   }
 }
 
-}  // namespace
-
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(publish::kDirectoryLockName), {}};
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them
@@ -32,11 +31,17 @@ Claimed claim_split(store::Store& place, bool force, const Source& input, bool k
     if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
   refuse_input_among(place, seen, input);
   std::vector<store::Entry> earlier;
-  for (auto& entry : seen)
+  std::vector<std::string> journal;  // a resumable run's entries (split --resume)
+  for (auto& entry : seen) {
+    if (specs::is_journal_name(entry.name)) journal.push_back(entry.name);
     if (publish::is_final_output(entry.name)) earlier.push_back(std::move(entry));
-  if (earlier.empty()) return out;
+  }
+  if (earlier.empty() && journal.empty()) return out;
   const bool finished = std::any_of(earlier.begin(), earlier.end(),
                                     [](const store::Entry& e) { return e.name == specs::kManifestName; });
+  if (!force && !finished && !journal.empty())
+    throw Error(place.shown() + ": holds an unfinished split (" + (earlier.empty() ? journal.front() : earlier.front().name) +
+                " and its journal); use --resume to continue it or --force to replace it");
   if (!force)
     throw Error(place.shown() + ": holds the output of an earlier split (" +
                 (finished ? std::string(specs::kManifestName) : earlier.front().name) + "); use --force to replace it");
@@ -50,6 +55,7 @@ Claimed claim_split(store::Store& place, bool force, const Source& input, bool k
     else
       place.remove(entry.name);
   }
+  for (const auto& name : journal) place.remove(name);
   return out;
 }
 

@@ -22,4 +22,9 @@ using store::Claimed;  // `earlier`: an earlier split's files left in place (`ke
 // whose writes replace, where removing first costs a request per file.
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files);
 
+// Anything under a split output's name (a temporary's too) that is not a
+// regular file is never removed or replaced, nor is the input under a split
+// output's name: refused, even with --force.
+void refuse_input_among(const store::Store& place, const std::vector<store::Entry>& earlier, const Source& input);
+
 }  // namespace mb::io::split

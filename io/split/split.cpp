@@ -1,13 +1,18 @@
 #include "io/split/split.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "io/publish/digest.hpp"
 #include "io/split/claim.hpp"
 #include "io/split/files.hpp"
 #include "io/split/parts.hpp"
+#include "io/split/resume.hpp"
 #include "io/split/writer.hpp"
 #include "specs/emit.hpp"
+#include "specs/journal.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::split {
@@ -117,19 +122,83 @@ OutputFiles output_files(const specs::Manifest& planned, FileRange mine, const s
   return files;
 }
 
+// By file index: the records known so far (the kept files', then each
+// written file's).
+using Records = std::vector<std::optional<specs::FileRecord>>;
+
+// The files of `range` still to write: the runs between the kept ones.
+std::vector<FileRange> to_write(FileRange range, const Records& kept) {
+  std::vector<FileRange> out;
+  for (std::uint64_t i = range.begin; i < range.end;) {
+    std::uint64_t end = i;
+    while (end < range.end && !kept[end]) ++end;
+    if (end > i) out.push_back({i, end});
+    i = std::max(end, i + 1);
+  }
+  return out;
+}
+
 // Writes the run's files a round at a time, each round handed on to the
-// publication (which may upload it while the next is written).
-std::vector<specs::FileRecord> write_rounds(const SplitJob& job, const tree::Prepared& prepared,
-                                            const OutputFiles& files, store::Publication& publication,
-                                            run::ByteMeter& meter) {
-  std::vector<specs::FileRecord> records;
+// publication (which may upload it while the next is written), into
+// `records`.
+void write_rounds(const SplitJob& job, const tree::Prepared& prepared, const OutputFiles& files,
+                  store::Publication& publication, run::ByteMeter& meter, Records& records) {
+  const Records kept = records;
   for (const FileRange& round : publication.rounds()) {
     publication.make_room();
-    const auto done = write_range(job, prepared, files, round, meter);
-    records.insert(records.end(), done.begin(), done.end());
+    for (const FileRange& part : to_write(round, kept)) {
+      const auto done = write_range(job, prepared, files, part, meter);
+      for (std::uint64_t i = part.begin; i < part.end; ++i) records[i] = done[i - part.begin];
+    }
     publication.complete(round);
   }
-  return records;
+}
+
+// The journal entries of a finished split go (a leftover one is harmless:
+// the manifest says the split is finished).
+void remove_journal(store::Store& place, const specs::Manifest& planned, FileRange mine) {
+  for (std::uint64_t i = mine.begin; i < mine.end; ++i) {
+    const std::string name = specs::journal_name(planned.files[i].name);
+    try {
+      place.remove(name);
+    } catch (const Error& e) {
+      spdlog::warn("{} (a journal entry of the finished split, left)", e.what());
+    }
+  }
+}
+
+// What --resume found of an earlier run of the same command: a claim held
+// for this run and the files kept, or its finished split.
+struct Earlier {
+  std::unique_ptr<store::Claim> claim;
+  std::optional<std::string> finished;
+  Records kept;
+};
+
+Earlier look_back(const SplitJob& job, const specs::Manifest& planned) {
+  if (!job.resume) return {nullptr, std::nullopt, Records(planned.files.size())};
+  const ResumeRequest request{job.input, planned, run_identity(job.input, specs::manifest_text(planned)),
+                              std::thread::hardware_concurrency()};
+  Resumed found = claim_resumed(*job.place, request);
+  found.kept.resize(planned.files.size());
+  return {std::move(found.claim), std::move(found.finished), std::move(found.kept)};
+}
+
+// A finished split of the same command: nothing to write.
+SplitResult finished_result(const SplitJob& job, const std::string& manifest) {
+  SplitResult result;
+  result.files = specs::parse_manifest(manifest, job.place->shown(specs::kManifestName)).files;
+  result.manifest_bytes = manifest.size();
+  result.kept_files = result.files.size();
+  for (const auto& f : result.files) result.kept_bytes += f.size;
+  return result;
+}
+
+std::uint64_t bytes_to_write(const tree::Prepared& prepared, FileRange mine, const Records& kept) {
+  std::uint64_t total = 0;
+  for (const FileRange& part : to_write(mine, kept))
+    total += split_bytes(prepared.tree, *prepared.resolution, *prepared.plan, part);
+  return total;
 }
 
 }  // namespace
@@ -142,23 +211,46 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
+  Earlier earlier = look_back(job, planned);
+  if (earlier.finished) return finished_result(job, *earlier.finished);
+  Records& records = earlier.kept;  // the kept files' now, every file's once written
   // Bytes written, counted by every worker in its slot and shown by this process.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
-  run::ByteMeter meter(split_bytes(prepared.tree, *prepared.resolution, plan, mine), job.progress, workers);
+  run::ByteMeter meter(bytes_to_write(prepared, mine, records), job.progress, workers);
   // The place claimed, and every output registered (and so removed on
   // failure), before any worker starts. Held until the manifest (part
   // record) is written: a second split (of this shard) into a directory
   // fails at once, and a directory the claim creates is removed again if
   // the split fails.
-  const std::unique_ptr<store::Publication> publication =
-      job.place->publication(publication_plan(job, planned, mine, part, meter));
+  store::PublicationPlan publishing = publication_plan(job, planned, mine, part, meter);
+  if (job.resume) {
+    const std::string run = run_identity(job.input, specs::manifest_text(planned));
+    publishing.claimed = true;
+    publishing.claim = [&job, &part, &earlier](store::Store& where, bool keep_files) -> store::Claimed {
+      if (earlier.claim && &where == job.place) return {std::move(earlier.claim), {}};
+      return claim_run(job, part, where, keep_files);
+    };
+    publishing.journal = [run, &records](std::uint64_t i) { return specs::journal_text(run, *records[i]); };
+  }
+  const std::unique_ptr<store::Publication> publication = job.place->publication(publishing);
+  SplitResult result;
+  for (std::uint64_t i = mine.begin; i < mine.end; ++i)
+    if (records[i]) {
+      publication->stands(i);
+      ++result.kept_files;
+      result.kept_bytes += records[i]->size;
+    }
   const OutputFiles files = output_files(planned, mine, *publication);
   try {
-    const std::vector<specs::FileRecord> records = write_rounds(job, prepared, files, *publication, meter);
+    write_rounds(job, prepared, files, *publication, meter, records);
+    for (std::uint64_t i = mine.begin; i < mine.end; ++i) result.files.push_back(*records[i]);
     if (job.before_publish) job.before_publish();
-    const std::string text = last_text(job, planned, part, records);
+    const std::string text = last_text(job, planned, part, result.files);
     publication->commit(text);
-    return {records, meter.total(), text.size()};
+    if (job.resume) remove_journal(*job.place, planned, mine);
+    result.data_bytes = meter.total();
+    result.manifest_bytes = text.size();
+    return result;
   } catch (const Error& e) {
     // One line: the failure, and what of the run's files could not be removed.
     const std::string left = publication->abandon();

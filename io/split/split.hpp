@@ -22,6 +22,9 @@ struct SplitJob {
   Source input;                     // the batch file
   store::Store* place = nullptr;    // where the outputs go (-o)
   bool force = false;      // replace an earlier split there
+  // --resume: keep what an interrupted run of the same command published
+  // (io/split/resume.hpp), publish each file as it is complete.
+  bool resume = false;
   SplitOptions options;    // as planned; recorded in the manifest
   transfer::Policy policy;
   std::uint64_t workers = 1;     // -j: processes writing output files in parallel
@@ -48,6 +51,10 @@ struct SplitResult {
   std::vector<specs::FileRecord> files;
   std::uint64_t data_bytes = 0;
   std::uint64_t manifest_bytes = 0;  // the commit object's: the manifest, or a shard's part record
+  // --resume: the files an earlier run published that were kept (among
+  // `files`), and their bytes.
+  std::uint64_t kept_files = 0;
+  std::uint64_t kept_bytes = 0;
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)

@@ -15,6 +15,7 @@
 #include "io/publish/outputs.hpp"
 #include "io/store/place.hpp"
 #include "io/store/written.hpp"
+#include "specs/journal.hpp"
 
 namespace mb::io::store {
 namespace {
@@ -33,27 +34,55 @@ class DirectoryClaim final : public Claim {
 
 // A run's files published in their directory: written under temporaries
 // beside their final names, renamed all at once at the commit, then the
-// commit object written. The claim (the directory's lock, and the
-// directories it made) is declared first, so that it goes last.
+// commit object written; or, for split --resume, each renamed as soon as it
+// is complete, followed by its journal entry. The claim (the directory's
+// lock, and the directories it made) is declared first, so that it goes last.
 class DirectoryPublication final : public Publication {
  public:
   DirectoryPublication(Store& place, std::string dir, const PublicationPlan& plan)
       : place_(place),
         claim_(plan.claim(place, false).claim),
         files_(std::move(dir), plan),
+        names_(plan.names),
         mine_(plan.mine),
         last_(plan.last),
-        alone_(plan.alone) {}
+        alone_(plan.alone),
+        journal_(plan.journal),
+        round_(std::max<std::uint64_t>(plan.workers, 1)),
+        stands_(plan.names.size(), false) {
+    if (journal_) files_.keep_published();
+  }
 
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }
   std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
-  // Renames wait for the commit: nothing is gained by rounds.
-  std::vector<FileRange> rounds() const override { return {mine_}; }
+
+  // Renames wait for the commit: nothing is gained by rounds, unless each
+  // file is published as it is complete.
+  std::vector<FileRange> rounds() const override {
+    if (!journal_) return {mine_};
+    std::vector<FileRange> out;
+    for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
+      out.push_back({begin, std::min(begin + round_, mine_.end)});
+    return out;
+  }
   void make_room() override {}
-  void complete(FileRange) override {}
+
+  void complete(FileRange done) override {
+    if (!journal_) return;
+    for (std::uint64_t i = done.begin; i < done.end; ++i) {
+      if (stands_[i]) continue;
+      files_.publish(i);
+      place_.put_text(specs::journal_name(names_[i]), journal_(i));
+    }
+  }
+
+  void stands(std::uint64_t index) override {
+    stands_[index] = true;
+    files_.stands(index);
+  }
 
   void commit(const std::string& last_text) override {
-    if (alone_) publish::check_directory_unchanged(files_.directory(), files_.temporaries());
+    if (alone_) publish::check_directory_unchanged(files_.directory(), ours());
     files_.publish();
     store::commit(place_, last_, last_text);
     files_.keep();
@@ -66,12 +95,25 @@ class DirectoryPublication final : public Publication {
   }
 
  private:
+  // The run's names in the directory: its temporaries and, published as they
+  // are complete, its files.
+  std::vector<std::string> ours() const {
+    std::vector<std::string> out = files_.temporaries();
+    if (journal_)
+      for (std::uint64_t i = mine_.begin; i < mine_.end; ++i) out.push_back(names_[i]);
+    return out;
+  }
+
   Store& place_;
   std::unique_ptr<Claim> claim_;
   WrittenFiles files_;
+  std::vector<std::string> names_;
   FileRange mine_;
   std::string last_;
   bool alone_;
+  std::function<std::string(std::uint64_t)> journal_;
+  std::uint64_t round_;
+  std::vector<bool> stands_;
 };
 
 // One file in its directory: checked and locked before any work (what

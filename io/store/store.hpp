@@ -78,6 +78,11 @@ struct PublicationPlan {
   std::optional<std::string> keep_local;
   unsigned uploads = 4;
   std::function<void(std::uint64_t bytes)> uploaded;  // bytes of files up so far
+  // split --resume: each file is published as soon as it is complete, then
+  // its journal entry (specs/journal.hpp), whose text this gives; what is
+  // published stays when the run fails, for a rerun to keep. Empty: the
+  // files are published together by commit().
+  std::function<std::string(std::uint64_t index)> journal;
 };
 
 // A run's files on their way to a place, opened by Store::publication: each
@@ -99,8 +104,12 @@ class Publication {
   // Waits until the files handed on leave room for another round (an
   // upload's back-pressure; a directory has nothing to wait for).
   virtual void make_room() = 0;
-  // Files `done` are written and closed.
+  // Files `done` are written and closed (but those that stand).
   virtual void complete(FileRange done) = 0;
+  // File `index` stands under its final name already, with its journal
+  // entry: an earlier run's, kept by split --resume. It is neither written
+  // nor published, and never removed.
+  virtual void stands(std::uint64_t index) = 0;
   // Publishes every file of the run, then `last_text` as the commit object.
   virtual void commit(const std::string& last_text) = 0;
   // Ends without a commit, removing what the run wrote: "" or what to add

@@ -19,6 +19,7 @@
 #include "io/remote/upload.hpp"
 #include "io/store/local.hpp"
 #include "io/store/written.hpp"
+#include "specs/journal.hpp"
 
 namespace mb::io::store {
 namespace {
@@ -43,7 +44,9 @@ publish::UploadPlan upload_plan(const std::string& base, const Settings& setting
   const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, settings); };
   publish::UploadPlan out;
   for (std::uint64_t i = 0; i < plan.names.size(); ++i)
-    out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local});
+    out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local,
+                         address_of(specs::journal_name(plan.names[i]))});
+  out.keep_confirmed = static_cast<bool>(plan.journal);
   out.manifest = address_of(plan.last);
   for (const auto& old : earlier)
     if (std::find(plan.names.begin(), plan.names.end(), old) == plan.names.end())
@@ -70,7 +73,9 @@ class PrefixPublication final : public Publication {
         mine_(plan.mine),
         last_(plan.last),
         keep_local_(plan.keep_local.has_value()),
-        round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})) {
+        journal_(plan.journal),
+        round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})),
+        stands_(plan.names.size(), false) {
     if (plan.uploaded) plan.uploaded(0);
     uploads_.emplace(upload_plan(base, settings, plan, files_, earlier_));
   }
@@ -88,9 +93,15 @@ class PrefixPublication final : public Publication {
   void make_room() override { uploads_->wait_for(round_); }
 
   void complete(FileRange done) override {
-    for (std::uint64_t i = done.begin; i < done.end; ++i) uploads_->upload(i);
+    for (std::uint64_t i = done.begin; i < done.end; ++i)
+      if (!stands_[i]) uploads_->upload(i, journal_ ? journal_(i) : "");
     spdlog::debug("split: {} of {} files written, {} uploaded ({})", done.end - mine_.begin, mine_.size(),
                   uploads_->confirmed(), byte_text(static_cast<double>(uploads_->uploaded_bytes())));
+  }
+
+  void stands(std::uint64_t index) override {
+    stands_[index] = true;
+    files_.stands(index);
   }
 
   void commit(const std::string& last_text) override;
@@ -111,7 +122,9 @@ class PrefixPublication final : public Publication {
   FileRange mine_;
   std::string last_;
   bool keep_local_;
+  std::function<std::string(std::uint64_t)> journal_;
   std::uint64_t round_;
+  std::vector<bool> stands_;
   std::optional<publish::Uploader> uploads_;
 };
 

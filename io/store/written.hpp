@@ -27,8 +27,15 @@ class WrittenFiles {
   // The run's temporaries (the index of the first is plan.mine.begin).
   const std::vector<std::string>& temporaries() const { return temps_; }
 
-  // Renames every temporary to its final name (never replacing one).
+  // Renames every temporary not yet renamed to its final name (never
+  // replacing one); or file `index` alone.
   void publish() { outputs_->publish(); }
+  void publish(std::uint64_t index) { outputs_->publish(index - mine_.begin); }
+  // File `index` stands under its final name (an earlier run's): never
+  // written, renamed or removed.
+  void stands(std::uint64_t index) { outputs_->stands(index - mine_.begin); }
+  // What is published stays when the run fails (split --resume).
+  void keep_published() { outputs_->keep_published(); }
   // The run is complete: what was published stays.
   void keep() { outputs_->keep(); }
   // Removes what was written (or published), at once.

@@ -1,0 +1,40 @@
+#include "specs/journal.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace mb::specs {
+namespace {
+constexpr std::string_view kSuffix = ".journal";
+}  // namespace
+
+std::string journal_name(std::string_view file) { return "." + std::string(file) + std::string(kSuffix); }
+
+bool is_journal_name(std::string_view name) {
+  if (!name.starts_with(".") || !name.ends_with(kSuffix)) return false;
+  return is_output_file_name(name.substr(1, name.size() - 1 - kSuffix.size()));
+}
+
+std::string journal_text(std::string_view run, const FileRecord& file) {
+  nlohmann::ordered_json j{{"format", kJournalFormat}, {"version", kJournalVersion}, {"run", run},
+                           {"name", file.name},        {"size", file.size},           {"digest", file.digest}};
+  return j.dump() + "\n";
+}
+
+std::optional<FileRecord> parse_journal(std::string_view text, std::string_view run, std::string_view file) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || j.size() != 6) return std::nullopt;
+  const auto is = [&](const char* key, nlohmann::json::value_t type) {
+    return j.contains(key) && j[key].type() == type;
+  };
+  using T = nlohmann::json::value_t;
+  if (!is("format", T::string) || j["format"] != kJournalFormat) return std::nullopt;
+  if (!is("version", T::number_unsigned) || j["version"] != kJournalVersion) return std::nullopt;
+  if (!is("run", T::string) || j["run"].get<std::string>() != run) return std::nullopt;
+  if (!is("name", T::string) || j["name"].get<std::string>() != file) return std::nullopt;
+  if (!is("size", T::number_unsigned) || !is("digest", T::string)) return std::nullopt;
+  const std::string digest = j["digest"].get<std::string>();
+  if (digest.size() != 32 || digest.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+  return FileRecord{std::string(file), j["size"].get<std::uint64_t>(), digest};
+}
+
+}  // namespace mb::specs
