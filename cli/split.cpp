@@ -173,7 +173,6 @@ void run_alone(const SplitCommand& cmd, io::store::Store& place) {
 void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
-  if (cmd.resume) throw usage_error("split: --resume continues a split of one process (with -j or not), not a team's");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   io::run::Team team(launch);
   std::vector<std::string> files{cmd.input};
@@ -182,7 +181,7 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& 
   std::optional<WarningCapture> capture;
   if (cmd.json && team.rank() == 0) capture.emplace();
   const auto [prepared, result] =
-      io::split::split_as_team(team, {.place = &place, .force = cmd.force, .input = input_source(cmd.input)},
+      io::split::split_as_team(team, {.place = &place, .force = cmd.force, .resume = cmd.resume, .input = input_source(cmd.input)},
                                [&](const SplitRun& run) { return split_once(cmd, run, place); });
   if (team.rank() != 0) return;
   if (capture) {
@@ -195,7 +194,6 @@ void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& 
 
 void run_split(const SplitCommand& cmd, const CLI::App& sub) {
   if (cmd.resume && cmd.force) throw usage_error("split: give one of --resume (keep an earlier run's files) and --force");
-  if (cmd.resume && cmd.shard) throw usage_error("split: --resume continues a whole split, not a shard's");
   if (cmd.resume && cmd.keep_local) throw usage_error("split: --resume and --keep-local: give one of them");
   // The output place, opened once: everything below takes it.
   const std::unique_ptr<io::store::Store> place = io::store::open_store(cmd.output_dir, process_settings());

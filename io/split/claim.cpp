@@ -24,6 +24,15 @@ void refuse_input_among(const store::Store& place, const std::vector<store::Entr
   }
 }
 
+Claimed claim_for_team(store::Store& place, const Source& input) {
+  Claimed out{place.claim(publish::kDirectoryLockName), {}};
+  std::vector<store::Entry> seen;
+  for (auto& entry : place.list())
+    if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
+  refuse_input_among(place, seen, input);
+  return out;
+}
+
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(publish::kDirectoryLockName), {}};
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them

@@ -1,5 +1,7 @@
 #include "io/split/parts.hpp"
 
+#include "io/split/resume.hpp"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,7 +36,8 @@ std::vector<std::string> listed_names(const json& head) {
   return names;
 }
 
-// part-K-of-P.json -> P, or 0 when the name is no part record's.
+}  // namespace
+
 std::uint64_t shards_in_name(const std::string& name) {
   unsigned long long k = 0, p = 0;
   int used = 0;
@@ -43,6 +46,12 @@ std::uint64_t shards_in_name(const std::string& name) {
     return 0;
   return p;
 }
+
+std::string shard_lock_name(const Shard& shard) {
+  return fmt::format("{}.shard-{:05}-of-{:05}", publish::kDirectoryLockName, shard.index, shard.count);
+}
+
+namespace {
 
 // Another shard's part record where a shard writes must be of the same split.
 void check_other_part(const store::Store& place, const std::string& name, const PartRecord& ours) {
@@ -168,8 +177,7 @@ void stat_input(const Source& input, PartRecord& part) {
 
 std::unique_ptr<store::Claim> claim_shard(store::Store& place, bool force, const PartRecord& ours,
                                           const Source& input) {
-  auto claim = place.claim(
-      fmt::format("{}.shard-{:05}-of-{:05}", publish::kDirectoryLockName, ours.shard.index, ours.shard.count));
+  auto claim = place.claim(shard_lock_name(ours.shard));
   const auto outputs = outputs_of(ours);
   std::vector<std::string> remove_first, remove_then;  // manifest; then our part record and files
   for (const auto& entry : place.list()) {
@@ -320,6 +328,9 @@ std::string finish(store::Store& place) {
 std::string finish_claimed(store::Store& place) {
   const std::string text = finished_manifest(place);
   store::commit(place, specs::kManifestName, text);
+  std::vector<std::string> names;  // their journal entries, where shards ran with --resume, go now
+  for (const auto& f : specs::parse_manifest(text, place.shown(specs::kManifestName)).files) names.push_back(f.name);
+  remove_journal(place, names);
   return text;
 }
 

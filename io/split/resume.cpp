@@ -4,13 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
 #include "io/publish/digest.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/split/claim.hpp"
-#include "io/split/parts.hpp"
 #include "specs/journal.hpp"
 
 namespace mb::io::split {
@@ -52,10 +52,22 @@ std::vector<std::string> changed_files(const store::Store& place, const std::vec
   return changed;
 }
 
+void refuse_changed(const store::Store& place, const std::vector<std::string>& changed, const std::string& record) {
+  if (changed.empty()) return;
+  throw Error(fmt::format("{}: holds this command's finished {}, but {} no longer matches it (changed since it was "
+                          "written); check it with `microbatch verify`, or use --force to split anew",
+                          place.shown(changed.front()), record, changed.front()));
+}
+
+std::vector<specs::FileRecord> share(const std::vector<specs::FileRecord>& files, FileRange mine) {
+  if (mine.end > files.size()) return files;
+  return {files.begin() + static_cast<std::ptrdiff_t>(mine.begin), files.begin() + static_cast<std::ptrdiff_t>(mine.end)};
+}
+
 // The same command's finished split, checked: the manifest is this run's
 // but for its files' records, the input was not modified after it was
-// written, and every file still matches it.
-std::string check_finished(const store::Store& place, const ResumeRequest& request) {
+// written, and the run's share of the files still matches it.
+Finished check_finished(const store::Store& place, const ResumeRequest& request) {
   const std::string text = place.read_text(specs::kManifestName).value_or("");
   const specs::Manifest found = specs::parse_manifest(text, place.shown(specs::kManifestName));
   // The manifest this run would write with those files' records: the same bytes, or another command's.
@@ -67,37 +79,47 @@ std::string check_finished(const store::Store& place, const ResumeRequest& reque
   const PartRecord input = input_identity(request.input), manifest = input_identity(place.source(specs::kManifestName));
   if (input.input_mtime_ns > manifest.input_mtime_ns)
     refuse_other(place, "a finished split older than the input (" + std::string(specs::kManifestName) + ")");
-  const auto changed = changed_files(place, found.files, request.threads);
-  if (!changed.empty())
-    throw Error(fmt::format("{}: holds this command's finished split, but {} no longer matches its manifest (changed "
-                            "since it was written); check it with `microbatch verify`, or use --force to split anew",
-                            place.shown(changed.front()), changed.front()));
-  return text;
+  std::vector<specs::FileRecord> files = share(found.files, request.mine);
+  refuse_changed(place, changed_files(place, files, request.threads), "split");
+  return {std::move(files), text.size(), true};
 }
 
-// What the journal says of each file of the split: the records of the
-// files it published (still to be checked), and whether any entry is the
-// run's at all.
+// A shard's part record of the same command, checked with its files.
+Finished check_part(const store::Store& place, const ResumeRequest& request) {
+  const std::string name = part_name(request.part->shard);
+  const std::string text = place.read_text(name).value_or("");
+  const PartRecord found = parse_part(text, place.shown(name));
+  if (split_of(found) != split_of(*request.part) || found.range.begin != request.mine.begin ||
+      found.range.end != request.mine.end)
+    refuse_other(place, "a finished part of a split (" + name + ")");
+  refuse_changed(place, changed_files(place, found.files, request.threads), "shard (" + name + ")");
+  return {found.files, text.size(), false};
+}
+
+// What the journal says of the run's files: the records of those it
+// published (still to be checked), and whether any entry is the run's.
 struct Journal {
-  std::vector<std::optional<specs::FileRecord>> recorded;
+  std::vector<std::optional<specs::FileRecord>> recorded;  // by index of the split
   bool ours = false;
 };
 
 Journal read_journal(const store::Store& place, const ResumeRequest& request, const std::set<std::string>& present) {
   Journal journal;
-  for (const auto& f : request.planned.files) {
-    std::optional<specs::FileRecord> record;
-    if (present.contains(specs::journal_name(f.name)))
-      if (const auto text = place.read_text(specs::journal_name(f.name)))
-        record = specs::parse_journal(*text, request.run, f.name);
+  journal.recorded.resize(request.planned.files.size());
+  for (std::uint64_t i = request.mine.begin; i < request.mine.end; ++i) {
+    const std::string& file = request.planned.files[i].name;
+    const std::string entry = specs::journal_name(file);
+    if (!present.contains(entry)) continue;
+    const auto text = place.read_text(entry);
+    const auto record = text ? specs::parse_journal(*text, request.run, file) : std::nullopt;
     journal.ours = journal.ours || record.has_value();
-    journal.recorded.push_back(present.contains(f.name) ? record : std::nullopt);
+    if (present.contains(file)) journal.recorded[i] = record;
   }
   return journal;
 }
 
 // Keeps the recorded files whose bytes match their entries; removes every
-// other file of the split and entry there (a file first, then its entry).
+// other file of the run there and its entry (the file first).
 std::vector<std::optional<specs::FileRecord>> keep_matching(store::Store& place, const ResumeRequest& request,
                                                             Journal journal, const std::set<std::string>& present) {
   std::vector<specs::FileRecord> candidates;
@@ -110,13 +132,40 @@ std::vector<std::optional<specs::FileRecord>> keep_matching(store::Store& place,
       spdlog::warn("{}: changed since an earlier run published it: written again", place.shown(r->name));
       r.reset();
     }
-  for (std::size_t i = 0; i < journal.recorded.size(); ++i) {
+  for (std::uint64_t i = request.mine.begin; i < request.mine.end; ++i) {
     if (journal.recorded[i]) continue;
     const std::string& name = request.planned.files[i].name;
     if (present.contains(name)) place.remove(name);
     if (present.contains(specs::journal_name(name))) place.remove(specs::journal_name(name));
   }
   return journal.recorded;
+}
+
+// The file a split output's name stands for: NAME for .NAME.journal.
+std::string file_of(const std::string& name) {
+  if (!specs::is_journal_name(name)) return name;
+  return name.substr(1, name.size() - 1 - std::string_view(".journal").size());
+}
+
+// What else is there besides this split's files and journal: part records
+// (a whole split removes those of shards of its split; a shard leaves the
+// other shards' to finish), or a stranger, refused.
+std::vector<std::string> part_records(const store::Store& place, const ResumeRequest& request,
+                                      const std::vector<store::Entry>& seen) {
+  std::set<std::string> planned;
+  for (const auto& f : request.planned.files) planned.insert(f.name);
+  std::vector<std::string> parts;
+  for (const auto& entry : seen) {
+    if (!publish::is_final_output(entry.name) && !specs::is_journal_name(entry.name)) continue;
+    if (planned.contains(file_of(entry.name))) continue;
+    const std::uint64_t count = shards_in_name(entry.name);
+    if (count != 0 && (!request.part || count == request.part->shard.count)) {
+      parts.push_back(entry.name);
+      continue;
+    }
+    refuse_other(place, "the output of another split (" + entry.name + ")");
+  }
+  return parts;
 }
 
 }  // namespace
@@ -128,7 +177,9 @@ std::string run_identity(const Source& input, const std::string& planned_manifes
 }
 
 Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
-  Resumed out{place.claim(publish::kDirectoryLockName), std::nullopt, {}};
+  Resumed out{place.claim(request.part ? shard_lock_name(request.part->shard) : publish::kDirectoryLockName),
+              std::nullopt,
+              {}};
   std::vector<store::Entry> seen;
   for (auto& entry : place.list())
     if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
@@ -139,22 +190,45 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
     out.finished = check_finished(place, request);
     return out;
   }
-  std::set<std::string> planned;
-  for (const auto& f : request.planned.files) planned.insert(f.name);
-  const std::string* stranger = nullptr;  // a final output that is no file of this split
-  for (const auto& entry : seen) {
-    const bool entry_of = specs::is_journal_name(entry.name);  // .NAME.journal: NAME's
-    const std::string file = entry_of ? entry.name.substr(1, entry.name.size() - 1 - std::string(".journal").size()) : entry.name;
-    if ((entry_of || publish::is_final_output(entry.name)) && !planned.contains(file)) stranger = &entry.name;
+  if (request.part && present.contains(part_name(request.part->shard))) {
+    out.finished = check_part(place, request);
+    return out;
   }
+  const std::vector<std::string> parts = part_records(place, request, seen);
   Journal journal = read_journal(place, request, present);
-  const bool earlier = std::any_of(seen.begin(), seen.end(), [](const store::Entry& e) {
-    return publish::is_final_output(e.name) || specs::is_journal_name(e.name);
-  });
-  if (stranger) refuse_other(place, "the output of another split (" + *stranger + ")");
+  std::map<std::string, std::uint64_t> index;
+  for (std::uint64_t i = 0; i < request.planned.files.size(); ++i) index[request.planned.files[i].name] = i;
+  const auto is_mine = [&](const std::string& name) {
+    const auto it = index.find(name);
+    return it != index.end() && it->second >= request.mine.begin && it->second < request.mine.end;
+  };
+  bool earlier = false;  // a file of the run's there, or its journal entry
+  for (const auto& e : seen) {
+    if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || is_mine(file_of(e.name));
+    // A killed shard's temporaries: its lock, now held, tells that no live run writes them.
+    if (request.part && e.name.starts_with(".") && e.name.find(".tmp-") != std::string::npos &&
+        is_mine(e.name.substr(1, e.name.find(".tmp-") - 1)))
+      place.remove(e.name);
+  }
   if (earlier && !journal.ours) refuse_other(place, "the output of an earlier split, unfinished");
+  if (!request.part && !parts.empty() && !journal.ours)
+    refuse_other(place, "the part records of a split by shards (" + parts.front() + ")");
+  if (!request.part)
+    for (const auto& name : parts) place.remove(name);  // rewritten by this run's manifest
   out.kept = keep_matching(place, request, std::move(journal), present);
   return out;
+}
+
+void remove_journal(store::Store& place, const std::vector<std::string>& names) {
+  try {
+    std::set<std::string> entries;
+    for (const auto& entry : place.list())
+      if (specs::is_journal_name(entry.name)) entries.insert(entry.name);
+    for (const auto& name : names)
+      if (entries.contains(specs::journal_name(name))) place.remove(specs::journal_name(name));
+  } catch (const Error& e) {
+    spdlog::warn("{} (journal entries of the finished split are left: harmless, the manifest is there)", e.what());
+  }
 }
 
 }  // namespace mb::io::split

@@ -154,43 +154,41 @@ void write_rounds(const SplitJob& job, const tree::Prepared& prepared, const Out
   }
 }
 
-// The journal entries of a finished split go (a leftover one is harmless:
-// the manifest says the split is finished).
-void remove_journal(store::Store& place, const specs::Manifest& planned, FileRange mine) {
-  for (std::uint64_t i = mine.begin; i < mine.end; ++i) {
-    const std::string name = specs::journal_name(planned.files[i].name);
-    try {
-      place.remove(name);
-    } catch (const Error& e) {
-      spdlog::warn("{} (a journal entry of the finished split, left)", e.what());
-    }
-  }
+std::vector<std::string> names_of(const std::vector<specs::FileRecord>& files) {
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.name);
+  return names;
 }
 
 // What --resume found of an earlier run of the same command: a claim held
 // for this run and the files kept, or its finished split.
 struct Earlier {
   std::unique_ptr<store::Claim> claim;
-  std::optional<std::string> finished;
+  std::optional<Finished> finished;
   Records kept;
 };
 
-Earlier look_back(const SplitJob& job, const specs::Manifest& planned) {
+Earlier look_back(const SplitJob& job, const specs::Manifest& planned, FileRange mine, const PartRecord& part) {
   if (!job.resume) return {nullptr, std::nullopt, Records(planned.files.size())};
-  const ResumeRequest request{job.input, planned, run_identity(job.input, specs::manifest_text(planned)),
-                              std::thread::hardware_concurrency()};
+  const ResumeRequest request{.input = job.input,
+                              .planned = planned,
+                              .run = run_identity(job.input, specs::manifest_text(planned)),
+                              .mine = mine,
+                              .part = job.shard ? &part : nullptr,
+                              .threads = std::thread::hardware_concurrency()};
   Resumed found = claim_resumed(*job.place, request);
   found.kept.resize(planned.files.size());
   return {std::move(found.claim), std::move(found.finished), std::move(found.kept)};
 }
 
-// A finished split of the same command: nothing to write.
-SplitResult finished_result(const SplitJob& job, const std::string& manifest) {
+// Nothing to write: the records of the run's files, as they stand.
+SplitResult finished_result(const Finished& finished) {
   SplitResult result;
-  result.files = specs::parse_manifest(manifest, job.place->shown(specs::kManifestName)).files;
-  result.manifest_bytes = manifest.size();
+  result.files = finished.files;
+  result.manifest_bytes = finished.bytes;
   result.kept_files = result.files.size();
   for (const auto& f : result.files) result.kept_bytes += f.size;
+  result.finished = finished.manifest;
   return result;
 }
 
@@ -211,8 +209,11 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
-  Earlier earlier = look_back(job, planned);
-  if (earlier.finished) return finished_result(job, *earlier.finished);
+  Earlier earlier = look_back(job, planned, mine, part);
+  if (earlier.finished) {
+    if (job.before_publish) job.before_publish();  // a team's ranks vote alike, whatever each had left to do
+    return finished_result(*earlier.finished);
+  }
   Records& records = earlier.kept;  // the kept files' now, every file's once written
   // Bytes written, counted by every worker in its slot and shown by this process.
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, mine.size()));
@@ -247,7 +248,8 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
     if (job.before_publish) job.before_publish();
     const std::string text = last_text(job, planned, part, result.files);
     publication->commit(text);
-    if (job.resume) remove_journal(*job.place, planned, mine);
+    // A shard's entries stay until finish writes the manifest.
+    if (job.resume && !job.shard) remove_journal(*job.place, names_of(result.files));
     result.data_bytes = meter.total();
     result.manifest_bytes = text.size();
     return result;

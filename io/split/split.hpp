@@ -55,6 +55,8 @@ struct SplitResult {
   // `files`), and their bytes.
   std::uint64_t kept_files = 0;
   std::uint64_t kept_bytes = 0;
+  // --resume over the same command's finished split: nothing was written.
+  bool finished = false;
 };
 
 // Writes the outputs of `prepared` (which holds a resolution and a plan)

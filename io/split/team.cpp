@@ -31,7 +31,9 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
   bool undo = false;  // ranks may have published: rank 0 removes it all if the split does not finish
   std::string manifest;  // rank 0's, once written
   try {
-    if (lead) claimed = claim_split(*output.place, output.force, output.input, false);
+    if (lead)
+      claimed = output.resume ? claim_for_team(*output.place, output.input)
+                              : claim_split(*output.place, output.force, output.input, false);
     votes.agree();  // the place is the team's: no other run writes into it
     const ShareRun run{.shard = Shard{team.rank(), team.size()},
                        .before_publish =
@@ -43,20 +45,26 @@ Share split_as_team(run::Team& team, const TeamOutput& output, const std::functi
                        .prepared_directory = true};
     share = once(run);
     votes.agree();  // every rank's files and part record are published
-    if (lead) {
+    // --resume over the team's finished split: every rank found the manifest (rank 0 holds the place).
+    const bool finished = share->second.finished;
+    if (lead && !finished) {
       manifest = finish_claimed(*output.place);
       undo = false;  // the manifest is written: the split is finished
       remove_part_records(*output.place, team.size());
-      claimed.claim->keep();
     }
+    if (lead && finished) manifest = output.place->read_text(specs::kManifestName).value_or("");
+    if (lead) claimed.claim->keep();
     votes.agree();
   } catch (...) {
     votes.abandon();
-    if (lead && undo) undo_published(*output.place);
+    // --resume: what the ranks published stays, for a rerun to keep.
+    if (lead && undo && !output.resume) undo_published(*output.place);
     votes.settle();
     throw;
   }
   share->second.data_bytes = team.sum(share->second.data_bytes);
+  share->second.kept_files = team.sum(share->second.kept_files);
+  share->second.kept_bytes = team.sum(share->second.kept_bytes);
   if (lead) {
     share->second.files = specs::parse_manifest(manifest, output.place->shown(specs::kManifestName)).files;
     share->second.manifest_bytes = manifest.size();

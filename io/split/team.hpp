@@ -37,6 +37,7 @@ struct ShareRun {
 struct TeamOutput {
   store::Store* place = nullptr;
   bool force = false;
+  bool resume = false;  // each rank keeps what an interrupted run of the team published of its shard
   Source input;  // never removed from the place
 };
 

@@ -7,13 +7,17 @@ a rerun does nothing and exits 0."""
 import filecmp
 import json
 import os
+import shutil
 import signal
+import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, assert_one_line_error, children, held_run, listing, run, summary, write_spec
+import servers
+from conftest import (BINARY, ENV, alive, assert_one_line_error, children, held_run, listing, run, summary,
+                      wait_until, write_spec)
 
 FILES = 8
 
@@ -179,13 +183,126 @@ def test_a_finished_split_whose_file_changed_is_refused(tmp_path, batch):
     run("split", src, "-s", spec, "-n", FILES, "-o", out, check=0)
     os.truncate(out / names(2), 10)
     res = run("split", src, "-s", spec, "-n", FILES, "-o", out, "--resume")
-    assert_one_line_error(res, 1, names(2), "no longer matches its manifest")
+    assert_one_line_error(res, 1, names(2), "finished split", "no longer matches")
 
 
-@pytest.mark.parametrize("flags,needle", [(["--force"], "--resume"), (["--shard", "0/2"], "shard"),
-                                          (["--keep-local", "kept"], "--keep-local")])
+@pytest.mark.parametrize("flags,needle", [(["--force"], "--resume"), (["--keep-local", "kept"], "--keep-local")])
 def test_resume_with_options_it_cannot_honour_is_a_usage_error(tmp_path, batch, flags, needle):
     src, spec, _ = batch
     res = run("split", src, "-s", spec, "-n", FILES, "-o", tmp_path / "out", "--resume", *flags)
     assert_one_line_error(res, 2, needle)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def s3():
+    if not servers.s3_installed():
+        pytest.skip("s3rver is not installed (install-deps.sh)")
+    with servers.s3() as server:
+        yield server
+
+
+def objects(s3, prefix):
+    """The keys under `prefix` that s3rver holds, with their bytes' paths on its disk."""
+    directory = os.path.join(s3.root, servers.S3_BUCKET, prefix)
+    suffix = "._S3rver_object"
+    return {n[:-len(suffix)]: os.path.join(directory, n) for n in listing(directory) if n.endswith(suffix)}
+
+
+@pytest.mark.parametrize("stop", ["SIGKILL", "SIGTERM"])
+def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, stop):
+    src, spec, ref = batch
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    prefix = f"resume-{stop}"
+    with servers.s3_proxy(s3) as proxy:
+        env = dict(s3.env(ENV), TMPDIR=str(spool), AWS_ENDPOINT_URL=proxy.endpoint)
+        argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "-q",
+                "--uploads", "1"]
+        # One upload at a time, rounds of two files: by the time file 6 is closed, files 0 and 1 are up.
+        during = kill_all if stop == "SIGKILL" else (lambda proc: proc.send_signal(signal.SIGTERM))
+        held_run(tmp_path, argv, during, env=env, close=f".{names(6)}.tmp-", resume=False)
+        up = objects(s3, prefix)
+        kept = sorted(n for n in up if f".{n}.journal" in up)
+        assert kept[:2] == [names(0), names(1)] and "manifest.json" not in up, sorted(up)
+        if stop == "SIGTERM":  # the run took back what was not confirmed; what was stays
+            assert sorted(n for n in up if n.startswith("microbatch-")) == kept
+        before = len(proxy.requests())
+        res = run("split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "--json",
+                  env=env, check=0)
+        put = {p.split("?")[0].rsplit("/", 1)[1] for m, p, _ in proxy.requests()[before:] if m == "PUT"}
+    assert summary(res, "split-summary")["kept_files"] == len(kept)
+    assert not put & set(kept), put  # a kept file is not uploaded again
+    got = objects(s3, prefix)
+    assert sorted(got) == listing(ref)  # the journal is gone with the manifest up
+    for name, path in got.items():
+        assert filecmp.cmp(path, ref / name, shallow=False), name
+    run("verify", s3.s3_url(f"{prefix}/"), env=s3.env(ENV), check=0)
+
+
+def split_files(out):
+    """The split's files and manifest (a split by shards keeps its part records beside them)."""
+    return [n for n in listing(out) if not n.startswith("part-")]
+
+
+def test_shards_resume_their_own_files_then_finish_writes_the_split(tmp_path, batch):
+    src, spec, ref = batch
+    out = tmp_path / "out"
+    run("split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", "0/2", "--resume", check=0)
+    argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", "1/2", "--resume", "-q"]
+    res = held_run(tmp_path, argv, kill_all, close=f".{names(6)}.tmp-", resume=False)
+    assert res.code == -signal.SIGKILL, res
+    published = stamps(out)
+    assert sorted(published) == [names(i) for i in range(6)]
+    done = resumed(batch, out, "--shard", "0/2")  # its part record stands: nothing to do
+    assert (done["kept_files"], done["data_bytes"]) == (4, 0)
+    assert resumed(batch, out, "--shard", "1/2")["kept_files"] == 2
+    assert {n: v for n, v in stamps(out).items() if n in published} == published
+    assert len(journal(out)) == FILES  # the entries stay until the manifest is written
+    run("finish", out, check=0)
+    assert journal(out) == []
+    assert split_files(out) == listing(ref)
+    for name in listing(ref):
+        assert filecmp.cmp(out / name, ref / name, shallow=False), name
+    run("verify", out, check=0)
+
+
+MPI_BINARY = os.environ.get("MICROBATCH_MPI")
+MPI_ENV = dict(ENV, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+@pytest.fixture
+def mpi_binary():
+    if not MPI_BINARY or not shutil.which("mpirun"):
+        pytest.skip("built without microbatch-mpi, or no mpirun")
+    return MPI_BINARY
+
+
+def test_a_team_with_a_killed_rank_is_finished_by_a_rerun(tmp_path, batch, mpi_binary):
+    src, spec, ref = batch
+    out = tmp_path / "out"
+    argv = [str(a) for a in ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, "split", src, "-s", spec, "-n",
+                             FILES, "-o", out, "--resume", "-q"]]
+    ranks = []
+
+    def kill_a_rank(proc):  # rank 0 (files 0..3) is held closing file 2; rank 1 is killed
+        ranks.extend(children(proc.pid))
+        assert ranks, "no rank found"
+        os.kill(ranks[-1], signal.SIGKILL)
+
+    res = held_run(tmp_path, argv, kill_a_rank, env=MPI_ENV, close=f".{names(2)}.tmp-", resume=False)
+    assert res.code != 0, res
+    wait_until(lambda: not any(alive(r) for r in ranks), "a rank outlived mpirun")
+    published = stamps(out)
+    assert {names(0), names(1)} <= set(published) and "manifest.json" not in listing(out), listing(out)
+    again = subprocess.run(argv[:-1] + ["--json"], capture_output=True, text=True, env=MPI_ENV, timeout=600,
+                           stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["kept_files"] == len(published)
+    assert {n: v for n, v in stamps(out).items() if n in published} == published
+    assert_same_as(out, ref)  # no part record, no journal entry left
+    before = {n: os.stat(out / n).st_mtime_ns for n in listing(out)}
+    third = subprocess.run(argv, capture_output=True, text=True, env=MPI_ENV, timeout=600, stdin=subprocess.DEVNULL)
+    assert third.returncode == 0, third.stderr  # over the team's finished split: nothing to do
+    assert {n: os.stat(out / n).st_mtime_ns for n in listing(out)} == before
