@@ -105,12 +105,21 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   return job;
 }
 
+// --resume: what an earlier run had published and this one kept.
+void log_resume(const SplitCommand& cmd, const io::split::SplitResult& result) {
+  if (!cmd.resume || result.kept_files == 0) return;
+  const std::string kept = byte_text(static_cast<double>(result.kept_bytes));
+  if (result.kept_files == result.files.size() && result.data_bytes == 0)
+    return spdlog::info("resumed: all {} files stand as an earlier run of this command published them ({}, checked "
+                        "by digest); nothing written",
+                        result.files.size(), kept);
+  spdlog::info("resumed: {} of {} files kept as an earlier run published them ({}), {} written", result.kept_files,
+               result.files.size(), kept, byte_text(static_cast<double>(result.data_bytes)));
+}
+
 void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared, const io::split::SplitResult& result) {
   const SplitPlan& plan = *prepared.plan;
-  if (cmd.resume)
-    spdlog::info("resumed: {} of {} files kept as an earlier run published them ({}), {} written", result.kept_files,
-                 result.files.size(), byte_text(static_cast<double>(result.kept_bytes)),
-                 byte_text(static_cast<double>(result.data_bytes)));
+  log_resume(cmd, result);
   spdlog::info("split {} into {} microbatches{}{} in {} ({} split datasets)", prepared.input.shown(), plan.count,
                plan.layout == FileLayout::PerRank ? fmt::format(" x {} ranks", plan.ranks) : "",
                plan.cp > 1 ? fmt::format(" x {} CP ranks", plan.cp) : "", shown_name(cmd.output_dir),
@@ -121,6 +130,7 @@ void log_split(const SplitCommand& cmd, const io::tree::Prepared& prepared, cons
 // its log is read alone.
 void log_shard(const SplitCommand& cmd, const Shard& shard, const io::tree::Prepared& prepared,
                const io::split::SplitResult& result) {
+  log_resume(cmd, result);
   const auto& files = result.files;
   const std::string names = files.empty()        ? std::string("none: more shards than files")
                             : files.size() == 1 ? files.front().name

@@ -216,6 +216,45 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
     round_trip(src, plain, out, tmp_path)
 
 
+# The test's stand-in for microbatch in a requeue: array task MB_TEST_VICTIM,
+# on its first run only, is held as it closes a file named MB_TEST_CLOSE.
+REQUEUED = """#!/bin/bash
+if [ "${SLURM_ARRAY_TASK_ID:-}" = "${MB_TEST_VICTIM:-}" ] && [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then
+  export LD_PRELOAD=$MB_TEST_DIR/pause.so MB_TEST_PAUSED=$MB_TEST_DIR/paused MB_TEST_PAUSE_CLOSE=$MB_TEST_CLOSE
+fi
+exec REAL "$@"
+"""
+
+
+def test_a_requeued_array_task_keeps_the_files_it_had_published(slurm, job_env, data, tmp_path):
+    """scontrol requeue of a task held after it published two files (the script's --requeue and --resume):
+    Slurm stops it and runs it again, which keeps those two files (same inode and time) and writes the
+    rest; finish then writes the one-process split."""
+    src, spec, plain = data
+    out, logs = tmp_path / "mb", tmp_path / "logs"
+    logs.mkdir()
+    wrapper = tmp_path / "bin" / "microbatch"
+    wrapper.unlink()
+    wrapper.write_text(REQUEUED.replace("REAL", shlex.quote(os.path.abspath(BINARY))))
+    wrapper.chmod(0o755)
+    pause_shim(tmp_path)
+    # Two shards of 7 files: task 1 writes files 3..6, two at a time (-j 2): held closing file 5, files 3
+    # and 4 are published.
+    env = dict(job_env, MB_TEST_VICTIM="1", MB_TEST_DIR=str(tmp_path), MB_TEST_CLOSE=".microbatch-00005.h5.tmp-")
+    job = submit_split(slurm, env, logs, "0-1", src, spec, out)
+    fin = submit_finish(slurm, env, logs, out, after=job)
+    wait_until((tmp_path / "paused").exists, "the task did not reach its third file")
+    published = {n: (os.stat(out / n).st_ino, os.stat(out / n).st_mtime_ns) for n in
+                 ["microbatch-00003.h5", "microbatch-00004.h5"]}
+    slurm.command("scontrol", "requeue", f"{job}_1")
+    states = slurm.wait(job, fin)
+    assert_states(slurm, states, {f"{job}_0": "COMPLETED", f"{job}_1": "COMPLETED", fin: "COMPLETED"}, logs)
+    assert {n: (os.stat(out / n).st_ino, os.stat(out / n).st_mtime_ns) for n in published} == published
+    assert "resumed: 2 of 4 files kept" in (logs / f"mb-split-{job}_1.out").read_text(), job_logs(logs)
+    assert not any(n.endswith(".journal") for n in listing(out)), listing(out)
+    round_trip(src, plain, out, tmp_path)
+
+
 # -- launchers and a build that cannot cooperate -----------------------------------
 
 LAUNCHER = re.compile(r"^(SLURM_|PMI|PMIX_|OMPI_)")
