@@ -44,6 +44,10 @@ command and against libhdf5's ROS3 driver (h5py) reading every dataset: seconds,
 split into 8 with `-o s3://` against `split -o DIR` and against `curl --aws-sigv4` uploading those files, 4 at once,
 to the same s3rver on loopback; goal: at most 1.2x the longer of the two alone, and less than their sum.
 
+`resume` runs only when named (`--only resume`; bench/resume.py): the contiguous input split into 32 files with
+--resume, SIGKILLed once about half are published, then resumed; against the whole run and a plain split, into a
+directory and (with s3rver) onto an S3 prefix: seconds, files kept, bytes of files written.
+
 `many` runs only when named (`--only many`): it is about the cost of each
 microbatch file, not of the bytes. For each N it prints split and merge time
 and peak RSS, merge time per input, the h5py script's merge (its inputs from a
@@ -83,7 +87,7 @@ FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
 N = 8
 # What --only takes; a name not here would make an empty input and time nothing.
 WORKLOADS = ["contiguous", "gzip-chunked", "small", "strings", "compressed-unaligned", "memory", "many", "scale-out",
-             "remote", "upload", "packed", "diff"]
+             "remote", "upload", "packed", "diff", "resume"]
 MANY_ROWS = 64_000
 MANY_N = [1_000, 4_000, 16_000, 64_000]
 MANY_ONCE_FROM = 16_000  # from this N on, each command runs once (they are slow)
@@ -452,6 +456,10 @@ def main():
         if name == "diff":
             import diff  # bench/diff.py
             diff.bench_diff(args.dir, BINARY, make, args.scale, timed, args.runs)
+            continue
+        if name == "resume":
+            import resume  # bench/resume.py: s3rver for its S3 half (scripts/install-deps.sh)
+            resume.bench_resume(args.dir, BINARY, make, args.scale)
             continue
         if name == "upload":
             import upload  # bench/upload.py: needs s3rver (scripts/install-deps.sh)

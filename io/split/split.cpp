@@ -168,11 +168,12 @@ struct Earlier {
   Records kept;
 };
 
-Earlier look_back(const SplitJob& job, const specs::Manifest& planned, FileRange mine, const PartRecord& part) {
+Earlier look_back(const SplitJob& job, const specs::Manifest& planned, FileRange mine, const PartRecord& part,
+                  const std::string& run) {
   if (!job.resume) return {nullptr, std::nullopt, Records(planned.files.size())};
   const ResumeRequest request{.input = job.input,
                               .planned = planned,
-                              .run = run_identity(job.input, specs::manifest_text(planned)),
+                              .run = run,
                               .mine = mine,
                               .part = job.shard ? &part : nullptr,
                               .threads = std::thread::hardware_concurrency()};
@@ -189,6 +190,31 @@ SplitResult finished_result(const Finished& finished) {
   result.kept_files = result.files.size();
   for (const auto& f : result.files) result.kept_bytes += f.size;
   result.finished = finished.manifest;
+  return result;
+}
+
+// --resume: the place is claimed already (look_back holds its claim), and
+// each file is published with its journal entry as soon as it is written.
+void resume_publishing(store::PublicationPlan& publishing, const SplitJob& job, const PartRecord& part,
+                       Earlier& earlier, const std::string& run) {
+  publishing.claimed = true;
+  publishing.claim = [&job, &part, &earlier](store::Store& where, bool keep_files) -> store::Claimed {
+    if (earlier.claim && &where == job.place) return {std::move(earlier.claim), {}};
+    return claim_run(job, part, where, keep_files);  // a spool's
+  };
+  const Records& records = earlier.kept;
+  publishing.journal = [run, &records](std::uint64_t i) { return specs::journal_text(run, *records[i]); };
+}
+
+// The kept files told to the publication, and counted.
+SplitResult standing(store::Publication& publication, const Records& records, FileRange mine) {
+  SplitResult result;
+  for (std::uint64_t i = mine.begin; i < mine.end; ++i)
+    if (records[i]) {
+      publication.stands(i);
+      ++result.kept_files;
+      result.kept_bytes += records[i]->size;
+    }
   return result;
 }
 
@@ -209,7 +235,9 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   const specs::Manifest planned = make_manifest(job, prepared, placeholder_records(plan, extension));
   PartRecord part;
   if (job.shard) part = part_of(job, planned, mine);
-  Earlier earlier = look_back(job, planned, mine, part);
+  // --resume: this run's identity, which its journal entries carry.
+  const std::string run = job.resume ? run_identity(job.input, specs::manifest_text(planned)) : "";
+  Earlier earlier = look_back(job, planned, mine, part, run);
   if (earlier.finished) {
     if (job.before_publish) job.before_publish();  // a team's ranks vote alike, whatever each had left to do
     return finished_result(*earlier.finished);
@@ -224,23 +252,9 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   // fails at once, and a directory the claim creates is removed again if
   // the split fails.
   store::PublicationPlan publishing = publication_plan(job, planned, mine, part, meter);
-  if (job.resume) {
-    const std::string run = run_identity(job.input, specs::manifest_text(planned));
-    publishing.claimed = true;
-    publishing.claim = [&job, &part, &earlier](store::Store& where, bool keep_files) -> store::Claimed {
-      if (earlier.claim && &where == job.place) return {std::move(earlier.claim), {}};
-      return claim_run(job, part, where, keep_files);
-    };
-    publishing.journal = [run, &records](std::uint64_t i) { return specs::journal_text(run, *records[i]); };
-  }
+  if (job.resume) resume_publishing(publishing, job, part, earlier, run);
   const std::unique_ptr<store::Publication> publication = job.place->publication(publishing);
-  SplitResult result;
-  for (std::uint64_t i = mine.begin; i < mine.end; ++i)
-    if (records[i]) {
-      publication->stands(i);
-      ++result.kept_files;
-      result.kept_bytes += records[i]->size;
-    }
+  SplitResult result = standing(*publication, records, mine);
   const OutputFiles files = output_files(planned, mine, *publication);
   try {
     write_rounds(job, prepared, files, *publication, meter, records);
