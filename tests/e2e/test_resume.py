@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 import servers
+from test_mpi import MPI_BINARY, MPI_ENV
+from test_upload import objects
 from conftest import (BINARY, ENV, alive, assert_one_line_error, children, held_run, listing, run, summary,
                       wait_until, write_spec)
 
@@ -202,13 +204,6 @@ def s3():
         yield server
 
 
-def objects(s3, prefix):
-    """The keys under `prefix` that s3rver holds, with their bytes' paths on its disk."""
-    directory = os.path.join(s3.root, servers.S3_BUCKET, prefix)
-    suffix = "._S3rver_object"
-    return {n[:-len(suffix)]: os.path.join(directory, n) for n in listing(directory) if n.endswith(suffix)}
-
-
 @pytest.mark.parametrize("stop", ["SIGKILL", "SIGTERM"])
 def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, stop):
     src, spec, ref = batch
@@ -274,11 +269,6 @@ def test_shards_resume_their_own_files_then_finish_writes_the_split(tmp_path, ba
     for name in listing(ref):
         assert filecmp.cmp(out / name, ref / name, shallow=False), name
     run("verify", out, check=0)
-
-
-MPI_BINARY = os.environ.get("MICROBATCH_MPI")
-MPI_ENV = dict(ENV, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
 @pytest.fixture
