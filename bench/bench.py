@@ -459,7 +459,7 @@ def main():
             continue
         if name == "resume":
             import resume  # bench/resume.py: s3rver for its S3 half (scripts/install-deps.sh)
-            resume.bench_resume(args.dir, BINARY, make, args.scale)
+            resume.bench_resume(args.dir, BINARY, make, args.scale, min(args.runs, 3))
             continue
         if name == "upload":
             import upload  # bench/upload.py: needs s3rver (scripts/install-deps.sh)

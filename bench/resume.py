@@ -42,30 +42,41 @@ def kill_at_half(cmd, env, published):
     return published()
 
 
-def row(label, secs, report):
+def row(label, secs, report, *_):
     files = sum(f["bytes"] for f in report["files"][:-1])  # the microbatch files, not the manifest
     written = files - report["kept_bytes"]
     print(f"  {label:34s} {secs:7.2f} s  {report['kept_files']:3d} files kept  {written / 2**20:8.1f} MiB of "
           f"files written")
 
 
-def bench_place(label, output, binary, src, env, published, remove):
+def median_of(runs, once):
+    """The run of median time of `runs` runs of `once()` (each: seconds, report)."""
+    results = sorted((once() for _ in range(runs)), key=lambda r: r[0])
+    return results[len(results) // 2]
+
+
+def bench_place(label, output, binary, src, env, published, remove, runs):
     base = [binary, "split", src, "-n", str(FILES), "-o", output, "-q", "--json"]
-    print(f"\n{label}:")
-    remove()
-    secs, report = wall(base, env)
-    row("plain split", secs, report)
-    remove()
-    secs, report = wall(base + ["--resume"], env)
-    row("split --resume, whole", secs, report)
-    remove()
-    kept = kill_at_half(base + ["--resume"], env, published)
-    secs, report = wall(base + ["--resume"], env)
+    print(f"\n{label}: median of {runs}")
+
+    def fresh(cmd):
+        remove()
+        return wall(cmd, env)
+
+    def killed_then_resumed():
+        remove()
+        kept = kill_at_half(base + ["--resume"], env, published)
+        secs, report = wall(base + ["--resume"], env)
+        return secs, report, kept
+
+    row("plain split", *median_of(runs, lambda: fresh(base)))
+    row("split --resume, whole", *median_of(runs, lambda: fresh(base + ["--resume"])))
+    secs, report, kept = median_of(runs, killed_then_resumed)
     row(f"resumed after a kill at {kept} files", secs, report)
     remove()
 
 
-def bench_resume(work, binary, make, scale):
+def bench_resume(work, binary, make, scale, runs=3):
     import shutil
     src = os.path.join(work, "contiguous.h5")
     if not os.path.exists(src):
@@ -78,7 +89,7 @@ def bench_resume(work, binary, make, scale):
         return sum(n.endswith(".journal") for n in os.listdir(out)) if os.path.isdir(out) else 0
 
     bench_place("into a directory", out, binary, src, dict(os.environ), local_published,
-                lambda: shutil.rmtree(out, ignore_errors=True))
+                lambda: shutil.rmtree(out, ignore_errors=True), runs)
     import servers
     if not servers.s3_installed():
         print("\n(onto S3: s3rver is not installed; scripts/install-deps.sh)")
@@ -92,4 +103,4 @@ def bench_resume(work, binary, make, scale):
             return sum(n.endswith(".journal._S3rver_object") for n in names)
 
         bench_place("onto an S3 prefix (s3rver on loopback)", s3.s3_url("resume/"), binary, src, env, s3_published,
-                    lambda: shutil.rmtree(prefix, ignore_errors=True))
+                    lambda: shutil.rmtree(prefix, ignore_errors=True), runs)

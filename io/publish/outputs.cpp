@@ -208,7 +208,7 @@ OutputLock::~OutputLock() {
   fd_.reset();
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
+void write_text_atomically(const std::string& path, const std::string& text, Sync sync) {
   const std::string temp = temporary_name(path);
   // O_EXCL | O_NOFOLLOW: never write through something planted under the temporary name.
   run::Fd fd = run::open_fd(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -224,7 +224,7 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     }
     done += static_cast<std::size_t>(n);
   }
-  const bool synced = ::fsync(fd.get()) == 0;
+  const bool synced = sync == Sync::No || ::fsync(fd.get()) == 0;
   const bool closed = fd.close();
   if (!synced || !closed) {
     const Error failed = system_error(path + ": cannot write");

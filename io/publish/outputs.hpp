@@ -137,10 +137,13 @@ inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
 // Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
 std::string temporary_name(const std::string& final_path);
 
-// Writes `text` to `path` atomically (temporary file, fsync, publish: the
-// watched inputs checked first); a file that appeared at `path` meanwhile
-// is an error, never replaced.
-void write_text_atomically(const std::string& path, const std::string& text);
+// Whether a small file is synced to disk before it is published.
+enum class Sync { Yes, No };
+
+// Writes `text` to `path` atomically (temporary file, fsync unless
+// Sync::No, publish: the watched inputs checked first); a file that
+// appeared at `path` meanwhile is an error, never replaced.
+void write_text_atomically(const std::string& path, const std::string& text, Sync sync = Sync::Yes);
 
 // Just before publishing: the directory holds no split output but `ours`
 // (the run's temporaries). Anything else appeared while the run wrote.

@@ -157,12 +157,23 @@ std::vector<specs::FileRecord> digest_range(const OutputFiles& files, FileRange 
 }
 
 // This process alone writes files `range`, and hashes each on a second
-// thread once it is closed, while the next one is written.
+// thread once it is closed, while the next one is written; `hashed` hears of
+// each file as the next one closes (its hash had that file's writing to
+// finish in), the last once all are written.
 std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Prepared& prepared,
-                                            const OutputFiles& files, FileRange range, run::ByteMeter& meter) {
+                                            const OutputFiles& files, FileRange range, run::ByteMeter& meter,
+                                            const Hashed& hashed) {
   publish::Hasher hasher;  // no fork from here on: run_workers forks none for one worker
   std::vector<std::uint64_t> order;  // the plan index of each file hashed, in the order they were closed
+  std::vector<specs::FileRecord> records(range.size());
+  std::size_t told = 0;  // files whose records are known, in `order`
+  const auto record = [&](std::size_t k, const publish::FileDigest& digest) {
+    records[order[k] - range.begin] = {files.names[order[k]], digest.size, digest.digest};
+    if (hashed) hashed(order[k], records[order[k] - range.begin]);
+  };
   const Closed closed = [&](std::uint64_t i) {
+    if (hashed)
+      for (; told < order.size(); ++told) record(told, hasher.get(told));
     order.push_back(i);
     hasher.add(Source::local(files.temps[i], files.finals[i]));
   };
@@ -175,11 +186,7 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
       },
       job.stall_seconds, [&] { meter.show(); });
   if (order.size() != range.size()) throw std::logic_error("split: a file was written but not closed");
-  std::vector<specs::FileRecord> records(range.size());
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const publish::FileDigest digest = hasher.get(k);
-    records[order[k] - range.begin] = {files.names[order[k]], digest.size, digest.digest};
-  }
+  for (; told < order.size(); ++told) record(told, hasher.get(told));
   return records;
 }
 
@@ -190,11 +197,12 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
 // worker 0), and the files are hashed once all are written; one process
 // hashes each file while it writes the next.
 std::vector<specs::FileRecord> write_range(const SplitJob& job, const tree::Prepared& prepared,
-                                           const OutputFiles& files, FileRange range, run::ByteMeter& meter) {
+                                           const OutputFiles& files, FileRange range, run::ByteMeter& meter,
+                                           const Hashed& hashed) {
   const std::uint64_t workers = std::max<std::uint64_t>(1, std::min<std::uint64_t>(job.workers, range.size()));
   SplitJob metered = job;
   if (job.progress) metered.policy.meter = &meter;
-  if (workers == 1) return write_hashed(metered, prepared, files, range, meter);
+  if (workers == 1) return write_hashed(metered, prepared, files, range, meter, hashed);
   run::run_workers(
       workers,
       [&](std::uint64_t w) {
@@ -203,7 +211,10 @@ std::vector<specs::FileRecord> write_range(const SplitJob& job, const tree::Prep
         write_files(metered, prepared, {files, open_outputs(), {}}, share.begin, share.end);
       },
       job.stall_seconds, [&] { meter.show(); });
-  return digest_range(files, range);
+  std::vector<specs::FileRecord> records = digest_range(files, range);
+  if (hashed)
+    for (std::uint64_t i = range.begin; i < range.end; ++i) hashed(i, records[i - range.begin]);
+  return records;
 }
 
 }  // namespace mb::io::split

@@ -146,10 +146,12 @@ void write_rounds(const SplitJob& job, const tree::Prepared& prepared, const Out
   const Records kept = records;
   for (const FileRange& round : publication.rounds()) {
     publication.make_room();
-    for (const FileRange& part : to_write(round, kept)) {
-      const auto done = write_range(job, prepared, files, part, meter);
-      for (std::uint64_t i = part.begin; i < part.end; ++i) records[i] = done[i - part.begin];
-    }
+    // --resume: each file handed on as soon as its record is known, to be published with its journal entry.
+    const Hashed hashed = [&](std::uint64_t i, const specs::FileRecord& record) {
+      records[i] = record;
+      if (job.resume) publication.complete({i, i + 1});
+    };
+    for (const FileRange& part : to_write(round, kept)) write_range(job, prepared, files, part, meter, hashed);
     publication.complete(round);
   }
 }

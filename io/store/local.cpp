@@ -49,7 +49,7 @@ class DirectoryPublication final : public Publication {
         alone_(plan.alone),
         journal_(plan.journal),
         round_(std::max<std::uint64_t>(plan.workers, 1)),
-        stands_(plan.names.size(), false) {
+        handed_(plan.names.size(), false) {
     if (journal_) files_.keep_published();
   }
 
@@ -57,9 +57,10 @@ class DirectoryPublication final : public Publication {
   std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
 
   // Renames wait for the commit: nothing is gained by rounds, unless each
-  // file is published as it is complete.
+  // file is published as it is complete and -j workers write them (their
+  // files are hashed once a round is written).
   std::vector<FileRange> rounds() const override {
-    if (!journal_) return {mine_};
+    if (!journal_ || round_ <= 1) return {mine_};
     std::vector<FileRange> out;
     for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
       out.push_back({begin, std::min(begin + round_, mine_.end)});
@@ -70,14 +71,18 @@ class DirectoryPublication final : public Publication {
   void complete(FileRange done) override {
     if (!journal_) return;
     for (std::uint64_t i = done.begin; i < done.end; ++i) {
-      if (stands_[i]) continue;
+      if (handed_[i]) continue;
+      handed_[i] = true;
       files_.publish(i);
-      place_.put_text(specs::journal_name(names_[i]), journal_(i));
+      // Not synced: an entry lost or torn in a crash is not trusted, and one that outlived its file's bytes
+      // does not match them; either way the file is written again.
+      const std::string entry = (fs::path(files_.directory()) / specs::journal_name(names_[i])).string();
+      publish::write_text_atomically(entry, journal_(i), publish::Sync::No);
     }
   }
 
   void stands(std::uint64_t index) override {
-    stands_[index] = true;
+    handed_[index] = true;
     files_.stands(index);
   }
 
@@ -113,7 +118,7 @@ class DirectoryPublication final : public Publication {
   bool alone_;
   std::function<std::string(std::uint64_t)> journal_;
   std::uint64_t round_;
-  std::vector<bool> stands_;
+  std::vector<bool> handed_;  // standing, or handed on already
 };
 
 // One file in its directory: checked and locked before any work (what

@@ -104,7 +104,8 @@ class Publication {
   // Waits until the files handed on leave room for another round (an
   // upload's back-pressure; a directory has nothing to wait for).
   virtual void make_room() = 0;
-  // Files `done` are written and closed (but those that stand).
+  // Files `done` are written and closed (but those that stand, and those
+  // handed on already).
   virtual void complete(FileRange done) = 0;
   // File `index` stands under its final name already, with its journal
   // entry: an earlier run's, kept by split --resume. It is neither written

@@ -75,7 +75,7 @@ class PrefixPublication final : public Publication {
         keep_local_(plan.keep_local.has_value()),
         journal_(plan.journal),
         round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})),
-        stands_(plan.names.size(), false) {
+        handed_(plan.names.size(), false) {
     if (plan.uploaded) plan.uploaded(0);
     uploads_.emplace(upload_plan(base, settings, plan, files_, earlier_));
   }
@@ -93,14 +93,17 @@ class PrefixPublication final : public Publication {
   void make_room() override { uploads_->wait_for(round_); }
 
   void complete(FileRange done) override {
-    for (std::uint64_t i = done.begin; i < done.end; ++i)
-      if (!stands_[i]) uploads_->upload(i, journal_ ? journal_(i) : "");
+    for (std::uint64_t i = done.begin; i < done.end; ++i) {
+      if (handed_[i]) continue;
+      handed_[i] = true;
+      uploads_->upload(i, journal_ ? journal_(i) : "");
+    }
     spdlog::debug("split: {} of {} files written, {} uploaded ({})", done.end - mine_.begin, mine_.size(),
                   uploads_->confirmed(), byte_text(static_cast<double>(uploads_->uploaded_bytes())));
   }
 
   void stands(std::uint64_t index) override {
-    stands_[index] = true;
+    handed_[index] = true;
     files_.stands(index);
   }
 
@@ -124,7 +127,7 @@ class PrefixPublication final : public Publication {
   bool keep_local_;
   std::function<std::string(std::uint64_t)> journal_;
   std::uint64_t round_;
-  std::vector<bool> stands_;
+  std::vector<bool> handed_;  // standing, or handed on already
   std::optional<publish::Uploader> uploads_;
 };
 

@@ -80,17 +80,19 @@ def resumed(batch, out, *flags, code=0):
     return summary(res, "split-summary") if code == 0 else res
 
 
-@pytest.mark.parametrize("flags", [[], ["-j", "2"]], ids=["one process", "-j 2"])
-def test_a_killed_run_is_finished_by_a_rerun_that_keeps_what_it_published(tmp_path, batch, flags):
+# One process publishes a file as the next one closes (it was hashed meanwhile); two workers, each round of
+# two files once both are written and hashed.
+@pytest.mark.parametrize("flags,kept", [([], 3), (["-j", "2"], 4)], ids=["one process", "-j 2"])
+def test_a_killed_run_is_finished_by_a_rerun_that_keeps_what_it_published(tmp_path, batch, flags, kept):
     out = tmp_path / "out"
-    res = stopped_run(tmp_path, batch, out, kill_all, *flags)
+    res = stopped_run(tmp_path, batch, out, kill_all, *flags)  # held closing file 4
     assert res.code == -signal.SIGKILL, res
     published = stamps(out)
-    assert sorted(published) == [names(i) for i in range(4)]  # the files before the one being closed
+    assert sorted(published) == [names(i) for i in range(kept)]
     assert journal(out) == [f".{n}.journal" for n in sorted(published)]
     assert "manifest.json" not in listing(out)
     report = resumed(batch, out, *flags)
-    assert report["kept_files"] == 4
+    assert report["kept_files"] == kept
     assert report["kept_bytes"] == sum(os.path.getsize(out / n) for n in published)
     assert {n: v for n, v in stamps(out).items() if n in published} == published  # not written again
     assert_same_as(out, batch[2])
@@ -98,7 +100,7 @@ def test_a_killed_run_is_finished_by_a_rerun_that_keeps_what_it_published(tmp_pa
 
 def test_sigterm_leaves_the_published_files_for_a_rerun(tmp_path, batch):
     out = tmp_path / "out"
-    res = stopped_run(tmp_path, batch, out, lambda proc: proc.send_signal(signal.SIGTERM), at=3)
+    res = stopped_run(tmp_path, batch, out, lambda proc: proc.send_signal(signal.SIGTERM), at=4)
     assert res.code == 130 and "interrupted" in res.err, res
     published = stamps(out)
     assert sorted(published) == [names(i) for i in range(3)]
@@ -110,7 +112,7 @@ def test_sigterm_leaves_the_published_files_for_a_rerun(tmp_path, batch):
 
 def test_a_tampered_file_or_a_damaged_entry_is_written_again(tmp_path, batch):
     out = tmp_path / "out"
-    stopped_run(tmp_path, batch, out, kill_all, at=6)
+    stopped_run(tmp_path, batch, out, kill_all, at=7)  # files 0..5 published
     with open(out / names(1), "r+b") as f:  # a flipped byte, same size
         f.seek(os.path.getsize(out / names(1)) - 100)
         byte = f.read(1)
@@ -214,7 +216,7 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
         env = dict(s3.env(ENV), TMPDIR=str(spool), AWS_ENDPOINT_URL=proxy.endpoint)
         argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "-q",
                 "--uploads", "1"]
-        # One upload at a time, rounds of two files: by the time file 6 is closed, files 0 and 1 are up.
+        # One upload at a time, rounds of two files: by the time file 6 is closed, files 0 to 3 are up.
         during = kill_all if stop == "SIGKILL" else (lambda proc: proc.send_signal(signal.SIGTERM))
         held_run(tmp_path, argv, during, env=env, close=f".{names(6)}.tmp-", resume=False)
         up = objects(s3, prefix)
@@ -254,10 +256,10 @@ def test_shards_resume_their_own_files_then_finish_writes_the_split(tmp_path, ba
     out = tmp_path / "out"
     run("split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", "0/2", "--resume", check=0)
     argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", "1/2", "--resume", "-q"]
-    res = held_run(tmp_path, argv, kill_all, close=f".{names(6)}.tmp-", resume=False)
+    res = held_run(tmp_path, argv, kill_all, close=f".{names(7)}.tmp-", resume=False)
     assert res.code == -signal.SIGKILL, res
     published = stamps(out)
-    assert sorted(published) == [names(i) for i in range(6)]
+    assert sorted(published) == [names(i) for i in range(6)]  # shard 0's four, and two of shard 1's
     done = resumed(batch, out, "--shard", "0/2")  # its part record stands: nothing to do
     assert (done["kept_files"], done["data_bytes"]) == (4, 0)
     assert resumed(batch, out, "--shard", "1/2")["kept_files"] == 2
@@ -285,12 +287,12 @@ def test_a_team_with_a_killed_rank_is_finished_by_a_rerun(tmp_path, batch, mpi_b
                              FILES, "-o", out, "--resume", "-q"]]
     ranks = []
 
-    def kill_a_rank(proc):  # rank 0 (files 0..3) is held closing file 2; rank 1 is killed
+    def kill_a_rank(proc):  # rank 0 (files 0..3) is held closing file 3 (0 and 1 published); rank 1 is killed
         ranks.extend(children(proc.pid))
         assert ranks, "no rank found"
         os.kill(ranks[-1], signal.SIGKILL)
 
-    res = held_run(tmp_path, argv, kill_a_rank, env=MPI_ENV, close=f".{names(2)}.tmp-", resume=False)
+    res = held_run(tmp_path, argv, kill_a_rank, env=MPI_ENV, close=f".{names(3)}.tmp-", resume=False)
     assert res.code != 0, res
     wait_until(lambda: not any(alive(r) for r in ranks), "a rank outlived mpirun")
     # Rank 1 ran on until it was killed: a file it renamed into place just before is not kept (no entry yet).
