@@ -4,7 +4,12 @@ against the equivalent h5py + numpy script (bench/h5py_split_merge.py).
 
 Generates its own workloads, runs every command several times on a warm page
 cache (outputs removed before each run) and keeps the fastest, and prints
-wall time, peak RSS and the ratios.
+wall time, peak RSS and the ratios. For the contiguous and gzip-chunked
+workloads it first measures microbatch against cp as users meet it
+(bench/pairs.py): split and merge into new outputs and rerun with --force
+over earlier ones, against cp into a new file and over an existing copy,
+alternated pairs, medians and the median ratio, on a warm page cache and
+(as root) a cold one.
 
     /usr/bin/python3 bench/bench.py [--dir DIR] [--only NAME ...] [--scale S] [--jobs J] [--runs R] [--skip-h5py]
                                     [--many-n N ...] [--many-timeout SECONDS]
@@ -84,6 +89,7 @@ MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CO
                OMPI_MCA_btl_vader_single_copy_mechanism="none")
 SCALE_OUT_P = [1, 2, 4]
 FLOOR_WORKLOADS = ("small", "strings")  # where libhdf5's own work dominates
+PAIRED = ("contiguous", "gzip-chunked")  # where cp is the yardstick: bench/pairs.py
 N = 8
 # What --only takes; a name not here would make an empty input and time nothing.
 WORKLOADS = ["contiguous", "gzip-chunked", "small", "strings", "compressed-unaligned", "memory", "many", "scale-out",
@@ -243,6 +249,10 @@ def bench(name, work, scale, skip_h5py, jobs=1, runs=5):
     mbdir, merged = os.path.join(work, f"{name}-mb"), os.path.join(work, f"{name}-merged.h5")
     rows = {}
     copy = os.path.join(work, f"{name}-copy.h5")
+    print(f"\n{name}: {size:.0f} MiB input, split into {N}")
+    if name in PAIRED:
+        import pairs  # bench/pairs.py
+        pairs.bench_pairs(BINARY, src, work, runs, jobs, clean)
     rows["microbatch split"] = timed([BINARY, "split", src, "-n", str(N), "-o", mbdir, "-q", "-j", str(jobs)],
                                      [mbdir], runs)
     rows["microbatch merge"] = timed([BINARY, "merge", mbdir, "-o", merged, "-q"], [merged], runs)
@@ -261,7 +271,7 @@ def bench(name, work, scale, skip_h5py, jobs=1, runs=5):
             rows["hdf5 floor merge"] = timed([FLOOR, "merge", flmerged, *files], [flmerged], runs)
             clean(fldir, flmerged)
     clean(mbdir, merged, copy)
-    print(f"\n{name}: {size:.0f} MiB input, split into {N}")
+    print(f"  best of {runs}:")
     for k, (secs, rss) in rows.items():
         print(f"  {k:18s} {secs:8.2f} s  {rss:8.1f} MiB peak RSS")
     cp = max(rows["cp"][0], 0.01)  # /usr/bin/time resolves 10 ms

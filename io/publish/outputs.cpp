@@ -274,6 +274,8 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
+    // This run's own: its temporaries, journal entries, and the earlier split's files it set aside.
+    if (name.ends_with(fmt::format(".aside-{}", getpid()))) continue;
     if (is_split_output(name) && !specs::is_journal_name(name) && !own.contains(name))
       throw Error(fmt::format("{}: {} appeared while this split was writing (another run in the same directory?); "
                               "nothing was published",

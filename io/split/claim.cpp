@@ -62,7 +62,7 @@ Claimed claim_split(store::Store& place, bool force, const Source& input, bool k
     if (keep_files)
       out.earlier.push_back(entry.name);
     else
-      place.remove(entry.name);
+      place.set_aside(entry.name);  // its bytes go while the new split is written
   }
   for (const auto& name : journal) place.remove(name);
   return out;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/publish/discard.hpp"
 #include "io/publish/leftovers.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/store/place.hpp"
@@ -213,6 +214,8 @@ class LocalDirectory final : public Store {
       throw Error(fmt::format("{}: cannot remove: {}", p, std::strerror(errno)), kind_of_errno(errno));
   }
 
+  void set_aside(std::string_view name) override { discards_.discard(path(name)); }
+
   std::unique_ptr<Claim> claim(std::string_view lock_name) override {
     std::error_code ec;
     if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
@@ -246,6 +249,7 @@ class LocalDirectory final : public Store {
 
   bool bare_;
   std::string dir_;
+  publish::Discards discards_;  // set_aside's; its thread is joined before the rest goes
 };
 
 }  // namespace

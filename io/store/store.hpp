@@ -168,6 +168,10 @@ class Store {
   virtual void put_text(std::string_view name, const std::string& text) = 0;
   // Removes a member; one that is not there is no error.
   virtual void remove(std::string_view name) = 0;
+  // The same, but the bytes may go later: a directory renames the member
+  // to a hidden name at once and removes it on a thread of its own
+  // (publish::Discards), done before the Store is destroyed.
+  virtual void set_aside(std::string_view name) { remove(name); }
   // Claims the place for one run: a directory is created if missing and
   // locked by the lock file `lock_name`; a second run that finds the lock
   // held fails at once (a retry may help). A prefix has no lock.

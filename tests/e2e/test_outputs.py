@@ -177,12 +177,27 @@ def test_a_killed_splits_temporaries_are_removed_by_the_next_split(tmp_path, inp
     # the directory's lock, so they are no live run's; it removes them, --force or not.
     out = tmp_path / "mb"
     out.mkdir()
-    left = [out / ".microbatch-00001.h5.tmp-4194000", out / ".manifest.json.tmp-4194000"]
+    left = [out / ".microbatch-00001.h5.tmp-4194000", out / ".manifest.json.tmp-4194000",
+            out / ".microbatch-00000.h5.aside-4194000"]  # an earlier split's file a killed --force set aside
     for f in left:
         f.write_bytes(b"\0" * 4096)
     run("split", inputs["a"], "-n", 2, "-o", out, check=0)
     assert [n for n in listing(out) if n.startswith(".")] == []
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+
+
+def test_force_sets_the_earlier_files_aside_and_removes_them_before_it_ends(tmp_path, inputs):
+    out = tmp_path / "mb"
+    run("split", inputs["a"], "-n", 4, "-o", out, check=0)
+    held = [os.open(out / f"microbatch-{i:05d}.h5", os.O_RDONLY) for i in range(4)]  # the earlier files
+    try:
+        run("split", inputs["b"], "-n", 4, "-o", out, "--force", check=0)
+        assert [os.fstat(fd).st_nlink for fd in held] == [0] * 4  # removed, not merely renamed
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert [n for n in listing(out) if n.startswith(".")] == []
+    assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["b"])
 
 
 def test_a_running_shards_temporaries_are_not_removed(tmp_path, inputs):
