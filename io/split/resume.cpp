@@ -76,8 +76,10 @@ Finished check_finished(const store::Store& place, const ResumeRequest& request)
   expected.split_id = publish::digest_text(specs::split_identity(expected));
   if (specs::manifest_text(expected) != text)
     refuse_other(place, "a finished split (" + std::string(specs::kManifestName) + ")");
+  // To the second: an object store's times have no finer resolution.
+  constexpr std::int64_t kSecond = 1'000'000'000;
   const PartRecord input = input_identity(request.input), manifest = input_identity(place.source(specs::kManifestName));
-  if (input.input_mtime_ns > manifest.input_mtime_ns)
+  if (input.input_mtime_ns / kSecond > manifest.input_mtime_ns / kSecond)
     refuse_other(place, "a finished split older than the input (" + std::string(specs::kManifestName) + ")");
   std::vector<specs::FileRecord> files = share(found.files, request.mine);
   refuse_changed(place, changed_files(place, files, request.threads), "split");

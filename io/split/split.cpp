@@ -1,7 +1,5 @@
 #include "io/split/split.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <thread>
 

@@ -179,6 +179,9 @@ def test_an_input_modified_after_a_finished_split_is_refused(tmp_path, batch):
     assert_one_line_error(res, 1, "older than the input", "--force")
     os.utime(own, ns=(later - 10**10, later - 10**10))
     assert resumed((own, spec, ref), out)["kept_files"] == FILES
+    same_second = os.stat(out / "manifest.json").st_mtime_ns // 10**9 * 10**9 + 999_999_999
+    os.utime(own, ns=(same_second, same_second))  # modified within the manifest's second: not told apart
+    assert resumed((own, spec, ref), out)["kept_files"] == FILES
 
 
 def test_a_finished_split_whose_file_changed_is_refused(tmp_path, batch):
@@ -244,6 +247,9 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
     for name, path in got.items():
         assert filecmp.cmp(path, ref / name, shallow=False), name
     run("verify", s3.s3_url(f"{prefix}/"), env=s3.env(ENV), check=0)
+    again = run("split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "--json",
+                env=s3.env(ENV), check=0)  # the finished split, its manifest written within the input's second
+    assert (summary(again, "split-summary")["kept_files"], summary(again, "split-summary")["data_bytes"]) == (FILES, 0)
 
 
 def split_files(out):
