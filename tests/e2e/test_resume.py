@@ -193,6 +193,37 @@ def test_a_finished_split_whose_file_changed_is_refused(tmp_path, batch):
     assert_one_line_error(res, 1, names(2), "finished split", "no longer matches")
 
 
+def test_over_another_commands_finished_split_or_shards_without_a_journal_it_refuses(tmp_path, batch):
+    src, spec, _ = batch
+    out = tmp_path / "out"
+    run("split", src, "-s", spec, "-n", FILES, "-o", out, check=0)
+    before = {n: os.stat(out / n).st_mtime_ns for n in listing(out)}
+    res = run("split", src, "-s", spec, "-n", 4, "-o", out, "--resume")
+    assert_one_line_error(res, 1, "a finished split (manifest.json)", "--force")
+    assert {n: os.stat(out / n).st_mtime_ns for n in listing(out)} == before
+    shards = tmp_path / "shards"  # shards that ran without --resume: their files have no journal entry
+    run("split", src, "-s", spec, "-n", FILES, "-o", shards, "--shard", "0/2", check=0)
+    res = run("split", src, "-s", spec, "-n", FILES, "-o", shards, "--resume")
+    assert_one_line_error(res, 1, "not an earlier run of this command", "--force")
+    assert sorted(n for n in listing(shards) if n.startswith("microbatch-")) == [names(i) for i in range(4)]
+    empty = tmp_path / "empty"  # a shard with no file of its own: its part record alone
+    run("split", src, "-s", spec, "-n", FILES, "-o", empty, "--shard", "0/9", check=0)
+    res = run("split", src, "-s", spec, "-n", FILES, "-o", empty, "--resume")
+    assert_one_line_error(res, 1, "part records of a split by shards", "part-00000-of-00009.json")
+    assert listing(empty) == ["part-00000-of-00009.json"]
+
+
+def test_a_shard_whose_part_stands_is_checked_against_it(tmp_path, batch):
+    src, spec, _ = batch
+    out = tmp_path / "out"
+    for k in (0, 1):
+        run("split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", f"{k}/2", "--resume", check=0)
+    os.truncate(out / names(1), 100)
+    res = run("split", src, "-s", spec, "-n", FILES, "-o", out, "--shard", "0/2", "--resume")
+    assert_one_line_error(res, 1, names(1), "finished shard (part-00000-of-00002.json)", "no longer matches")
+    assert resumed(batch, out, "--shard", "1/2")["kept_files"] == 4  # the other shard's part is whole
+
+
 @pytest.mark.parametrize("flags,needle", [(["--force"], "--resume"), (["--keep-local", "kept"], "--keep-local")])
 def test_resume_with_options_it_cannot_honour_is_a_usage_error(tmp_path, batch, flags, needle):
     src, spec, _ = batch
