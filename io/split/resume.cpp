@@ -170,6 +170,22 @@ std::vector<std::string> part_records(const store::Store& place, const ResumeReq
   return parts;
 }
 
+// Whether a file name is one of the run's files.
+class Mine {
+ public:
+  explicit Mine(const ResumeRequest& request) : range_(request.mine) {
+    for (std::uint64_t i = 0; i < request.planned.files.size(); ++i) index_[request.planned.files[i].name] = i;
+  }
+  bool operator()(const std::string& name) const {
+    const auto it = index_.find(name);
+    return it != index_.end() && it->second >= range_.begin && it->second < range_.end;
+  }
+
+ private:
+  FileRange range_;
+  std::map<std::string, std::uint64_t> index_;
+};
+
 }  // namespace
 
 std::string run_identity(const Source& input, const std::string& planned_manifest) {
@@ -198,18 +214,13 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
   }
   const std::vector<std::string> parts = part_records(place, request, seen);
   Journal journal = read_journal(place, request, present);
-  std::map<std::string, std::uint64_t> index;
-  for (std::uint64_t i = 0; i < request.planned.files.size(); ++i) index[request.planned.files[i].name] = i;
-  const auto is_mine = [&](const std::string& name) {
-    const auto it = index.find(name);
-    return it != index.end() && it->second >= request.mine.begin && it->second < request.mine.end;
-  };
+  const Mine mine(request);
   bool earlier = false;  // a file of the run's there, or its journal entry
   for (const auto& e : seen) {
-    if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || is_mine(file_of(e.name));
-    // A killed shard's temporaries: its lock, now held, tells that no live run writes them.
-    if (request.part && e.name.starts_with(".") && e.name.find(".tmp-") != std::string::npos &&
-        is_mine(e.name.substr(1, e.name.find(".tmp-") - 1)))
+    if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || mine(file_of(e.name));
+    // A killed shard's temporaries of its files: its lock, now held, tells that no live run writes them.
+    const auto tmp = e.name.find(".tmp-");
+    if (request.part && e.name.starts_with(".") && tmp != std::string::npos && mine(e.name.substr(1, tmp - 1)))
       place.remove(e.name);
   }
   if (earlier && !journal.ours) refuse_other(place, "the output of an earlier split, unfinished");
