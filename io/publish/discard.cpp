@@ -1,21 +1,67 @@
 #include "io/publish/discard.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "io/run/threads.hpp"
+#include "io/run/guard.hpp"
 
 namespace mb::io::publish {
+namespace {
+
+// The removing process: unlinks each name it reads (a name that cannot be
+// removed stays a leftover for the next run) until the socket closes. It
+// stops when the run does not: stop signals are the parent's to act on.
+[[noreturn]] void remove_names(int fd) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_IGN);
+  char buffer[8192];
+  std::size_t held = 0;
+  for (;;) {
+    const ssize_t n = run::retry_on_eintr([&] { return ::read(fd, buffer + held, sizeof buffer - held); });
+    if (n <= 0) ::_exit(0);
+    held += static_cast<std::size_t>(n);
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < held; ++i) {
+      if (buffer[i] != '\n') continue;
+      buffer[i] = '\0';
+      ::unlink(buffer + start);
+      start = i + 1;
+    }
+    std::memmove(buffer, buffer + start, held - start);
+    held -= start;
+    if (held == sizeof buffer) ::_exit(1);  // no name is that long (PATH_MAX is 4096)
+  }
+}
+
+}  // namespace
 
 std::string aside_name(const std::string& path) {
   const std::filesystem::path p(path);
   return (p.parent_path() / fmt::format(".{}.aside-{}", p.filename().string(), ::getpid())).string();
+}
+
+void Discards::start() {
+  int fds[2];  // a socket, not a pipe: a write to a process that is gone fails instead of raising SIGPIPE
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    throw Error(fmt::format("cannot create a socket: {}", std::strerror(errno)));
+  run::Fd ours(fds[0]), theirs(fds[1]);
+  pid_ = ::fork();
+  if (pid_ < 0) throw Error(fmt::format("cannot start a process to remove files: {}", std::strerror(errno)));
+  if (pid_ == 0) {
+    run::enter_worker();
+    ours.reset();
+    remove_names(theirs.get());
+  }
+  pipe_ = std::move(ours);
 }
 
 void Discards::discard(const std::string& path) {
@@ -24,32 +70,24 @@ void Discards::discard(const std::string& path) {
     if (errno == ENOENT) return;
     throw Error(fmt::format("{}: cannot remove: {}", path, std::strerror(errno)), kind_of_errno(errno));
   }
-  const std::lock_guard<std::mutex> lock(mutex_);
-  queue_.push_back(aside);
-  if (!thread_.joinable()) thread_ = run::background_thread([this] { run(); });
-  ready_.notify_one();
-}
-
-void Discards::run() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    ready_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // closing, and nothing left
-    const std::string path = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    ::unlink(path.c_str());  // one that cannot be removed stays a leftover for the next run
-    lock.lock();
+  if (pid_ < 0) start();
+  const std::string line = aside + "\n";
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = run::retry_on_eintr(
+        [&] { return ::send(pipe_.get(), line.data() + done, line.size() - done, MSG_NOSIGNAL); });
+    if (n <= 0) {  // the process is gone: remove it here
+      ::unlink(aside.c_str());
+      return;
+    }
+    done += static_cast<std::size_t>(n);
   }
 }
 
 Discards::~Discards() {
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    closing_ = true;
-  }
-  ready_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (pid_ < 0) return;
+  pipe_.reset();  // the end of the names
+  int status = 0;
+  run::retry_on_eintr([&] { return ::waitpid(pid_, &status, 0); });
 }
 
 }  // namespace mb::io::publish

@@ -1,16 +1,19 @@
 #pragma once
-// Files removed on a thread of their own (split --force's earlier split):
-// removing a large file costs the kernel time in proportion to its size
-// (its blocks freed, its cached pages dropped), which need not hold up the
-// run. Each file is first renamed to a hidden name beside it
-// (.NAME.aside-PID), at once, so that it is gone from its place; the bytes
-// go on the thread. What a killed run leaves under such a name is a split
-// leftover that the next run onto the place removes (io/publish/leftovers).
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+// Files removed in the background (split --force's earlier split): removing
+// a large file costs the kernel time in proportion to its size (its blocks
+// freed, its cached pages dropped), which need not hold up the run. Each
+// file is first renamed to a hidden name beside it (.NAME.aside-PID), at
+// once, so that it is gone from its place; the bytes go in a small process
+// of their own, forked with the first file (before any thread of ours
+// starts: split -j then forks its workers with no thread of ours alive),
+// which reads the names from a socket. What a killed run leaves under such a
+// name is a split leftover that the next run onto the place removes
+// (io/publish/leftovers).
+#include <sys/types.h>
+
 #include <string>
-#include <thread>
+
+#include "io/run/fd.hpp"
 
 namespace mb::io::publish {
 
@@ -22,17 +25,14 @@ class Discards {
   Discards& operator=(const Discards&) = delete;
 
   // Renames `path` aside (mb::Error if that fails; a file that is not there
-  // is no error) and removes it on the thread.
+  // is no error) and has it removed in the background.
   void discard(const std::string& path);
 
  private:
-  void run();
+  void start();
 
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::string> queue_;
-  bool closing_ = false;
-  std::thread thread_;  // started with the first file
+  pid_t pid_ = -1;
+  run::Fd pipe_;  // a socket: the names, one per line, to the removing process
 };
 
 // .NAME.aside-PID beside `path`.

@@ -249,7 +249,7 @@ class LocalDirectory final : public Store {
 
   bool bare_;
   std::string dir_;
-  publish::Discards discards_;  // set_aside's; its thread is joined before the rest goes
+  publish::Discards discards_;  // set_aside's; its process is waited for before the rest goes
 };
 
 }  // namespace

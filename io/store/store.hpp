@@ -169,7 +169,7 @@ class Store {
   // Removes a member; one that is not there is no error.
   virtual void remove(std::string_view name) = 0;
   // The same, but the bytes may go later: a directory renames the member
-  // to a hidden name at once and removes it on a thread of its own
+  // to a hidden name at once and removes it in a process of its own
   // (publish::Discards), done before the Store is destroyed.
   virtual void set_aside(std::string_view name) { remove(name); }
   // Claims the place for one run: a directory is created if missing and
