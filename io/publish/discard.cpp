@@ -44,10 +44,16 @@ namespace {
 
 }  // namespace
 
+namespace {
+std::string aside_suffix() { return fmt::format(".aside-{}", ::getpid()); }
+}  // namespace
+
 std::string aside_name(const std::string& path) {
   const std::filesystem::path p(path);
-  return (p.parent_path() / fmt::format(".{}.aside-{}", p.filename().string(), ::getpid())).string();
+  return (p.parent_path() / ("." + p.filename().string() + aside_suffix())).string();
 }
+
+bool is_own_aside(const std::string& name) { return name.starts_with(".") && name.ends_with(aside_suffix()); }
 
 void Discards::start() {
   int fds[2];  // a socket, not a pipe: a write to a process that is gone fails instead of raising SIGPIPE

@@ -4,9 +4,10 @@
 // freed, its cached pages dropped), which need not hold up the run. Each
 // file is first renamed to a hidden name beside it (.NAME.aside-PID), at
 // once, so that it is gone from its place; the bytes go in a small process
-// of their own, forked with the first file (before any thread of ours
-// starts: split -j then forks its workers with no thread of ours alive),
-// which reads the names from a socket. What a killed run leaves under such a
+// of their own, forked with the first file, which reads the names from a
+// socket. Not a thread: split -j forks its workers meanwhile, and a child
+// forked while another thread allocates can inherit a held allocator lock
+// (clang's sanitizer allocators deadlock on it). What a killed run leaves under such a
 // name is a split leftover that the next run onto the place removes
 // (io/publish/leftovers).
 #include <sys/types.h>
@@ -37,5 +38,7 @@ class Discards {
 
 // .NAME.aside-PID beside `path`.
 std::string aside_name(const std::string& path);
+// Whether a directory entry's name is one this process set aside.
+bool is_own_aside(const std::string& name);
 
 }  // namespace mb::io::publish

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/publish/discard.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "specs/journal.hpp"
@@ -275,7 +276,7 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     // This run's own: its temporaries, journal entries, and the earlier split's files it set aside.
-    if (name.ends_with(fmt::format(".aside-{}", getpid()))) continue;
+    if (is_own_aside(name)) continue;
     if (is_split_output(name) && !specs::is_journal_name(name) && !own.contains(name))
       throw Error(fmt::format("{}: {} appeared while this split was writing (another run in the same directory?); "
                               "nothing was published",

@@ -142,14 +142,19 @@ std::vector<FileRange> to_write(FileRange range, const Records& kept) {
 void write_rounds(const SplitJob& job, const tree::Prepared& prepared, const OutputFiles& files,
                   store::Publication& publication, run::ByteMeter& meter, Records& records) {
   const Records kept = records;
+  // --resume: each file handed on as soon as its record is known, to be published with its journal entry.
+  Hashed hashed;
+  if (job.resume)
+    hashed = [&](std::uint64_t i, const specs::FileRecord& record) {
+      records[i] = record;
+      publication.complete({i, i + 1});
+    };
   for (const FileRange& round : publication.rounds()) {
     publication.make_room();
-    // --resume: each file handed on as soon as its record is known, to be published with its journal entry.
-    const Hashed hashed = [&](std::uint64_t i, const specs::FileRecord& record) {
-      records[i] = record;
-      if (job.resume) publication.complete({i, i + 1});
-    };
-    for (const FileRange& part : to_write(round, kept)) write_range(job, prepared, files, part, meter, hashed);
+    for (const FileRange& part : to_write(round, kept)) {
+      const auto done = write_range(job, prepared, files, part, meter, hashed);
+      for (std::uint64_t i = part.begin; i < part.end; ++i) records[i] = done[i - part.begin];
+    }
     publication.complete(round);
   }
 }

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "helpers.hpp"
 #include "io/aws/chain.hpp"
+#include "io/publish/discard.hpp"
 #include "io/split/claim.hpp"
 #include "io/store/local.hpp"
 #include "io/store/place.hpp"
@@ -153,6 +154,32 @@ TEST_CASE("store contract: a local directory") {
   const auto store = mb::io::store::local_directory(dir.path.string());
   check_contract(*store);
   check_file_publication(*store);
+}
+
+TEST_CASE("store: a member set aside is gone from its place at once, and its bytes before the store") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  write(dir.path / "keep.txt", "kept");
+  {
+    const auto store = mb::io::store::local_directory(dir.path.string());
+    for (const char* name : {"a.h5", "b.h5"}) write(dir.path / name, std::string(1 << 20, 'x'));
+    store->set_aside("a.h5");
+    store->set_aside("b.h5");
+    store->set_aside("missing.h5");  // nothing there: no error
+    CHECK(store->size("a.h5") == std::nullopt);  // aside (hidden) or gone already
+    CHECK(store->size("b.h5") == std::nullopt);
+  }
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path)) left.push_back(e.path().filename().string());
+  CHECK(left == std::vector<std::string>{"keep.txt"});
+}
+
+TEST_CASE("store: a name set aside is told as this process's, not another's") {
+  const std::string aside = fs::path(mb::io::publish::aside_name("/d/microbatch-00000.h5")).filename().string();
+  CHECK(aside == ".microbatch-00000.h5.aside-" + std::to_string(::getpid()));
+  CHECK(mb::io::publish::is_own_aside(aside));
+  CHECK_FALSE(mb::io::publish::is_own_aside(".microbatch-00000.h5.aside-1"));
+  CHECK_FALSE(mb::io::publish::is_own_aside("microbatch-00000.h5"));
 }
 
 TEST_CASE("store: --force replaces only the file the run found there") {
