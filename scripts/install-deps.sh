@@ -29,6 +29,7 @@ test=(
   slurm-wlm munge                                   # the Slurm tests' one-node cluster
   nginx-light openssl curl nodejs                   # remote inputs' servers (tests/e2e/servers.py): nginx, s3rver
   awscli                                            # the AWS CLI, side by side with the credential chain (test_credentials)
+  strace                                            # which process frees a replaced output (test_outputs)
 )
 
 purpose=${1:-test}

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -42,7 +44,49 @@ namespace {
   }
 }
 
+// Closes every descriptor from `low` to `high` (system calls only).
+void close_from_to(unsigned low, unsigned high) {
+  if (low > high) return;
+  if (::syscall(SYS_close_range, low, high, 0u) == 0) return;
+  for (unsigned fd = low; fd <= std::min(high, 65535u); ++fd) ::syscall(SYS_close, fd);  // kernels before 5.9
+}
+
+// The releasing process: drops every descriptor but `held` and the gate at
+// once, waits until the run has dropped its own copy of `held` (the gate's
+// end of file: the run closes its end after that copy), then drops `held`,
+// the last reference. System calls only, no allocation, no lock: it was
+// forked from a run that may have other threads.
+[[noreturn]] void release(int held, int gate) {
+  const auto low = static_cast<unsigned>(std::min(held, gate)), high = static_cast<unsigned>(std::max(held, gate));
+  if (low > 0) close_from_to(0, low - 1);
+  close_from_to(low + 1, high - 1);
+  close_from_to(high + 1, ~0u);
+  char byte = 0;
+  while (::syscall(SYS_read, gate, &byte, 1) != 0 && errno == EINTR) {
+  }
+  ::syscall(SYS_close, held);
+  ::syscall(SYS_exit_group, 0);
+  __builtin_unreachable();
+}
+
 }  // namespace
+
+void release_in_background(run::Fd held) {
+  if (!held.valid()) return;
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) return;
+  run::Fd gate_out(gate[0]), gate_in(gate[1]);
+  const pid_t child = ::fork();
+  if (child < 0) return;
+  if (child == 0) {  // forks the releasing process and ends, so that it is no child of the run's
+    if (::syscall(SYS_fork) == 0) release(held.get(), gate_out.get());
+    ::syscall(SYS_exit_group, 0);
+  }
+  int status = 0;
+  run::retry_on_eintr([&] { return ::waitpid(child, &status, 0); });
+  held.reset();  // before the gate's end: the releasing process keeps the last reference
+  gate_in.reset();
+}
 
 namespace {
 std::string aside_suffix() { return fmt::format(".aside-{}", ::getpid()); }

@@ -36,6 +36,17 @@ class Discards {
   run::Fd pipe_;  // a socket: the names, one per line, to the removing process
 };
 
+// Drops `held`, the last reference to a file that has just lost its last
+// name (replaced by a rename), in a process of its own, so that the kernel
+// frees the file's blocks and cached pages there, in time proportional to
+// its size, instead of in the run. That process holds nothing else open (a
+// caller reading the run's output sees its end at once) and ends on its
+// own once the file is freed, after the run if need be; it is forked as a
+// grandchild, so nothing of the run has to reap it. Safe while other
+// threads of the run are alive: what is forked makes system calls only.
+// Where a process cannot be made, `held` is dropped here, as if not asked.
+void release_in_background(run::Fd held);
+
 // .NAME.aside-PID beside `path`.
 std::string aside_name(const std::string& path);
 // Whether a directory entry's name is one this process set aside.

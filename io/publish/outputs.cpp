@@ -106,8 +106,11 @@ void publish_one(const std::string& from, const std::string& to, const std::opti
   if (run::identity_of(to) != replaces)
     throw Error(to + ": was replaced while this run was writing it (another run writing the same output?); it was "
                 "not replaced again");
+  // Held across the rename, so that the replaced file is freed in the background, not in the rename.
+  run::Fd replaced = run::open_fd(to, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (std::rename(from.c_str(), to.c_str()) != 0)
     throw system_error(to + ": cannot rename the finished output into place");
+  release_in_background(std::move(replaced));
 }
 
 bool same_file(int fd, const std::string& path) {

@@ -200,6 +200,24 @@ def test_force_sets_the_earlier_files_aside_and_removes_them_before_it_ends(tmp_
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["b"])
 
 
+def test_merge_force_frees_the_replaced_file_in_a_process_of_its_own(tmp_path, inputs):
+    """The file a merge --force replaces loses its last reference (and the kernel frees its blocks) in
+    another process than the merge's, as strace -f -y shows: the rename that replaces it costs no time."""
+    merged, log = tmp_path / "m.h5", tmp_path / "strace.log"
+    run("split", inputs["a"], "-n", 4, "-o", tmp_path / "a", check=0)
+    run("split", inputs["b"], "-n", 4, "-o", tmp_path / "b", check=0)
+    run("merge", tmp_path / "a", "-o", merged, check=0)
+    traced = subprocess.run(["strace", "-f", "-y", "-e", "trace=close,exit_group", "-o", log, BINARY, "merge",
+                             tmp_path / "b", "-o", merged, "--force"], env=ENV, capture_output=True, timeout=300)
+    assert traced.returncode == 0, traced.stderr
+    assert h5diff(inputs["b"], merged) == 0
+    lines = log.read_text().splitlines()
+    merge_pid = lines[0].split()[0]
+    closers = [ln.split()[0] for ln in lines if "close(" in ln and f"<{merged}>(deleted)" in ln]
+    assert closers and closers[-1] != merge_pid, closers  # the last reference is dropped elsewhere
+    assert f"{closers[-1]} +++ exited with 0 +++" in lines  # and that process ended
+
+
 def test_a_running_shards_temporaries_are_not_removed(tmp_path, inputs):
     out = tmp_path / "mb"
     out.mkdir()
