@@ -25,7 +25,7 @@ struct DiffCommand {
 };
 
 // docs/schema/diff-report.schema.json
-nlohmann::ordered_json report_json(const Source& a, const Source& b, const io::diff::Report& report,
+nlohmann::ordered_json diff_report_json(const Source& a, const Source& b, const io::diff::Report& report,
                                    const DiffCommand& cmd, const std::vector<std::string>& warnings, double seconds) {
   using json = nlohmann::ordered_json;
   json differences = json::array();
@@ -58,7 +58,7 @@ void run_diff(const DiffCommand& cmd) {
   const io::diff::Report report = io::diff::compare(a, b, cmd.options);
   if (capture) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    print_summary(report_json(a, b, report, cmd, capture->warnings(), seconds));
+    print_summary(diff_report_json(a, b, report, cmd, capture->warnings(), seconds));
   } else {
     for (const auto& f : report.findings)
       std::fputs(fmt::format("{}: {}\n", specs::printable_text(f.path), scrub_urls(f.detail)).c_str(), stdout);

@@ -156,7 +156,7 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
 
 // Under mpirun or srun: the ranks share out the compression of the large
 // compressed datasets; rank 0 writes the output (io/merge/merge.hpp).
-void run_as_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& sub) {
+void merge_with_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& sub) {
   require_local_output(cmd, true);
   if (cmd.virtual_datasets)
     throw usage_error("merge: --virtual writes no data, nothing to share out: run it as one process");
@@ -174,7 +174,7 @@ void run_as_team(const MergeCommand& cmd, const Launch& launch, const CLI::App& 
 }
 
 void run_merge(const MergeCommand& cmd, const CLI::App& sub) {
-  if (const auto launch = team_launch("merge")) return run_as_team(cmd, *launch, sub);
+  if (const auto launch = team_launch("merge")) return merge_with_team(cmd, *launch, sub);
   merge_once(cmd, std::nullopt);
 }
 

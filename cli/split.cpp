@@ -180,7 +180,7 @@ void run_alone(const SplitCommand& cmd, io::store::Store& place) {
     log_split(cmd, prepared, result);
 }
 
-void run_as_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
+void split_with_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
@@ -207,7 +207,7 @@ void run_split(const SplitCommand& cmd, const CLI::App& sub) {
   if (cmd.resume && cmd.keep_local) throw usage_error("split: --resume and --keep-local: give one of them");
   // The output place, opened once: everything below takes it.
   const std::unique_ptr<io::store::Store> place = io::store::open_store(cmd.output_dir, process_settings());
-  if (const auto launch = team_launch("split")) return run_as_team(cmd, *launch, sub, *place);
+  if (const auto launch = team_launch("split")) return split_with_team(cmd, *launch, sub, *place);
   run_alone(cmd, *place);
 }
 

@@ -33,7 +33,7 @@ struct Run {
 };
 
 // docs/schema/verify-report.schema.json
-nlohmann::ordered_json report_json(const Source& target, const io::verify::Report& report, const Run& run) {
+nlohmann::ordered_json verify_report_json(const Source& target, const io::verify::Report& report, const Run& run) {
   using json = nlohmann::ordered_json;
   json files = json::array();
   for (const auto& f : report.files) {
@@ -87,7 +87,7 @@ void run_verify(const VerifyCommand& cmd) {
                  scrub_urls(report.unlisted));
   if (capture) {
     run.warnings = capture->warnings();
-    print_summary(report_json(target, report, run));
+    print_summary(verify_report_json(target, report, run));
   }
   if (!report.intact())
     throw Reported(fmt::format("{}: not intact: {} of {} files missing or changed, {} files not listed", target.shown(),
