@@ -29,6 +29,9 @@ Enum named(const json& j, const char* key, const char* const (&names)[N], Enum f
   throw Error(fmt::format("malformed manifest: options.{} is \"{}\", not one of the known values", key, text));
 }
 
+// Manifests of this version recorded XXH3-128 of whole files; they are read still.
+constexpr int kWholeFileDigestsVersion = 2;
+
 std::optional<std::uint64_t> optional_count(const json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
   return j.at(key).get<std::uint64_t>();
@@ -40,14 +43,14 @@ std::optional<std::uint64_t> optional_count(const json& j, const char* key) {
 json manifest_head(const Manifest& m) {
   json j;
   j["format"] = kManifestFormat;
-  j["version"] = kManifestVersion;
+  j["version"] = m.digests == DigestKind::blocks ? kManifestVersion : kWholeFileDigestsVersion;
   j["tool_version"] = m.tool_version;
   j["source"] = escape_name(m.source);  // a file name is bytes too
   j["chunks"] = m.microbatches;
   j["options"] = options_json(m.options);
   if (m.options.drop_last) j["dropped_rows"] = m.dropped_rows;
   auto files = json::array();
-  for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
+  for (const auto& f : m.files) files.push_back({{"name", f.name}, {"size", f.size}, {digest_key(m.digests), f.digest}});
   j["split_id"] = m.split_id;
   j["files"] = files;
   if (m.options.layout == FileLayout::PerRank || m.options.cp_degree > 1) {
@@ -207,6 +210,8 @@ class DatasetsReader final : public nlohmann::json_sax<json> {
 
 }  // namespace
 
+const char* digest_key(DigestKind kind) { return kind == DigestKind::blocks ? "xxh3_128_blocks" : "xxh3_128"; }
+
 std::string split_identity(const Manifest& m) { return split_identity(m.spec, options_json(m.options), m.files); }
 
 std::string split_identity(const json& spec, const json& options, const std::vector<FileRecord>& records) {
@@ -346,15 +351,17 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     };
     const auto j = json::parse(text, without_datasets);
     if (j.at("format") != kManifestFormat) throw Error("not a microbatch manifest");
-    if (j.at("version") != kManifestVersion)
-      throw Error(fmt::format("manifest version {} is not supported (expected {})", j.at("version").dump(),
-                              kManifestVersion));
+    if (j.at("version") == kWholeFileDigestsVersion)
+      m.digests = DigestKind::whole_file;
+    else if (j.at("version") != kManifestVersion)
+      throw Error(fmt::format("manifest version {} is not supported (expected {} or {})", j.at("version").dump(),
+                              kManifestVersion, kWholeFileDigestsVersion));
     m.microbatches = j.at("chunks").get<std::uint64_t>();
     m.options = options_from_json(j.at("options"));
     m.dropped_rows = j.value("dropped_rows", std::uint64_t{0});
     for (const auto& f : j.at("files"))
       m.files.push_back({f.at("name").get<std::string>(), f.at("size").get<std::uint64_t>(),
-                         f.at("xxh3_128").get<std::string>()});
+                         f.at(digest_key(m.digests)).get<std::string>()});
     m.split_id = j.at("split_id").get<std::string>();
     m.spec = j.at("spec");
     DatasetsReader datasets;

@@ -19,7 +19,15 @@ namespace mb::specs {
 
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kManifestFormat = "microbatch-manifest";
-inline constexpr int kManifestVersion = 2;
+inline constexpr int kManifestVersion = 3;
+
+// What a manifest's content digests are (io/publish/digest.hpp computes
+// both): from version 3, XXH3-128 over the XXH3-128 digests of the file's
+// 1 MiB blocks and its size ("xxh3_128_blocks"); version 2, still read,
+// recorded XXH3-128 of the whole file ("xxh3_128").
+enum class DigestKind { whole_file, blocks };
+// The key of a file record's digest in a manifest ("xxh3_128_blocks", "xxh3_128").
+const char* digest_key(DigestKind kind);
 
 struct SplitDatasetRecord {
   int axis = 0;
@@ -37,7 +45,8 @@ struct SplitDatasetRecord {
 };
 
 // One output file: its name (relative to the manifest's directory), size
-// and content digest (XXH3-128, hex), as published.
+// and content digest (32 hex digits, of the manifest's DigestKind), as
+// published.
 struct FileRecord {
   std::string name;
   std::uint64_t size = 0;
@@ -52,6 +61,7 @@ struct Manifest {
   SplitOptions options;         // the options that shaped the plan
   std::uint64_t microbatches = 0;
   std::vector<FileRecord> files;  // in order
+  DigestKind digests = DigestKind::blocks;  // what the files' digests are
   // What identifies this split among others: the digest of its spec,
   // options and files (so two runs with the same result share it).
   std::string split_id;

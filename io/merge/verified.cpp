@@ -37,7 +37,7 @@ VerifiedInputs::VerifiedInputs(const MergeJob& job) : job_(job), done_(job.input
     hasher_.emplace();
     for (std::size_t k = 0; k < job.inputs.size(); ++k) {
       check(job, k, {publish::size_of(job.inputs[k].source), {}}, false);  // a wrong size fails before any work
-      hasher_->add(job.inputs[k].source);
+      hasher_->add(job.inputs[k].source, job.manifest->digests);
       done_[k] = false;
     }
     return;
@@ -51,7 +51,7 @@ VerifiedInputs::VerifiedInputs(const MergeJob& job) : job_(job), done_(job.input
   }
   std::vector<publish::FileDigest> found;
   if (job.verify)
-    found = publish::digest_files(files, std::thread::hardware_concurrency());
+    found = publish::digest_files(files, std::thread::hardware_concurrency(), job.manifest->digests);
   else
     for (const auto& file : files) found.push_back({publish::size_of(file), {}});
   for (std::size_t j = 0; j < files.size(); ++j) check(job, index[j], found[j], job.verify);

@@ -164,6 +164,8 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
                                             const OutputFiles& files, FileRange range, run::ByteMeter& meter,
                                             const Hashed& hashed) {
   publish::Hasher hasher;  // no fork from here on: run_workers forks none for one worker
+  SplitJob tapped = job;  // the hasher hashes what is copied as file bytes from the input as the copy goes on
+  tapped.policy.tap = &hasher;
   std::vector<std::uint64_t> order;  // the plan index of each file hashed, in the order they were closed
   std::vector<specs::FileRecord> records(range.size());
   std::size_t told = 0;  // files whose records are known, in `order`
@@ -182,7 +184,7 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
       1,
       [&](std::uint64_t) {
         meter.use_slot(0);
-        write_files(job, prepared, writing, range.begin, range.end);
+        write_files(tapped, prepared, writing, range.begin, range.end);
       },
       job.stall_seconds, [&] { meter.show(); });
   if (order.size() != range.size()) throw std::logic_error("split: a file was written but not closed");

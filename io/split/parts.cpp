@@ -27,7 +27,8 @@ using json = nlohmann::ordered_json;
 namespace {
 
 constexpr const char* kPartFormat = "microbatch-part";
-constexpr int kPartVersion = 1;
+constexpr int kPartVersion = 2;  // 2: block digests (specs::DigestKind::blocks)
+const char* const kDigestKey = specs::digest_key(specs::DigestKind::blocks);
 
 // The names the manifest's head lists (every file of the split).
 std::vector<std::string> listed_names(const json& head) {
@@ -105,7 +106,7 @@ std::string part_name(const Shard& shard) { return fmt::format("part-{:05}-of-{:
 
 std::string part_text(const PartRecord& p) {
   auto files = json::array();
-  for (const auto& f : p.files) files.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
+  for (const auto& f : p.files) files.push_back({{"name", f.name}, {"size", f.size}, {kDigestKey, f.digest}});
   json j;
   j["format"] = kPartFormat;
   j["version"] = kPartVersion;
@@ -139,7 +140,7 @@ PartRecord parse_part(const std::string& text, const std::string& where) {
     p.input_etag = j.at("input").at("etag").get<std::string>();
     for (const auto& f : j.at("files"))
       p.files.push_back({f.at("name").get<std::string>(), f.at("size").get<std::uint64_t>(),
-                         f.at("xxh3_128").get<std::string>()});
+                         f.at(kDigestKey).get<std::string>()});
     p.head = j.at("manifest_head");
     p.datasets = j.at("manifest_datasets").get<std::string>();
     if (listed_names(p.head).size() != p.file_count || p.range.begin > p.range.end || p.range.end > p.file_count ||
@@ -312,7 +313,7 @@ std::string finished_manifest(const store::Store& place) {
   refuse_strays(place, outputs, files, count);
   json head = parts[0].head;
   auto listed = json::array();
-  for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {"xxh3_128", f.digest}});
+  for (const auto& f : files) listed.push_back({{"name", f.name}, {"size", f.size}, {kDigestKey, f.digest}});
   head["files"] = listed;
   head["split_id"] = publish::digest_text(specs::split_identity(head.at("spec"), head.at("options"), files));
   return specs::assemble_manifest(head, parts[0].datasets);

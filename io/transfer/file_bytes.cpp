@@ -63,17 +63,22 @@ std::size_t copy_through_buffer(const ByteRange& r, std::uint64_t done, std::siz
 
 }  // namespace
 
-void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
+void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter, CopyTap* tap) {
   step = std::max<std::size_t>(step, 1u << 16);
   std::vector<unsigned char> buffer;  // only when the kernel cannot copy
   bool kernel = true;
+  const auto landed = [&](std::uint64_t before, std::uint64_t done) {
+    run::count_bytes(meter, done - before);
+    if (tap) tap->copied({r.from.fd, r.from.offset + r.from_offset, r.to.fd, r.to.offset + r.to_offset, before, done});
+  };
   for (std::uint64_t done = 0; done < r.length;) {
     run::throw_if_interrupted();
     run::note_activity(r.src_where.file, r.src_where.path);
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(r.length - done, step));
     if (!kernel) {
+      const std::uint64_t before = done;
       done += copy_through_buffer(r, done, n, buffer);
-      run::count_bytes(meter, n);
+      landed(before, done);
       continue;
     }
     auto in = static_cast<off64_t>(r.from.offset + r.from_offset + done);
@@ -89,7 +94,7 @@ void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter) {
     if (k < 0) fail_io(output_full ? r.dst_where : r.src_where, "cannot copy data", errno);
     if (k == 0) fail_short(r.src_where);
     done += static_cast<std::uint64_t>(k);
-    run::count_bytes(meter, static_cast<std::uint64_t>(k));
+    landed(done - static_cast<std::uint64_t>(k), done);
   }
 }
 
@@ -110,7 +115,7 @@ bool copy_file_bytes(const RowCopy& c, const Policy& policy) {
     const std::uint64_t src_row = index * c.src_space.dims[c.axis] + c.src_begin;
     const std::uint64_t dst_row = index * c.dst_space.dims[c.axis] + c.dst_begin;
     copy_range({*from, src_row * row_bytes, c.src_where, *to, dst_row * row_bytes, c.dst_where, c.count * row_bytes},
-               policy.buffer_bytes, policy.meter);
+               policy.buffer_bytes, policy.meter, policy.tap);
   }
   spdlog::debug("{}: {} rows copied as file bytes", c.dst_where.describe(), c.count);
   return true;

@@ -32,9 +32,9 @@ struct ByteRange {
 };
 
 // Copies the range in steps of at most `step` bytes (checking for stop
-// signals between them, each counted on `meter`), by the kernel where it
-// can, through a buffer where it cannot.
-void copy_range(const ByteRange& range, std::size_t step, run::ByteMeter* meter);
+// signals between them, each counted on `meter` and told to `tap`), by the
+// kernel where it can, through a buffer where it cannot.
+void copy_range(const ByteRange& range, std::size_t step, run::ByteMeter* meter, CopyTap* tap = nullptr);
 
 // Copies the rows as file bytes, when both datasets are contiguous,
 // allocated, of the same byte-copyable datatype, in files of the default

@@ -118,7 +118,7 @@ void check_files(const merge::MergeSources& sources, const store::Store& place, 
       sized_index.push_back(i);
     }
   }
-  const auto digests = publish::digest_files(sized, threads);
+  const auto digests = publish::digest_files(sized, threads, manifest.digests);
   for (std::size_t k = 0; k < sized.size(); ++k) {
     FileCheck& check = report.files[sized_index[k]];
     if (digests[k].digest != manifest.files[sized_index[k]].digest) {

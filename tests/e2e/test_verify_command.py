@@ -151,7 +151,7 @@ def test_a_microbatch_file_the_manifest_does_not_list_fails_other_files_do_not(s
 def test_an_edited_manifest_is_refused(split):
     manifest = split / "manifest.json"
     m = json.loads(manifest.read_text())
-    m["files"][2]["xxh3_128"] = "0" * 32  # the file's own digest stays what it was
+    m["files"][2]["xxh3_128_blocks"] = "0" * 32  # the file's own digest stays what it was
     manifest.write_text(json.dumps(m))
     assert_one_line_error(run("verify", split), 1, "manifest.json: its split_id does not match",
                           "the manifest was edited")

@@ -2,13 +2,16 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,9 +27,33 @@ std::string write_file(const std::string& name, const std::string& bytes) {
   return path;
 }
 
+std::string hex(XXH128_hash_t h) {
+  return fmt::format("{:016x}{:016x}", static_cast<unsigned long long>(h.high64),
+                     static_cast<unsigned long long>(h.low64));
+}
+
+// The block digest, computed here from its definition: XXH3-128 over the
+// canonical XXH3-128 of each 1 MiB block, then the size, little-endian.
+std::string blocks_digest(const std::string& bytes) {
+  std::string outer;
+  for (std::size_t at = 0; at < bytes.size(); at += 1u << 20) {
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(bytes.data() + at, std::min<std::size_t>(1u << 20, bytes.size() - at)));
+    outer.append(reinterpret_cast<const char*>(c.digest), sizeof c.digest);
+  }
+  for (int i = 0; i < 8; ++i) outer.push_back(static_cast<char>(static_cast<std::uint64_t>(bytes.size()) >> (8 * i)));
+  return hex(XXH3_128bits(outer.data(), outer.size()));
+}
+
+std::string pattern(std::size_t size, std::uint32_t seed) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(((i + seed) * 2654435761u) >> 13);
+  return bytes;
+}
+
 }  // namespace
 
-TEST_CASE("digest: XXH3-128 of whole files, window by window") {
+TEST_CASE("digest: XXH3-128 of whole files (version 2 manifests), window by window") {
   // 40 MiB spans many read windows: the digest is XXH3-128 of the whole
   // file in one call, a byte changed past the first windows changes it, and
   // the empty file has XXH3-128's own.
@@ -39,7 +66,8 @@ TEST_CASE("digest: XXH3-128 of whole files, window by window") {
   using mb::Source;
   const XXH128_hash_t whole = XXH3_128bits(bytes.data(), bytes.size());  // b's bytes
   const auto d = mb::io::publish::digest_files(
-      {Source::local(a), Source::local(b), Source::local(a), Source::local(empty)}, 3);
+      {Source::local(a), Source::local(b), Source::local(a), Source::local(empty)}, 3,
+      mb::io::publish::DigestKind::whole_file);
   CHECK(d[1].digest == fmt::format("{:016x}{:016x}", static_cast<unsigned long long>(whole.high64),
                                    static_cast<unsigned long long>(whole.low64)));
   CHECK(d[0].size == 40u << 20);
@@ -54,6 +82,68 @@ TEST_CASE("digest: XXH3-128 of whole files, window by window") {
     CHECK(std::string(e.what()).rfind("missing.h5: ", 0) == 0);  // named as shown, not by its path
   }
   for (const auto& p : {a, b, empty}) std::remove(p.c_str());
+}
+
+TEST_CASE("digest: blocks of 1 MiB, each hashed, then the size (version 3 manifests)") {
+  // Sizes around the block: none, less than one, exactly one, one and a
+  // byte, many and a partial one; a byte changed in the last block changes it.
+  using mb::Source;
+  for (const std::size_t size : {std::size_t{0}, std::size_t{1000}, std::size_t{1} << 20, (std::size_t{1} << 20) + 1,
+                                 (std::size_t{37} << 20) + 4097}) {
+    std::string bytes = pattern(size, 7);
+    const std::string path = write_file("blocks", bytes);
+    const auto d = mb::io::publish::digest_files({Source::local(path)}, 1);
+    CHECK(d[0].size == size);
+    CHECK(d[0].digest == blocks_digest(bytes));
+    if (size > 0) {
+      bytes.back() ^= 1;
+      CHECK(blocks_digest(bytes) != d[0].digest);
+    }
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("digest: a Hasher hashes copied blocks from their source and reads back the rest") {
+  // A file made of a header written directly and runs copied from another
+  // file by the kernel, told to the Hasher (unaligned offsets, steps
+  // smaller than a block, a run that covers no whole block), then bytes
+  // written where no run copied: the digest is the file's as read, and the
+  // same as digest_files gives.
+  using mb::Source;
+  const std::string source_bytes = pattern(20u << 20, 3);
+  const std::string source = write_file("tap-source", source_bytes);
+  const std::string target = "/tmp/mb-digest-test-tap-target";
+  std::remove(target.c_str());
+  {
+    mb::io::publish::Hasher hasher;
+    const int from = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+    const int to = ::open(target.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE((from >= 0 && to >= 0));
+    REQUIRE(::pwrite(to, "header", 6, 0) == 6);
+    // As transfer::copy_range copies and tells its tap: step by step.
+    const auto copy = [&](std::uint64_t from_offset, std::uint64_t to_offset, std::uint64_t length, std::size_t step) {
+      for (std::uint64_t done = 0; done < length;) {
+        auto in = static_cast<off64_t>(from_offset + done), out = static_cast<off64_t>(to_offset + done);
+        const ssize_t k = ::copy_file_range(from, &in, to, &out, std::min<std::uint64_t>(step, length - done), 0);
+        REQUIRE(k > 0);
+        hasher.copied({from, from_offset, to, to_offset, done, done + static_cast<std::uint64_t>(k)});
+        done += static_cast<std::uint64_t>(k);
+      }
+    };
+    copy(2048, 4096, 9u << 20, 300u << 10);       // steps of 300 KiB over several blocks
+    copy(12345, (9u << 20) + 4096, 5000, 1u << 16);  // no whole block
+    copy(1u << 20, 10u << 20, 6u << 20, 64u << 20);   // aligned, one step
+    REQUIRE(::pwrite(to, "gap", 3, (9u << 20) + 9200) == 3);  // after the copies, where none copied
+    ::close(from);
+    ::close(to);
+    std::ifstream in(target, std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto got = hasher.get(hasher.add(Source::local(target)));
+    CHECK(got.size == written.size());
+    CHECK(got.digest == mb::io::publish::digest_files({Source::local(target)}, 1)[0].digest);
+    CHECK(got.digest == blocks_digest(written));
+  }
+  for (const auto& p : {source, target}) std::remove(p.c_str());
 }
 
 TEST_CASE("digest: a Hasher gives each file the digest digest_files gives it, failures at their own file") {

@@ -86,6 +86,29 @@ TEST_CASE("manifest: written and read back") {
   CHECK_FALSE(back.datasets.at("/y").sequence_axis);
 }
 
+TEST_CASE("manifest: block digests from version 3, and version 2's whole-file digests still read") {
+  TempDir dir;
+  Manifest m = sample();
+  auto j = nlohmann::json::parse(mb::specs::manifest_text(m));
+  CHECK(j.at("version") == 3);
+  CHECK(j.at("files").at(0).at("xxh3_128_blocks") == m.files[0].digest);
+  CHECK_FALSE(j.at("files").at(0).contains("xxh3_128"));
+  CHECK(mb::specs::parse_manifest(j.dump(), "m").digests == mb::specs::DigestKind::blocks);
+  // A manifest of version 2, as 0.6 wrote it: read with whole-file digests, and written back the same.
+  j["version"] = 2;
+  for (auto& f : j.at("files")) {
+    f["xxh3_128"] = f.at("xxh3_128_blocks");
+    f.erase("xxh3_128_blocks");
+  }
+  dir.write(j.dump());
+  const Manifest old = mb::specs::read_manifest(dir.path.string());
+  CHECK(old.digests == mb::specs::DigestKind::whole_file);
+  CHECK(old.files == m.files);
+  const auto back = nlohmann::json::parse(mb::specs::manifest_text(old));
+  CHECK(back.at("version") == 2);
+  CHECK(back.at("files") == j.at("files"));
+}
+
 TEST_CASE("manifest: a dataset's sequence axis and positions, and escaped paths, read back") {
   Manifest m = sample();
   m.datasets["/x"].sequence_axis = 1;
@@ -214,7 +237,10 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   other.erase("spec");
   refused(other, "malformed manifest");
   other = j;
-  other["files"][0].erase("xxh3_128");
+  other["files"][0].erase("xxh3_128_blocks");
+  refused(other, "malformed manifest");
+  other = j;
+  other["version"] = 2;  // version 2 recorded whole-file digests, under another key
   refused(other, "malformed manifest");
   other = j;
   other["datasets"]["/x"]["rows"][0][0][2] = 0;
