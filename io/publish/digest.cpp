@@ -129,8 +129,8 @@ void read_range(const Reading& r, std::uint64_t at, std::uint64_t end, Consume&&
   }
 }
 
-// A local file's digest; `hashed` holds blocks hashed already (from where
-// their bytes were copied), which are not read.
+// A local file's digest; `hashed` holds blocks hashed already (as copies
+// made them whole), which are not read again.
 FileDigest digest_file(const Source& file, DigestKind kind, const std::atomic<bool>* stop = nullptr,
                        const std::map<std::uint64_t, Block>* hashed = nullptr) {
   const run::Fd fd = run::open_fd(file.name(), O_RDONLY | O_CLOEXEC);
@@ -165,11 +165,11 @@ FileDigest digest_remote(const Source& file, DigestKind kind) {
   return {size, digest.finish(size)};
 }
 
-// The blocks of a copy's destination that its latest step made whole:
-// within the run, and not whole before that step.
+// The blocks of a file that a copy's latest step made whole: within the
+// run, and not whole before that step.
 std::pair<std::uint64_t, std::uint64_t> completed_blocks(const transfer::CopiedRun& at) {
   const std::uint64_t first = (at.to_offset + kDigestBlock - 1) / kDigestBlock;  // the run's first whole block
-  const std::uint64_t told = (at.to_offset + at.before) / kDigestBlock;          // past those whole before it
+  const std::uint64_t told = (at.to_offset + at.before) / kDigestBlock;          // past those whole before
   return {std::max(first, told), (at.to_offset + at.done) / kDigestBlock};
 }
 
@@ -236,28 +236,27 @@ void Hasher::copied(const transfer::CopiedRun& at) {
   const auto [first, end] = completed_blocks(at);
   if (first >= end) return;
   struct stat to {};
-  if (::fstat(at.to, &to) != 0) return;  // its blocks are read back at the close
-  Run r{run::Fd(::fcntl(at.from, F_DUPFD_CLOEXEC, 0)), {to.st_dev, to.st_ino}, at};
-  if (!r.from.valid()) return;
+  if (::fstat(at.to, &to) != 0) return;  // its blocks are read at the close
+  Run r{run::Fd(::fcntl(at.to, F_DUPFD_CLOEXEC, 0)), {to.st_dev, to.st_ino}, at};
+  if (!r.file.valid()) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   if (runs_.size() >= kQueuedRuns) return;
   runs_.push_back(std::move(r));
   changed_.notify_all();
 }
 
-// Hashes the blocks of the run's destination that this step completed
-// whole (not before it), from the run's source.
+// Hashes the blocks of the run's file that this step completed whole (not
+// before it), reading them from the page cache the copy has just filled.
 void Hasher::hash_run(const Run& r) {
-  const transfer::CopiedRun& at = r.at;
-  const auto [first, end] = completed_blocks(at);
-  const std::string shown = "a split's input";
+  const auto [first, end] = completed_blocks(r.at);
+  const std::string shown = "a file being written";
   const std::unique_ptr<char[]> buffer(new char[kWindow]);
-  const Reading reading{r.from.get(), shown, buffer.get(), &stopping_};
-  auto& blocks = blocks_[r.to];
+  const Reading reading{r.file.get(), shown, buffer.get(), &stopping_};
+  auto& blocks = blocks_[r.key];
+  State state = new_state();
   for (std::uint64_t block = first; block < end; ++block) {
-    const std::uint64_t from = at.from_offset + (block * kDigestBlock - at.to_offset);
-    State state = new_state();
-    read_range(reading, from, from + kDigestBlock,
+    XXH3_128bits_reset(state.get());
+    read_range(reading, block * kDigestBlock, (block + 1) * kDigestBlock,
                [&](const char* bytes, std::size_t n) { XXH3_128bits_update(state.get(), bytes, n); });
     blocks[block] = canonical(XXH3_128bits_digest(state.get()));
   }

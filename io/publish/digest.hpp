@@ -6,9 +6,9 @@
 // A file's digest (specs::DigestKind::blocks) is XXH3-128 over the
 // XXH3-128 digests of its 1 MiB blocks, in order (each as XXH128's 16-byte
 // canonical form), then its size (8 bytes, little-endian). Blocks can be
-// hashed in any order and from anywhere their bytes are: a split hashes the
-// bytes it copies from its input while the copy goes on (Hasher, a
-// transfer::CopyTap), and reads back only the blocks no copy covered whole.
+// hashed in any order: a split hashes each block a copy completes while the
+// copy goes on (Hasher, a transfer::CopyTap), from the page cache the copy
+// has just filled, and reads only the other blocks once the file is closed.
 // Manifests of version 2 recorded XXH3-128 of the whole file
 // (DigestKind::whole_file), which is still checked.
 #include <array>
@@ -52,10 +52,10 @@ std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned 
 // nothing is gained, nothing lost.
 //
 // As a CopyTap (transfer::Policy::tap), it also hashes the blocks of a file
-// being written that a copy covers whole, from the copy's source, as the
-// copy goes on; when that file is added (closed), only its other blocks are
-// read. What cannot be hashed so (a source that cannot be read) is read
-// back from the file instead. The runs told must be the last bytes written
+// being written as soon as a copy has made them whole, while the copy goes
+// on; when that file is added (closed), only its other blocks are read.
+// What is not hashed so (too many steps queued, a read that failed) is
+// read at the close instead. The runs told must be the last bytes written
 // at their places: a split writes nothing over the data it has copied (the
 // library writes only its metadata, and the data of other datasets,
 // elsewhere), so the digest is the file's.
@@ -79,8 +79,8 @@ class Hasher final : public transfer::CopyTap {
  private:
   using FileKey = std::pair<std::uint64_t, std::uint64_t>;  // device, inode
   struct Run {  // a step of a copy into a file being written
-    run::Fd from;
-    FileKey to;
+    run::Fd file;  // the file, held open until its blocks are hashed
+    FileKey key;
     transfer::CopiedRun at;
   };
   struct Result {
@@ -95,7 +95,7 @@ class Hasher final : public transfer::CopyTap {
   std::vector<std::pair<Source, DigestKind>> files_;
   std::deque<Run> runs_;  // hashed before any file: a file's own runs were all queued before it
   std::vector<Result> done_;  // by number
-  // Blocks hashed from the copies' sources, by file and block number (the hashing thread's alone).
+  // Blocks hashed as copies made them whole, by file and block number (the hashing thread's alone).
   std::map<FileKey, std::map<std::uint64_t, std::array<unsigned char, 16>>> blocks_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;  // last: started once the rest exists

@@ -69,7 +69,7 @@ void copy_range(const ByteRange& r, std::size_t step, run::ByteMeter* meter, Cop
   bool kernel = true;
   const auto landed = [&](std::uint64_t before, std::uint64_t done) {
     run::count_bytes(meter, done - before);
-    if (tap) tap->copied({r.from.fd, r.from.offset + r.from_offset, r.to.fd, r.to.offset + r.to_offset, before, done});
+    if (tap) tap->copied({r.to.fd, r.to.offset + r.to_offset, before, done});
   };
   for (std::uint64_t done = 0; done < r.length;) {
     run::throw_if_interrupted();

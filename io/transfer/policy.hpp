@@ -20,21 +20,19 @@ inline constexpr std::uint64_t kWholeInMemory = 1u << 20;
 // bytes; smaller ones are cheaper through HDF5's own small-data path.
 inline constexpr std::uint64_t kFileBytesMin = 64u << 10;
 
-// A run of bytes a copy has moved from one file into another (the kernel's
-// copy, or its stand-in through a buffer): bytes [from_offset, from_offset
-// + done) of `from` now stand at [to_offset, to_offset + done) of `to`, of
-// which the first `before` were told already. The descriptors are valid
+// A run of bytes a copy has written into a file (the kernel's copy, or its
+// stand-in through a buffer): [to_offset, to_offset + done) of `to`, of
+// which the first `before` were told already. The descriptor is valid
 // during the call only.
 struct CopiedRun {
-  int from = -1;
-  std::uint64_t from_offset = 0;
   int to = -1;
   std::uint64_t to_offset = 0;
   std::uint64_t before = 0, done = 0;
 };
 
-// Told of each step of a copy as it lands: a split hashes the bytes as they
-// pass, from where they came, instead of reading its files again
+// Told of each step of a copy as it lands: a split hashes the blocks a step
+// completes while the copy goes on, from the page cache the copy has just
+// filled, instead of reading each file again once it is closed
 // (io/publish/digest.hpp).
 class CopyTap {
  public:
