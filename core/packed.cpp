@@ -29,7 +29,7 @@ std::uint64_t runs_needed(const std::vector<std::uint64_t>& tokens, std::uint64_
 }
 
 template <typename T>
-Offsets checked(const std::vector<T>& offsets, const std::string& what) {
+Offsets checked_offsets(const std::vector<T>& offsets, const std::string& what) {
   if (offsets.empty()) throw Error(fmt::format("{}: offsets must start at 0 (the dataset is empty)", what));
   if (offsets.front() != 0)
     throw Error(fmt::format("{}: offsets must start at 0 (offsets[0] is {})", what, offsets.front()));
@@ -44,7 +44,7 @@ Offsets checked(const std::vector<T>& offsets, const std::string& what) {
 }  // namespace
 
 Offsets check_offsets(const RawOffsets& offsets, const std::string& what) {
-  return std::visit([&](const auto& values) { return checked(values, what); }, offsets);
+  return std::visit([&](const auto& values) { return checked_offsets(values, what); }, offsets);
 }
 
 void check_packed_length(const SequenceLeaf& leaf, const Offsets& offsets) {

@@ -28,7 +28,7 @@ std::uint64_t slurm_number(const std::map<std::string, std::string>& env, const 
   return value;
 }
 
-Shard checked(std::uint64_t index, std::uint64_t count, const std::string& what) {
+Shard checked_shard(std::uint64_t index, std::uint64_t count, const std::string& what) {
   if (count == 0) throw usage_error(fmt::format("--shard {}: the shard count must be at least 1", what));
   if (index >= count)
     throw usage_error(fmt::format("--shard {}: shard {} does not exist (shards are numbered 0 to {})", what, index,
@@ -55,7 +55,7 @@ Shard parse_shard(const std::string& text, const std::map<std::string, std::stri
     const std::uint64_t min = slurm_number(env, "SLURM_ARRAY_TASK_MIN");
     if (id < min)
       throw usage_error(fmt::format("--shard auto: SLURM_ARRAY_TASK_ID {} is below SLURM_ARRAY_TASK_MIN {}", id, min));
-    return checked(id - min, count,
+    return checked_shard(id - min, count,
                    fmt::format("auto (SLURM_ARRAY_TASK_ID {} - SLURM_ARRAY_TASK_MIN {} of SLURM_ARRAY_TASK_COUNT {})",
                                id, min, count));
   }
@@ -63,7 +63,7 @@ Shard parse_shard(const std::string& text, const std::map<std::string, std::stri
   std::uint64_t index = 0, count = 0;
   if (slash == std::string::npos || !whole(text.substr(0, slash), index) || !whole(text.substr(slash + 1), count))
     throw usage_error(fmt::format("--shard \"{}\": expected K/P (shard K of P, 0 <= K < P) or auto", text));
-  return checked(index, count, text);
+  return checked_shard(index, count, text);
 }
 
 }  // namespace mb

@@ -18,6 +18,7 @@
 
 namespace mb {
 namespace {
+namespace anndata {  // apart from the other presets' helpers in a unity build
 
 bool detect(const NodeInfo& root) {
   const std::string* type = attribute_text(root, "encoding-type");
@@ -154,13 +155,14 @@ class Builder {
 
 SpecNode spec(const NodeInfo& root) { return Builder(cell_offsets(root)).file_spec(root); }
 
+}  // namespace anndata
 }  // namespace
 
 Preset anndata_preset() {
   return {"anndata",
           "AnnData .h5ad (root encoding-type \"anndata\"): cells (obs) cut; X, layers, obsm by rows (CSR by indptr, "
           "shape per piece); obs columns, categorical codes; var, varm, varp, uns replicated; CSC and obsp refused",
-          detect, spec};
+          anndata::detect, anndata::spec};
 }
 
 }  // namespace mb

@@ -14,6 +14,7 @@
 
 namespace mb {
 namespace {
+namespace pandas {  // apart from the other presets' helpers in a unity build
 
 bool has_pandas_group(const NodeInfo& root) {
   bool found = false;
@@ -94,13 +95,14 @@ SpecNode group_spec(const NodeInfo& group) {
 
 SpecNode spec(const NodeInfo& root) { return group_spec(root); }
 
+}  // namespace pandas
 }  // namespace
 
 Preset pandas_preset() {
   return {"pandas",
           "pandas HDFStore / to_hdf (PyTables; groups with pandas_type): table rows cut with NROWS per piece and "
           "index tables (_i_table) dropped; fixed frames by rows; pickled object columns refused",
-          detect, spec};
+          pandas::detect, pandas::spec};
 }
 
 }  // namespace mb

@@ -23,10 +23,6 @@ namespace mb::io::remote {
 namespace {
 
 // What an object cost, for the debug line when it is closed.
-struct Traffic {
-  std::uint64_t requests = 0, bytes = 0;
-};
-
 // One response, as the callbacks see it. `out` receives bytes [skip, skip +
 // capacity) of the body: all of a 206's, those of the range asked for when
 // a server that ignores Range sends the whole file (a 200).
@@ -195,7 +191,9 @@ struct Object::State {
   char error[CURL_ERROR_SIZE] = {};
   Served served;  // by the first answer
   std::vector<char> head;
-  Traffic traffic;
+  struct {
+    std::uint64_t requests = 0, bytes = 0;
+  } traffic;
 
   State(const RemoteAddress& a, const Settings& s) : address(a), settings(s), shown(shown_name(a.name)) {
     init_curl_once();

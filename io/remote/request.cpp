@@ -31,7 +31,7 @@ struct Exchange {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+std::size_t on_request_header(char* data, std::size_t size, std::size_t count, void* user) {
   auto& x = *static_cast<Exchange*>(user);
   const std::string_view line(data, size * count);
   if (line.starts_with("HTTP/")) {  // a new response (after 100 Continue)
@@ -50,7 +50,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return size * count;
 }
 
-std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+std::size_t on_request_body(char* data, std::size_t size, std::size_t count, void* user) {
   auto& x = *static_cast<Exchange*>(user);
   const std::size_t n = size * count;
   run::note_progress();
@@ -75,7 +75,7 @@ std::size_t on_read(char* out, std::size_t size, std::size_t count, void* user) 
   return static_cast<std::size_t>(n);
 }
 
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int on_request_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   const auto& x = *static_cast<Exchange*>(user);
   if (x.call->cleanup) return 0;
   return run::interrupted() || (x.cancel && x.cancel->load()) ? 1 : 0;
@@ -162,13 +162,13 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
   curl_slist* headers = sign(curl, address);
   for (const auto& h : request_headers(address, call)) headers = curl_slist_append(headers, h.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_request_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &x);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_request_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &x);
   curl_easy_setopt(curl, CURLOPT_READFUNCTION, call.fd >= 0 ? on_read : on_read_text);
   curl_easy_setopt(curl, CURLOPT_READDATA, &x);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_request_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &x);
   set_method(curl, call);
   // File bodies in 1 MiB reads and sends, not libcurl's 64 KiB: fewer system calls for the same bytes.

@@ -159,7 +159,7 @@ void write_rounds(const SplitJob& job, const tree::Prepared& prepared, const Out
   }
 }
 
-std::vector<std::string> names_of(const std::vector<specs::FileRecord>& files) {
+std::vector<std::string> recorded_names(const std::vector<specs::FileRecord>& files) {
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.name);
   return names;
@@ -268,7 +268,7 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
     const std::string text = last_text(job, planned, part, result.files);
     publication->commit(text);
     // A shard's entries stay until finish writes the manifest.
-    if (job.resume && !job.shard) remove_journal(*job.place, names_of(result.files));
+    if (job.resume && !job.shard) remove_journal(*job.place, recorded_names(result.files));
     result.data_bytes = meter.total();
     result.manifest_bytes = text.size();
     return result;

@@ -25,7 +25,7 @@ using transfer::Side;
 
 // The attributes' names as the tree read them (in name order): the writer
 // reads the same attributes of the same file without listing them again.
-std::vector<std::string> names_of(const std::vector<AttributeInfo>& attributes) {
+std::vector<std::string> attribute_names(const std::vector<AttributeInfo>& attributes) {
   std::vector<std::string> names;
   names.reserve(attributes.size());
   for (const auto& a : attributes) names.push_back(a.name);
@@ -79,7 +79,7 @@ class SplitWriter {
   }
 
   void write_group(const NodeInfo& group, hid_t src, const std::vector<hid_t>& dst_parents) {
-    const h5::Attributes attributes = h5::read_attributes(src, {source_.name, group.path}, names_of(group.attributes));
+    const h5::Attributes attributes = h5::read_attributes(src, {source_.name, group.path}, attribute_names(group.attributes));
     std::vector<h5::Id> created;
     std::vector<hid_t> dst;
     for (std::size_t i = 0; i < dst_parents.size(); ++i) {
@@ -125,7 +125,7 @@ class SplitWriter {
     const h5::Location src_where{source_.name, ds.path};
     const LeafRule& rule = source_.resolution.dataset_rule(ds.path);
     const h5::Prototype prototype = h5::read_prototype(src, src_where);
-    const h5::Attributes attributes = h5::read_attributes(src, src_where, names_of(ds.attributes));
+    const h5::Attributes attributes = h5::read_attributes(src, src_where, attribute_names(ds.attributes));
     std::optional<h5::Buffer> whole = read_whole(ds, src, prototype, rule, src_where);
     write_copies(ds, {prototype, attributes, whole ? &*whole : nullptr, src}, dst_parents);
   }

@@ -179,7 +179,7 @@ bool write_packed(const Target& t, const Selection& to, const char* const* strin
   return true;
 }
 
-struct Copy {
+struct StringCopy {
   hid_t src;
   const h5::Location& src_where;
   hid_t dst;
@@ -196,7 +196,7 @@ struct Counts {
 
 // Writes strings to `to` of the destination: packed past libhdf5 where
 // the target allows, else with H5Dwrite of the same char* array.
-void put(const Copy& c, const Selection& to, const char* const* strings, Counts& counts) {
+void put(const StringCopy& c, const Selection& to, const char* const* strings, Counts& counts) {
   if (c.target && write_packed(*c.target, to, strings, c.dst_where)) {
     counts.written_packed += to.elements();
     return;
@@ -205,7 +205,7 @@ void put(const Copy& c, const Selection& to, const char* const* strings, Counts&
 }
 
 // A block through libhdf5, as copy_slab moves it.
-void copy_through_library(const Copy& c, const Selection& from, const Selection& to, Counts& counts) {
+void copy_through_library(const StringCopy& c, const Selection& from, const Selection& to, Counts& counts) {
   h5::Buffer buffer(c.type);
   h5::read(c.src, from, buffer, c.src_where);
   put(c, to, static_cast<const char* const*>(buffer.data()), counts);
@@ -215,7 +215,7 @@ void copy_through_library(const Copy& c, const Selection& from, const Selection&
 // A Large block: its rows (along its first non-single axis) in pieces
 // whose string bytes fit the budget, every piece checked before the first
 // is written; false if it does not parse (nothing written).
-bool copy_large(const Copy& c, Heaps& heaps, Strings& s, const Selection& from, const Selection& to,
+bool copy_large(const StringCopy& c, Heaps& heaps, Strings& s, const Selection& from, const Selection& to,
                 Counts& counts) {
   std::size_t k = 0;
   while (k + 1 < from.count.size() && from.count[k] == 1) ++k;
@@ -249,7 +249,7 @@ bool copy_large(const Copy& c, Heaps& heaps, Strings& s, const Selection& from, 
 
 // Blocks read from the source's heap on a thread of their own while the
 // block before is written.
-void copy_blocks(const Copy& c, const Records& source, const std::vector<std::pair<Selection, Selection>>& blocks,
+void copy_blocks(const StringCopy& c, const Records& source, const std::vector<std::pair<Selection, Selection>>& blocks,
                  const Policy& policy, Counts& counts) {
   Heaps heaps(source, c.budget);
   const auto read_block = [&](std::size_t i) {
@@ -285,7 +285,7 @@ bool copy_heap_strings(hid_t src, const h5::Location& src_where, const Selection
   if (!source && !target) return false;
   // Two blocks are in memory at once (one read, one written): each has half the budget.
   const std::uint64_t budget = std::max<std::uint64_t>(policy.buffer_bytes / 2, 1);
-  const Copy c{src, src_where, dst, dst_where, type.get(), budget, target ? &*target : nullptr};
+  const StringCopy c{src, src_where, dst, dst_where, type.get(), budget, target ? &*target : nullptr};
   std::vector<std::pair<Selection, Selection>> blocks;
   for_each_block(from.count, std::clamp<std::uint64_t>(c.budget / kPerElement, 1, kBlockElements),
                  [&](const Shape& offset, const Shape& block) {
