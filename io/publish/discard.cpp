@@ -1,6 +1,7 @@
 #include "io/publish/discard.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -76,12 +77,19 @@ void release_in_background(run::Fd held) {
   int gate[2];
   if (::pipe2(gate, O_CLOEXEC) != 0) return;
   run::Fd gate_out(gate[0]), gate_in(gate[1]);
+  // Forked with every signal blocked, which the processes keep: a Ctrl-C
+  // meant for the run never runs the run's handlers (which remove its
+  // temporaries) in them. The run's own wait until the mask is restored.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t child = ::fork();
-  if (child < 0) return;
   if (child == 0) {  // forks the releasing process and ends, so that it is no child of the run's
     if (::syscall(SYS_fork) == 0) release(held.get(), gate_out.get());
     ::syscall(SYS_exit_group, 0);
   }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (child < 0) return;
   int status = 0;
   run::retry_on_eintr([&] { return ::waitpid(child, &status, 0); });
   held.reset();  // before the gate's end: the releasing process keeps the last reference
