@@ -62,6 +62,8 @@ std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned 
 //
 // No process may fork while a Hasher lives (a forked child would inherit
 // its locks, not its thread): split uses one only when it forks no workers.
+// A child that makes system calls only (publish::release_in_background's)
+// takes no lock, and may.
 class Hasher final : public transfer::CopyTap {
  public:
   Hasher();

@@ -164,7 +164,7 @@ std::vector<specs::FileRecord> write_hashed(const SplitJob& job, const tree::Pre
                                             const OutputFiles& files, FileRange range, run::ByteMeter& meter,
                                             const Hashed& hashed) {
   publish::Hasher hasher;  // no fork from here on: run_workers forks none for one worker
-  SplitJob tapped = job;  // the hasher hashes what is copied as file bytes from the input as the copy goes on
+  SplitJob tapped = job;  // the hasher hashes each block a copy completes as it lands, while the copy goes on
   tapped.policy.tap = &hasher;
   std::vector<std::uint64_t> order;  // the plan index of each file hashed, in the order they were closed
   std::vector<specs::FileRecord> records(range.size());
