@@ -22,6 +22,7 @@ test=(
   hdf5-filter-plugin                                # plugin filters (lz4, bzip2) in test inputs
   python3-h5py python3-numpy python3-pytest         # end-to-end tests
   python3-jsonschema                                # the --json outputs checked against docs/schema
+  python3-hypothesis                                # the generated crossings suite (test_crossings*)
   python3-xarray python3-netcdf4 python3-h5netcdf   # netCDF-4 inputs written and outputs read back (test_netcdf)
   python3-anndata python3-scipy python3-pandas python3-tables  # AnnData and pandas files (test_anndata, test_pandas)
   clang-14 libclang-rt-14-dev                       # sanitizer build and libFuzzer targets
@@ -30,6 +31,7 @@ test=(
   nginx-light openssl curl nodejs                   # remote inputs' servers (tests/e2e/servers.py): nginx, s3rver
   awscli                                            # the AWS CLI, side by side with the credential chain (test_credentials)
   strace                                            # which process frees a replaced output (test_outputs)
+  gcovr                                             # line and branch coverage (scripts/coverage.sh)
 )
 
 purpose=${1:-test}

@@ -20,7 +20,8 @@ BUILD = {"cmake", "g++", "make", "pkg-config", "libhdf5-dev", "libcli11-dev", "n
 TEST_ONLY = {"doctest-dev", "hdf5-filter-plugin", "python3-h5py", "python3-numpy", "python3-pytest",
              "python3-jsonschema", "python3-xarray", "python3-netcdf4", "python3-h5netcdf", "python3-anndata",
              "python3-scipy", "python3-pandas", "python3-tables", "clang-14", "libclang-rt-14-dev", "man-db",
-             "slurm-wlm", "munge", "nginx-light", "openssl", "curl", "nodejs", "npm", "awscli"}
+             "slurm-wlm", "munge", "nginx-light", "openssl", "curl", "nodejs", "npm", "awscli",
+             "python3-hypothesis", "gcovr", "strace"}
 
 STUBS = {
     "dpkg-query": "exit 1",  # nothing is installed
