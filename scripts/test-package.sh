@@ -8,9 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
-scripts/package.sh >/dev/null
 version=$(sed -n 's/^project(microbatch VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-debs=("$PWD"/build/microbatch_"$version"_*.deb "$PWD"/build/microbatch-mpi_"$version"_*.deb)  # not an older build's
 work=$(mktemp -d)
 files=$(mktemp)  # what the packages installed, checked once they are removed
 cleanup() {
@@ -18,7 +16,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap 'cleanup; rm -f "$files"' EXIT
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
+scripts/package.sh --install >/dev/null  # the README's install line
 dpkg-query -L microbatch microbatch-mpi | sort -u >"$files"
 src=$PWD
 cd "$work"

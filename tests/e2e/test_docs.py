@@ -223,3 +223,24 @@ def test_the_newest_changelog_entry_is_the_version_the_tool_prints():
 def test_man_pages_take_the_version_from_cmake(page):
     th = [line for line in open(os.path.join(REPO, "docs", page)) if line.startswith(".TH ")]
     assert len(th) == 1 and '"microbatch @PROJECT_VERSION@"' in th[0], th
+
+
+def doc_pages():
+    return [os.path.join(REPO, "README.md"), *sorted(glob.glob(os.path.join(REPO, "docs", "*.md"))),
+            os.path.join(REPO, "docs", "microbatch.1"), os.path.join(REPO, "docs", "microbatch-mpi.1")]
+
+
+def test_versions_shown_in_the_docs_are_the_binarys():
+    printed = run("--version", check=0).out.split()[1]
+    shown = {(os.path.relpath(page, REPO), v) for page in doc_pages()
+             for v in re.findall(r"microbatch (\d+\.\d+\.\d+)\b", open(page).read())}
+    assert shown and all(v == printed for _, v in shown), f"--version says {printed}; the docs show {sorted(shown)}"
+
+
+def test_the_pages_the_man_page_sends_to_for_a_try_out_have_one():
+    man = " ".join(open(os.path.join(REPO, "docs", "microbatch.1")).read().split())
+    said = re.search(r"([\w.]+\.md) and ([\w.]+\.md) (?:\([^)]*\) )?each have a section \"Try it on one machine\"", man)
+    assert said, "the man page's SEE ALSO no longer says which pages have a try-out"
+    for page in said.groups():
+        text = open(os.path.join(REPO, "docs", page)).read()
+        assert re.search(r"^## Try it on one machine$", text, re.M), f"{page} has no section 'Try it on one machine'"

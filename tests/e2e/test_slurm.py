@@ -250,7 +250,10 @@ def test_a_requeued_array_task_keeps_the_files_it_had_published(slurm, job_env, 
     states = slurm.wait(job, fin)
     assert_states(slurm, states, {f"{job}_0": "COMPLETED", f"{job}_1": "COMPLETED", fin: "COMPLETED"}, logs)
     assert {n: (os.stat(out / n).st_ino, os.stat(out / n).st_mtime_ns) for n in published} == published
-    assert "resumed: 2 of 4 files kept" in (logs / f"mb-split-{job}_1.out").read_text(), job_logs(logs)
+    log = (logs / f"mb-split-{job}_1.out").read_text()
+    # One log for both attempts (--open-mode=append), each attempt's lines after a line naming it.
+    assert re.findall(r"^== job \S+ attempt (\d+) ", log, re.M) == ["0", "1"], job_logs(logs)
+    assert log.index("resumed: 2 of 4 files kept") > log.index(" attempt 1 "), job_logs(logs)
     assert not any(n.endswith(".journal") for n in listing(out)), listing(out)
     round_trip(src, plain, out, tmp_path)
 
