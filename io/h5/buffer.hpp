@@ -25,7 +25,7 @@ class Buffer {
   std::uint64_t elements() const { return elements_; }
   hid_t type() const { return type_; }
   // The elements are now described by `equal`, a datatype equal to the
-  // buffer's (H5Tequal) that outlives it: the buffer's own may be closed.
+  // buffer's (equal_types) that outlives it: the buffer's own may be closed.
   void retype(hid_t equal) { type_ = equal; }
 
  private:

@@ -13,7 +13,7 @@
 namespace mb::io::h5 {
 
 // Equalities that tell apart what libhdf5's own calls take for equal.
-htri_t equal_types(hid_t a, hid_t b);       // H5Tequal
+htri_t equal_types(hid_t a, hid_t b);       // H5Tequal, plus every string's character set and padding
 htri_t equal_lists(hid_t a, hid_t b);       // H5Pequal, plus chunk shape and options (1.10.8 ignores them)
 htri_t equal_extents(hid_t a, hid_t b);     // H5Sextent_equal
 

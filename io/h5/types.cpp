@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "io/h5/intern.hpp"
 
 namespace mb::io::h5 {
 namespace {
@@ -286,7 +287,7 @@ bool contains_class(hid_t type, H5T_class_t cls, const Location& where) {
 }
 
 bool same_type(hid_t a, hid_t b, const Location& where) {
-  return check(H5Tequal(a, b), where, "cannot compare datatypes") > 0;
+  return check(equal_types(a, b), where, "cannot compare datatypes") > 0;
 }
 
 bool is_variable_string(hid_t type, const Location& where) {

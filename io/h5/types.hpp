@@ -20,7 +20,7 @@ bool is_unsigned(hid_t type, const Location& where);
 std::size_t precision_of(hid_t type, const Location& where);
 // Whether `type` is of class `cls` or has a member or base of that class.
 bool contains_class(hid_t type, H5T_class_t cls, const Location& where);
-bool same_type(hid_t a, hid_t b, const Location& where);  // H5Tequal
+bool same_type(hid_t a, hid_t b, const Location& where);  // equal_types (io/h5/intern.hpp)
 bool is_variable_string(hid_t type, const Location& where);
 Id copy_type(hid_t type, const Location& where);
 // A variable-length C string type for memory, of `like`'s character set.

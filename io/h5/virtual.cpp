@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "io/h5/dataset.hpp"
+#include "io/h5/intern.hpp"
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 
@@ -189,7 +190,7 @@ Source open_source(const Search& s, const std::string& file, const std::string& 
 // Equal datatypes, or integers or floats that differ in byte order only:
 // HDF5 converts anything else on the way (rounding, saturating).
 bool same_values(hid_t a, hid_t b) {
-  if (H5Tequal(a, b) > 0) return true;
+  if (equal_types(a, b) > 0) return true;
   const H5T_class_t ca = H5Tget_class(a);
   if (ca != H5Tget_class(b) || (ca != H5T_INTEGER && ca != H5T_FLOAT)) return false;
   Id x(H5Tcopy(a)), y(H5Tcopy(b));

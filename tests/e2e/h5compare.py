@@ -3,7 +3,8 @@
 h5diff alone cannot be trusted with its exit status: it exits 0 when objects are "not comparable" (int32
 against float64, other shapes, fixed against variable-length strings) and when their storage types differ
 but their values convert equal. `h5diff(a, b)` is 0 only when `h5diff -v` compared every object and found no
-difference; two empty datasets, which h5diff does not compare, are equal when h5py sees the same shape and
+difference, and every dataset and attribute has the same stored datatype to the byte (h5diff compares
+values only); two empty datasets, which h5diff does not compare, are equal when h5py sees the same shape and
 dtype. As a script (`h5compare.py A B`) it exits with that status."""
 import re
 import subprocess
@@ -36,6 +37,8 @@ def h5diff(a, b, *options):
     bad += [f"empty datasets differ: {p}" for p in _empty_paths(lines) if not _same_empty(a, b, p)]
     if "0 differences found" not in lines:
         bad.append("h5diff reported no comparison")
+    if not bad:
+        bad += _type_differences(a, b)
     if bad:
         _show(f"h5diff {a} {b}:", *bad, sep="\n  ")
         return 1
@@ -44,6 +47,30 @@ def h5diff(a, b, *options):
 
 def _show(*texts, sep=" "):
     print(*(t.encode(errors="backslashreplace").decode() for t in texts), sep=sep)
+
+
+def _type_differences(a, b):
+    """Datasets and attributes whose stored datatypes differ, described to the byte (H5Tencode). h5diff
+    compares values only, and libhdf5 1.10 calls variable-length strings of either character set equal, so
+    an ASCII `str` that came back UTF-8 passes both."""
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        found = []
+        for path, x in _objects(fa):
+            y = fb[path]
+            if isinstance(x, h5py.Dataset) and x.id.get_type().encode() != y.id.get_type().encode():
+                found.append(f"datatypes differ: {path.decode(errors='backslashreplace')}")
+            for name in x.attrs:
+                key = name.encode(errors="surrogateescape")
+                if h5py.h5a.open(x.id, key).get_type().encode() != h5py.h5a.open(y.id, key).get_type().encode():
+                    found.append(f"datatypes differ: attribute {name!r} of {path.decode(errors='backslashreplace')}")
+        return found
+
+
+def _objects(f):
+    found = [(b"/", f)]
+    f.visititems(lambda name, obj: found.append((b"/" + name.encode(errors="surrogateescape"), obj))
+                 if isinstance(obj, (h5py.Group, h5py.Dataset)) else None)
+    return found
 
 
 def _empty_paths(lines):

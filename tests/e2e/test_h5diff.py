@@ -32,6 +32,8 @@ def test_equal_files_with_empty_datasets_are_equal(tmp_path):
     ("empty", np.zeros((0, 3), "f8")),               # empty, another type
     ("null", h5py.Empty("i8")),                      # null dataspace, another type
     ("text", np.array([b"a", b"b"])),                # fixed-length against variable-length strings
+    # ASCII against UTF-8 variable-length strings of the same content: h5diff sees no difference
+    ("text", np.array(["a", "b"], dtype=h5py.string_dtype("ascii"))),
 ])
 def test_any_difference_is_one(tmp_path, name, other):
     changed = dict(BASE, **{name: other})
@@ -68,3 +70,12 @@ def test_virtual_datasets_are_compared(tmp_path):
     assert h5diff(source, tmp_path / "virtual.h5") == 0
     other = write(tmp_path / "other.h5", x=np.array([0, 1, 2, 5]))
     assert h5diff(tmp_path / "virtual.h5", other) != 0
+
+
+def test_an_attribute_of_another_datatype_is_a_difference(tmp_path):
+    a = write(tmp_path / "a.h5", **BASE)
+    b = write(tmp_path / "b.h5", **BASE)
+    for path, encoding in [(a, "utf-8"), (b, "ascii")]:
+        with h5py.File(path, "a") as f:
+            f["x"].attrs.create("name", "n", dtype=h5py.string_dtype(encoding))
+    assert h5diff(a, b) != 0

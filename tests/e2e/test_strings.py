@@ -279,3 +279,23 @@ def test_strings_with_a_fill_value_of_their_own_are_left_to_libhdf5(tmp_path):
     slow = run("merge", tmp_path / "mb", "-o", tmp_path / "slow.h5", env=LIBRARY_ENV, check=0)
     assert slow.code == 0
     assert os.path.getsize(tmp_path / "m.h5") <= os.path.getsize(tmp_path / "slow.h5") * 1.05
+
+
+@pytest.mark.parametrize("options", [["-n", "2"], ["-n", "2", "-j", "2"], ["-n", "2", "--cp-degree", "2"]],
+                         ids=["plain", "jobs", "context-parallel"])
+def test_ascii_strings_beside_utf8_ones_keep_their_character_set(tmp_path, options):
+    """libhdf5 1.10 takes variable-length strings of either character set for the same type: an ASCII
+    dataset beside a UTF-8 attribute must neither be read through the other's type nor come back UTF-8."""
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("s", data=["a", "b", "c", "d"], dtype=h5py.string_dtype("ascii"))
+        f["x"] = np.arange(16).reshape(4, 4)
+        f.attrs["u"] = ""
+        f["x"].attrs.create("b", "z", dtype=h5py.string_dtype("ascii"))
+    spec = '{"s": 0, "x": {"split_axis": 0, "sequence_axis": 1}}'
+    run("split", src, "--spec-json", spec, *options, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    with h5py.File(tmp_path / "out.h5") as f:
+        assert h5py.check_string_dtype(f["s"].dtype).encoding == "ascii"
+        assert f["s"][()].tolist() == [b"a", b"b", b"c", b"d"]
