@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/run/guard.hpp"
+#include "io/run/identity.hpp"
 #include "io/run/team.hpp"
 #include "io/h5/library.hpp"
 
@@ -41,10 +42,26 @@ void raise_open_file_limit() {
 // The one error line on stderr (a presigned URL's query holds a signature,
 // maybe a session token: never shown), and with --json the same as an
 // object on stdout; returns the exit status.
+//
+// A run that failed on its data (exit 1) while one of its inputs changed
+// failed because of the change: an input truncated or rewritten under a
+// reader reads as a corrupt file, whichever call met it, in whichever
+// process (a -j worker's failure comes back here; each rank of a team
+// reports its own). The change is then the error, and a retry may help.
 struct Failure {
   int argc;
   char** argv;
   int report(const std::string& message, int status, const mb::Where& where = {}) const {
+    if (status == static_cast<int>(mb::ErrorKind::Data))
+      if (const std::optional<mb::Error> changed = mb::io::run::input_change()) {
+        spdlog::debug("the run failed with: {}", mb::scrub_urls(message));
+        return say(changed->what(), changed->exit_code(), changed->where());
+      }
+    return say(message, status, where);
+  }
+
+ private:
+  int say(const std::string& message, int status, const mb::Where& where) const {
     const std::string shown = mb::scrub_urls(message);
     spdlog::error("{}", shown);
     if (mb::cli::failure_json_wanted(argc, argv))

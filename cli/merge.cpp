@@ -30,6 +30,7 @@ struct MergeCommand {
   bool force = false;
   bool virtual_datasets = false;
   bool no_verify = false;
+  bool allow_unfinished = false;
   DataParallel dp;
   FileLayout layout = FileLayout::PerMicrobatch;
   std::uint64_t cp_degree = 1;
@@ -123,7 +124,8 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
       if (in.is_remote())
         throw usage_error(fmt::format("merge --virtual: {} is a URL; virtual datasets can only refer to local files",
                                       in.shown()));
-  const io::merge::MergeSources sources = io::merge::find_sources(inputs);
+  const io::merge::MergeSources sources = io::merge::find_sources(
+      inputs, cmd.allow_unfinished ? io::merge::Unfinished::Allow : io::merge::Unfinished::Refuse);
   require_local_output(cmd, team.has_value());
   const io::store::Member output = io::store::open_member(cmd.output, process_settings());
   io::merge::refuse_reading(*output.store, output.name, sources);
@@ -213,6 +215,10 @@ void setup_merge(CLI::App& app) {
   sub->add_flag("--no-verify", cmd->no_verify,
                 "do not check each file's content digest against its split's manifest; its size, its name's place in "
                 "the manifest and its rows still are (two files swapped on disk with equal sizes are then not caught)");
+  sub->add_flag("--allow-unfinished", cmd->allow_unfinished,
+                "merge the files given although their directory (or prefix) holds an unfinished split (split "
+                "--resume stopped: journal entries beside them, no manifest.json); without it, such files are "
+                "refused, since they may be only part of the batch");
   // As given to split; a manifest records them.
   add_data_parallel_options(*sub, cmd->dp, cmd->layout, cmd->cp_degree);
   add_cp_pad_option(*sub, cmd->cp_pad);

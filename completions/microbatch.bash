@@ -47,7 +47,7 @@ _microbatch() {
     local options
     case $cmd in
       split) options="$plan -o --output --force --resume --buffer-size -j --jobs --shard --keep-local --uploads --json" ;;
-      merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --dp-degree --align --layout --cp-degree --cp-pad --buffer-size --json" ;;
+      merge) options="-s --spec --spec-json --preset -o --output --force --virtual --no-verify --allow-unfinished --dp-degree --align --layout --cp-degree --cp-pad --buffer-size --json" ;;
       inspect) options="$plan --json" ;;
       finish) options="--json" ;;
       verify) options="--json" ;;

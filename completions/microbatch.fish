@@ -56,6 +56,7 @@ complete -c microbatch -n "__fish_seen_subcommand_from diff" -l storage -d 'Also
 complete -c microbatch -n "__fish_seen_subcommand_from diff" -l limit -x -d 'Stop after N differences'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l virtual -d 'Virtual datasets over the inputs'
 complete -c microbatch -n "__fish_seen_subcommand_from merge" -l no-verify -d 'Skip content digests'
+complete -c microbatch -n "__fish_seen_subcommand_from merge" -l allow-unfinished -d 'Merge files of an unfinished split'
 complete -c microbatch -n "__fish_seen_subcommand_from inspect" -l json -d 'Machine-readable output'
 complete -c microbatch -n "__fish_seen_subcommand_from split merge" -l json -d 'Summary object on stdout'
 

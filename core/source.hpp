@@ -27,6 +27,8 @@ class Source {
   const std::string& shown() const { return shown_; }  // for messages: no query, no credentials
   bool is_remote() const { return address_.has_value(); }
   const RemoteAddress& address() const { return *address_; }  // is_remote() only
+  // What resolved it: the place that holds it is opened alike.
+  const Settings& settings() const { return settings_; }
 
   // Its file name in its directory (a URL's without the query).
   std::string file_name() const;

@@ -1,15 +1,18 @@
 #include "io/merge/inputs.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/remote/http.hpp"
 #include "io/store/place.hpp"
+#include "specs/journal.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -95,6 +98,54 @@ void check_listed(const std::vector<Source>& files, const std::vector<std::optio
                             what_to_do));
 }
 
+// The number of journal entries of an unfinished split in the place that
+// holds `member`, when there are any and no manifest. None as well where
+// the place cannot be listed (an HTTP(S) location, a prefix whose listing
+// is not allowed, a directory that is not there): the check only spares the
+// user a partial merge, and the files are still read and checked.
+std::optional<std::size_t> unfinished_split(const Source& member) {
+  if (member.name().find('?') != std::string::npos) return std::nullopt;  // a presigned URL signs one object
+  try {
+    const store::Member place = store::open_member(member.name(), member.settings());
+    std::size_t entries = 0;
+    for (const store::Entry& e : place.store->list()) {
+      if (e.name == specs::kManifestName) return std::nullopt;
+      entries += specs::is_journal_name(e.name) ? 1 : 0;
+    }
+    if (entries > 0) return entries;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Data && e.kind() != ErrorKind::Environment) throw;  // a stop, above all
+    spdlog::debug("{}: its place not listed for a journal ({})", member.shown(), e.what());
+  }
+  return std::nullopt;
+}
+
+// What finishes an unfinished split: its own command again, with --resume.
+constexpr const char* kFinishIt = "finish it by running its split command again with --resume (it keeps what is "
+                                  "there)";
+
+// A split directory (`shown` in messages) whose manifest is missing, when
+// journal entries say why.
+void refuse_unfinished_directory(const Source& manifest, const std::string& shown) {
+  if (const auto entries = unfinished_split(manifest))
+    throw Error(fmt::format("{}: an unfinished split: {} files published by split --resume (a journal entry beside "
+                            "each) and no {}; {}",
+                            shown, *entries, specs::kManifestName, kFinishIt));
+}
+
+// Files no manifest knows: none of them in a place that holds an
+// unfinished split, unless allowed. Each place is listed once.
+void refuse_unfinished_files(const std::vector<Source>& files) {
+  std::set<std::string> seen;  // the places, by the manifest each would hold
+  for (const auto& file : files) {
+    if (!seen.insert(file.beside(specs::kManifestName).name()).second) continue;
+    if (const auto entries = unfinished_split(file))
+      throw Error(fmt::format("{}: a file of an unfinished split ({} journal entries of split --resume beside it, no "
+                              "{}); {}, or give --allow-unfinished to merge the files given as they are",
+                              file.shown(), *entries, specs::kManifestName, kFinishIt));
+  }
+}
+
 }  // namespace
 
 // A split directory named by URL (its manifest's, or the directory's
@@ -106,7 +157,7 @@ std::optional<Source> remote_manifest(const Source& in) {
   return *name == in.name() ? in : in.beside(specs::kManifestName);
 }
 
-MergeSources find_sources(const std::vector<Source>& arguments) {
+MergeSources find_sources(const std::vector<Source>& arguments, Unfinished unfinished) {
   std::error_code ec;
   const auto is_directory = [&](const Source& in) {
     return remote_manifest(in).has_value() || (!in.is_remote() && fs::is_directory(in.name(), ec));
@@ -120,15 +171,22 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
   if (from_directory && arguments[0].is_remote()) {
     const Source manifest = *remote_manifest(arguments[0]);
     out.manifest_path = manifest.name();
-    out.manifest = read_remote_manifest(manifest);
+    try {
+      out.manifest = read_remote_manifest(manifest);
+    } catch (const remote::Missing&) {
+      refuse_unfinished_directory(manifest, manifest.shown().substr(0, manifest.shown().rfind('/') + 1));
+      throw;
+    }
     out.read_besides.push_back(manifest);
     for (const auto& f : out.manifest->files) out.files.push_back(manifest.beside(f.name));
     return out;
   }
   if (from_directory) {
     const fs::path dir(arguments[0].name());
-    out.manifest = specs::read_manifest(dir.string());
     out.manifest_path = (dir / specs::kManifestName).string();
+    if (!fs::exists(out.manifest_path, ec))
+      refuse_unfinished_directory(Source::local(out.manifest_path), arguments[0].shown());
+    out.manifest = specs::read_manifest(dir.string());
     out.read_besides.push_back(Source::local(out.manifest_path));
     for (const auto& f : out.manifest->files) out.files.push_back(Source::local((dir / f.name).string()));
     return out;
@@ -140,7 +198,10 @@ MergeSources find_sources(const std::vector<Source>& arguments) {
   std::optional<std::string> first_listed;
   for (const auto& l : listings)
     if (l && !first_listed) first_listed = l->manifest_path;
-  if (!first_listed) return out;  // plain files: no manifest knows them
+  if (!first_listed) {  // plain files: no manifest knows them
+    if (unfinished == Unfinished::Refuse) refuse_unfinished_files(arguments);
+    return out;
+  }
   out.manifest = cache.at(*first_listed);
   out.manifest_path = *first_listed;
   check_listed(arguments, listings, *out.manifest, out.manifest_path);

@@ -20,9 +20,18 @@ struct MergeSources {
   std::vector<Source> read_besides;  // files read besides the inputs (the manifest): never the output
 };
 
+// Files of a split that is not finished: a split --resume that stopped
+// leaves the files it published under their final names, a journal entry
+// beside each (specs/journal.hpp) and no manifest (written last, after
+// which the entries go). Merged as plain files, they would give part of
+// the batch with exit 0; that must be asked for (merge --allow-unfinished).
+enum class Unfinished { Refuse, Allow };
+
 // Throws mb::Error (exit 2 for a directory mixed with files; exit 1 for
-// files that do not match their manifest), one line saying what to do.
-MergeSources find_sources(const std::vector<Source>& arguments);
+// files that do not match their manifest, or, unless `unfinished` allows
+// them, files in a place that holds an unfinished split's journal; exit 1
+// for such a place named as a directory), one line saying what to do.
+MergeSources find_sources(const std::vector<Source>& arguments, Unfinished unfinished);
 
 // Refuses an output (member `name` of `place`) that is one of the files the
 // merge reads: an input, or the manifest beside them, on any kind of place

@@ -148,8 +148,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   if (job.progress) job.policy.meter = &meter;
   // A team's ranks but 0 write their shares into scratch files (removed when done); rank 0 writes the output
   // (and its share of the shared datasets into a scratch file too, see team.hpp).
+  state.team.place = scratch_place(job, lead ? output->path() : "");
   std::optional<publish::ScratchFile> scratch;
-  if (!lead) scratch.emplace(scratch_path(job.output, job.team->rank, job.team->size));
+  if (!lead) scratch.emplace(state.team.place.path(job.team->rank));
   const std::string temp = lead ? output->path() : scratch->path();
   const h5::Id model_root = h5::open_object(model.get(), "/", {first, "/"});
   h5::Id out = h5::create_file(temp, job.output, {needs_newer_header(ctx, tree, model_root.get())});

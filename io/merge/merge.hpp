@@ -41,7 +41,8 @@ struct MergeJob {
   std::vector<Source> read_besides;  // files read besides the inputs (their manifest): never the output
   // Where the merged file goes: member `output_name` of `place` (which the
   // caller owns; a team's is a local directory); `output` names it in
-  // messages, and a team's scratch files are named after it.
+  // messages. A team's scratch files are named after `output_name`, beside
+  // the file rank 0 writes (team.hpp).
   store::Store* place = nullptr;
   std::string output_name;
   std::string output;

@@ -56,7 +56,7 @@ Segment band_rows(std::uint64_t length, std::uint64_t band, std::uint64_t size, 
 // their scratch file.
 h5::Id own_copy(const Context& ctx, TeamState& state, const std::string& path, hid_t dst) {
   if (!leads(ctx.job)) return h5::Id();
-  const std::string name = scratch_path(ctx.job.output, 0, team_size(ctx.job));
+  const std::string name = state.place.path(0);
   if (!state.own) {
     state.own.emplace(name);
     state.file = h5::create_file(name, name);
@@ -119,9 +119,19 @@ std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace>& places, s
   return out;
 }
 
-std::string scratch_path(const std::string& output, std::uint64_t rank, std::uint64_t size) {
-  const std::filesystem::path out(output);
-  return (out.parent_path() / fmt::format(".{}.rank-{}-of-{}.scratch", out.filename().string(), rank, size)).string();
+std::string ScratchPlace::path(std::uint64_t rank) const {
+  return (std::filesystem::path(dir) / fmt::format(".{}.rank-{}-of-{}.scratch", name, rank, size)).string();
+}
+
+ScratchPlace scratch_place(const MergeJob& job, const std::string& written) {
+  std::string beside = written;
+  if (!leads(job)) {
+    const Source output = job.place->source(job.output_name);
+    if (output.is_remote()) throw Error(fmt::format("internal: a team merge onto {}, not a local file", job.output));
+    beside = output.name();
+  }
+  // A bare name's directory is "" (the current one): its scratch files are named bare too.
+  return {std::filesystem::path(beside).parent_path().string(), job.output_name, team_size(job)};
 }
 
 void close_own_scratch(TeamState& state) {
@@ -193,7 +203,7 @@ void gather_shared_chunks(const Context& ctx, const TeamState& state, hid_t out)
   Scratches scratches;
   const std::uint64_t size = team_size(ctx.job);
   for (std::uint64_t q = 0; q < size; ++q) {
-    scratches.names.push_back(scratch_path(ctx.job.output, q, size));
+    scratches.names.push_back(state.place.path(q));
     scratches.files.push_back(h5::open_local(scratches.names.back(), h5::Cache::Evict));
   }
   for (const auto& [path, leaf] : state.shared) move_chunks(ctx, scratches, path, leaf, out);

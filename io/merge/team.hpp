@@ -24,9 +24,28 @@ struct SharedLeaf {
   h5::Id scratch;  // rank 0: its copy in its scratch file (the others' output is their scratch file)
 };
 
+// Where a team's scratch files go: in the directory of the file rank 0
+// writes (the output's temporary beside it, or the local spool file of an
+// object output), rank q's named .NAME.rank-q-of-P.scratch after the
+// output's member NAME. So they sit on the filesystem the written file
+// does, wherever the output goes, and a rerun's leftovers cleaner (which
+// holds the output's lock: io/publish/leftovers.hpp) knows them.
+struct ScratchPlace {
+  std::string dir;
+  std::string name;
+  std::uint64_t size = 1;
+
+  std::string path(std::uint64_t rank) const;
+};
+
+// The place for `job`; `written` is the file rank 0 writes ("" on the other
+// ranks, whose output is a local directory's member: cli/ refuses others).
+ScratchPlace scratch_place(const MergeJob& job, const std::string& written);
+
 // The split datasets shared out, decided at input 0, and rank 0's scratch
 // file (the other ranks' output is theirs).
 struct TeamState {
+  ScratchPlace place;
   std::optional<publish::ScratchFile> own;  // made at the first shared dataset
   h5::Id file;
   std::map<std::string, SharedLeaf> shared;
@@ -51,7 +70,5 @@ void close_own_scratch(TeamState& state);
 // Rank 0, once every rank has written its share: every shared dataset's
 // chunks, moved as stored from the ranks' scratch files into `out`.
 void gather_shared_chunks(const Context& ctx, const TeamState& state, hid_t out);
-// Rank q's scratch file: DIR/.NAME.rank-q-of-P.scratch
-std::string scratch_path(const std::string& output, std::uint64_t rank, std::uint64_t size);
 
 }  // namespace mb::io::merge

@@ -39,15 +39,17 @@ class Watch {
     const std::lock_guard<std::mutex> hold(mutex_);
     if (!inputs_.contains(input.name())) inputs_.emplace(input.name(), Watched{input.shown(), followed_identity(input.name())});
   }
-  void check() {
+  std::optional<Error> change() {
     const std::lock_guard<std::mutex> hold(mutex_);
     for (const auto& [path, w] : inputs_) {
       if (!w.found) continue;
       const std::optional<FileIdentity> now = followed_identity(path);
       const std::string d = now ? difference(*w.found, *now) : "it is no longer there";
       if (!d.empty())
-        throw environment_error(fmt::format("{}: changed while it was read ({}); nothing was published", w.shown, d));
+        return Error(fmt::format("{}: changed while it was read ({}); nothing was published", w.shown, d),
+                     ErrorKind::Environment, Where{w.shown, ""});
     }
+    return std::nullopt;
   }
 
  private:
@@ -91,6 +93,10 @@ void watch_input(const Source& input) {
   if (!input.is_remote()) watch().add(input);
 }
 
-void check_inputs_unchanged() { watch().check(); }
+void check_inputs_unchanged() {
+  if (std::optional<Error> changed = watch().change()) throw *changed;
+}
+
+std::optional<Error> input_change() { return watch().change(); }
 
 }  // namespace mb::io::run

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/source.hpp"
 
 namespace mb::io::run {
@@ -39,5 +40,9 @@ void watch_input(const Source& input);
 // Throws mb::Error naming the first watched input that changed, or that is
 // no longer there, since it was recorded.
 void check_inputs_unchanged();
+
+// The error check_inputs_unchanged would throw, if any, without throwing:
+// for a run that failed already, whose failure a change explains (cli/main).
+std::optional<Error> input_change();
 
 }  // namespace mb::io::run

@@ -160,7 +160,7 @@ Report verify(const Source& target, const store::Store& place, unsigned threads)
                                   target.shown()));
   if (!target.is_remote() && !fs::exists(target.name(), ec))
     throw Error(fmt::format("{}: no such directory", target.shown()));
-  const merge::MergeSources sources = merge::find_sources({target});
+  const merge::MergeSources sources = merge::find_sources({target}, merge::Unfinished::Refuse);
   if (!sources.manifest)
     throw Error(fmt::format("{}: no split there: give a split directory, or its URL ending in '/'", target.shown()));
   const specs::Manifest& manifest = *sources.manifest;

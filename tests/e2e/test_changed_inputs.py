@@ -4,12 +4,20 @@ run and its end. The run must refuse (exit 3: a rerun reads the new
 version whole; nothing published), never
 publish a mix of the two versions. The pause shim holds the run just after
 it created its first output, when it has read the input's tree but not all
-of its data; the test changes the input, then lets it go on."""
+of its data; the test changes the input, then lets it go on. An input
+truncated, or replaced by a rename, may also fail a read before the end:
+that failure is the change too (exit 3, "changed while it was read"), never
+reported as a corrupt file, in every route (one process, -j workers, a team
+of MPI ranks)."""
+import os
+import shutil
+
 import h5py
 import numpy as np
 import pytest
 
 from conftest import BINARY, assert_one_line_error, h5diff, held_run, listing, run
+from test_mpi import MPI_BINARY, MPI_ENV
 
 
 def make(path, seed=0, rows=64):
@@ -82,3 +90,77 @@ def test_an_unchanged_input_is_not_refused(tmp_path):
     assert res.code == 0, res
     run("merge", out, "-o", tmp_path / "m.h5", check=0)
     assert h5diff(src, tmp_path / "m.h5") == 0
+
+
+def make_deep(path, rows=64):
+    """A batch whose tree the split reads again as it copies: a gzip tensor whose chunks straddle the cuts
+    (decompressed, not copied as stored), then a group of 200 small datasets, whose metadata lies in the
+    file's last three quarters."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("z", data=np.random.default_rng(3).integers(0, 1 << 30, size=(rows, 256)),
+                         chunks=(5, 256), compression="gzip")
+        for i in range(200):
+            f[f"g/d{i:03d}"] = np.arange(rows, dtype=np.int32) + i
+    return path
+
+
+def truncate(path):
+    """The file cut to a quarter of its size, in place (the same inode): what lay beyond now reads as zeros."""
+    os.truncate(path, path.stat().st_size // 4)
+
+
+def replace_by_rename(path):
+    """Another file renamed over it (what `cp x tmp && mv tmp path` does): a truncated copy of it."""
+    other = path.with_name(path.name + ".new")
+    shutil.copyfile(path, other)
+    os.truncate(other, other.stat().st_size // 4)
+    os.replace(other, path)
+
+
+@pytest.mark.parametrize("change", [truncate, replace_by_rename])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_split_whose_input_was_cut_while_read_says_it_changed(tmp_path, change, jobs):
+    # The reads that meet the cut fail, as they would on a corrupt file; the run is refused as changed.
+    src = make_deep(tmp_path / "in.h5")
+    out = tmp_path / "mb"
+    res = held_run(tmp_path, [BINARY, "split", src, "-n", 4, "-j", jobs, "--buffer-size", 1, "-o", out],
+                   lambda _: change(src))
+    assert_one_line_error(res, 3, str(src), "changed while it was read")
+    assert not out.exists() or listing(out) == [], listing(out)
+
+
+@pytest.mark.parametrize("change", [truncate, replace_by_rename])
+def test_a_microbatch_file_cut_while_merge_reads_says_it_changed(tmp_path, change):
+    src = make_deep(tmp_path / "in.h5")
+    run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+    victim = tmp_path / "mb" / "microbatch-00002.h5"
+    merged = tmp_path / "m.h5"
+    res = held_run(tmp_path, [BINARY, "merge", tmp_path / "mb", "-o", merged], lambda _: change(victim))
+    assert_one_line_error(res, 3, "microbatch-00002.h5", "changed while it was read")
+    assert not merged.exists()
+    assert [n for n in listing(tmp_path) if n.startswith(".m.h5")] == []
+
+
+@pytest.mark.skipif(not MPI_BINARY or shutil.which("mpirun") is None, reason="needs microbatch-mpi and mpirun")
+@pytest.mark.parametrize("command", ["split", "merge"])
+def test_a_team_whose_input_was_cut_while_read_says_it_changed(tmp_path, command):
+    # Every rank that meets the cut, or finds the input changed, says so; mpirun passes exit 3 on.
+    src = make_deep(tmp_path / "in.h5")
+    if command == "split":
+        victim, out, args = src, tmp_path / "mb", ["split", src, "-n", 4, "--buffer-size", 1, "-o", tmp_path / "mb"]
+    else:
+        run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+        victim, out, args = tmp_path / "mb" / "microbatch-00002.h5", tmp_path / "m.h5", ["merge", tmp_path / "mb",
+                                                                                           "-o", tmp_path / "m.h5"]
+    argv = ["mpirun", "--oversubscribe", "-np", "2", MPI_BINARY, *args]
+    res = held_run(tmp_path, argv, lambda _: truncate(victim), env=MPI_ENV)
+    assert res.code == 3, res
+    errors = [line for line in res.err.splitlines() if line.startswith("microbatch: error: ")]
+    assert errors and all("changed while it was read" in e or "failed (its own message says why)" in e
+                          for e in errors), res
+    assert any(victim.name in e and "changed while it was read" in e for e in errors), res
+    assert "cannot" not in res.err and "corrupt" not in res.err, res
+    if command == "split":
+        assert not out.exists() or [n for n in listing(out) if not n.startswith(".")] == [], listing(out)
+    else:
+        assert not out.exists()

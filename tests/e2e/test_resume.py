@@ -283,6 +283,56 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
     assert (summary(again, "split-summary")["kept_files"], summary(again, "split-summary")["data_bytes"]) == (FILES, 0)
 
 
+def test_merge_of_a_prefixs_unfinished_split_refuses_unless_allowed(s3, tmp_path, batch):
+    src, spec, _ = batch
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    env = dict(s3.env(ENV), TMPDIR=str(spool))
+    prefix = s3.s3_url("unfinished/")
+    argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", prefix, "--resume", "-q", "--uploads", "1"]
+    held_run(tmp_path, argv, kill_all, env=env, close=f".{names(6)}.tmp-", resume=False)
+    up = objects(s3, "unfinished")
+    kept = sorted(n for n in up if f".{n}.journal" in up)
+    assert kept and "manifest.json" not in up, sorted(up)
+    res = run("merge", prefix, "-o", tmp_path / "m.h5", env=env)
+    assert_one_line_error(res, 1, prefix, "an unfinished split", "with --resume")
+    urls = [prefix + n for n in kept]
+    res = run("merge", *urls, "-o", tmp_path / "m.h5", env=env)
+    assert_one_line_error(res, 1, urls[0], "unfinished split", "with --resume", "--allow-unfinished")
+    assert not (tmp_path / "m.h5").exists()
+    run("merge", *urls, "-o", tmp_path / "m.h5", "--allow-unfinished", env=env, check=0)
+    assert_rows_of(tmp_path / "m.h5", src, len(kept))
+
+
+def assert_rows_of(merged, src, files):
+    """`merged` holds the input's first `files` microbatches, exactly (8 rows each)."""
+    rows = files * 64 // FILES
+    with h5py.File(merged, "r") as m, h5py.File(src, "r") as f:
+        assert m["x"].shape[0] == rows
+        assert np.array_equal(m["x"][...], f["x"][:rows]) and np.array_equal(m["index"][...], f["index"][:rows])
+
+
+def test_merge_of_an_unfinished_split_refuses_unless_allowed(tmp_path, batch):
+    out = tmp_path / "out"
+    stopped_run(tmp_path, batch, out, kill_all)  # files 0..2 published, each with its journal entry
+    published = stamps(out)
+    assert published and journal(out) and "manifest.json" not in listing(out), listing(out)
+    merged = tmp_path / "m.h5"
+    res = run("merge", out, "-o", merged)
+    assert_one_line_error(res, 1, str(out), "an unfinished split", f"{len(published)} files", "with --resume")
+    assert "merge also takes the files" not in res.err
+    assert_one_line_error(run("verify", out), 1, str(out), "an unfinished split", "with --resume")
+    files = [out / n for n in sorted(published)]
+    res = run("merge", *files, "-o", merged)
+    assert_one_line_error(res, 1, str(files[0]), "unfinished split", "with --resume", "--allow-unfinished")
+    assert not merged.exists()
+    run("merge", *files, "-o", merged, "--allow-unfinished", check=0)
+    assert_rows_of(merged, batch[0], len(files))
+    assert stamps(out) == published  # the unfinished split is as it was: a rerun finishes it
+    assert resumed(batch, out)["kept_files"] == len(published)
+    assert_same_as(out, batch[2])
+
+
 def split_files(out):
     """The split's files and manifest (a split by shards keeps its part records beside them)."""
     return [n for n in listing(out) if not n.startswith("part-")]

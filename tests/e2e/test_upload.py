@@ -377,6 +377,25 @@ def test_merge_uploads_its_output_whole_and_refuses_to_replace_without_force(s3,
     assert_one_line_error(run("merge", tmp_path / "mb", "-o", url, "--virtual", env=env), 2, "--virtual")
 
 
+def test_merge_to_an_object_of_chunks_that_straddle_the_cuts_gives_the_local_merge(s3, env, tmp_path):
+    # gzip chunks of 8 rows, cut into 7 microbatches of 14-15 rows: merging re-encodes them through a scratch
+    # file, which lives beside the local spool file, not at a path made from the object's name.
+    src = tmp_path / "gz.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(11).random((100, 4096), dtype=np.float32),
+                         chunks=(8, 4096), compression="gzip")
+        f["y"] = np.arange(100)
+    run("split", src, "-n", 7, "-o", tmp_path / "mb", check=0)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "local.h5", check=0)
+    url = s3.s3_url("straddled/m.h5")
+    run("merge", tmp_path / "mb", "-o", url, env=env, check=0)
+    got = objects(s3, "straddled")
+    assert list(got) == ["m.h5"]
+    assert filecmp.cmp(got["m.h5"], tmp_path / "local.h5", shallow=False)
+    assert h5diff(src, got["m.h5"]) == 0
+    assert listing(env["TMPDIR"]) == []
+
+
 def test_a_merge_that_fails_uploads_nothing(s3, env, tmp_path):
     src = make_big(tmp_path / "big.h5", rows=4, megabytes_per_row=1)
     run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
