@@ -338,6 +338,66 @@ def test_cp_pad_usage_and_what_it_refuses(tmp_path):
     assert not (tmp_path / "mb").exists()
 
 
+def merge_split(route, mb, spec, flags, out):
+    """Merges the --cp-pad split in `mb` by `route`: its directory (the manifest gives files, order and spec), its
+    files one by one with the spec and the split's layout flags, or its directory by an MPI team of 2 ranks."""
+    if route == "files":
+        files = [mb / e["name"] for e in json.loads((mb / "manifest.json").read_text())["files"]]
+        layout, given = [], iter(flags)
+        for flag in given:
+            if flag in ("-n", "--on-short"):
+                next(given)  # and its value: split's own
+            else:
+                layout.append(flag)
+        return run("merge", *files, "-s", spec, *layout, "-o", out)
+    if route == "mpi":
+        from test_mpi import MPI_BINARY, mpirun
+        if MPI_BINARY is None or shutil.which("mpirun") is None:
+            pytest.skip("needs microbatch-mpi and mpirun")
+        return mpirun(2, MPI_BINARY, "merge", mb, "-o", out)
+    return run("merge", mb, "-o", out)
+
+
+# Splits with files that hold no sequences: more microbatches than documents (--on-short empty), and a
+# per-rank cell without documents.
+EMPTY_FILES = {
+    "one-document": ([5], ["-n", 2, "--cp-degree", 2, "--cp-pad", "--on-short", "empty"]),
+    "three-microbatches": ([5, 3], ["-n", 3, "--cp-degree", 2, "--cp-pad", "--on-short", "empty"]),
+    "per-rank-cell": ([5, 3, 2], ["-n", 2, "--dp-degree", 2, "--cp-degree", 2, "--cp-pad", "--on-short", "empty",
+                                  "--layout", "per-rank"]),
+}
+
+
+@pytest.mark.parametrize("route", ["directory", "files", "mpi"])
+@pytest.mark.parametrize("case", list(EMPTY_FILES))
+def test_cp_pad_files_without_sequences_merge_back(tmp_path, case, route):
+    """A --cp-pad split in which some files hold no sequences (offsets [0], no tokens, no rows per sequence)
+    merges back to the input exactly, by every route."""
+    lengths, flags = EMPTY_FILES[case]
+    src = tmp_path / "in.h5"
+    make_pad_batch(src, lengths, np.int64)
+    spec = write_spec(tmp_path / "s.json", PAD_SPEC)
+    run("split", src, "-s", spec, *flags, "-o", tmp_path / "mb", check=0)
+    run("verify", tmp_path / "mb", check=0)
+    empty = []
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    for k, e in enumerate(m["files"]):
+        with h5py.File(tmp_path / "mb" / e["name"]) as f:
+            if list(f["cu_seqlens"][()]) == [0]:
+                empty.append(e["name"])
+                assert f["tokens"].shape == (0,) and f["labels"].shape == (2, 0) and f["seq_ids"].shape == (0,)
+                # No rows, no row range: as "rows" says it.
+                assert m["datasets"]["/tokens"]["rows"][k] == m["datasets"]["/tokens"]["file_rows"][k] == []
+    assert empty, "the case must hold a file without sequences"
+    res = merge_split(route, tmp_path / "mb", spec, flags, tmp_path / "out.h5")
+    assert res.code == 0, res
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    with h5py.File(src) as a, h5py.File(tmp_path / "out.h5") as b:
+        assert sorted(a) == sorted(b)
+        for name in a:
+            assert a[name].dtype == b[name].dtype and np.array_equal(a[name][()], b[name][()]), name
+
+
 @pytest.mark.parametrize("c", [1, 2])
 def test_virtual_merge_of_packed_dp_cells(tmp_path, c):
     src = tmp_path / "in.h5"
