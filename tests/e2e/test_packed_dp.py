@@ -398,6 +398,78 @@ def test_cp_pad_files_without_sequences_merge_back(tmp_path, case, route):
             assert a[name].dtype == b[name].dtype and np.array_equal(a[name][()], b[name][()]), name
 
 
+def make_mask_batch(path, lengths):
+    """make_pad_batch's batch with h5py bool masks: loss_mask [T] (True but on each document's first token) and
+    attn [2, T] (True on even tokens, then odd ones), and an h5py enum that is not bool, kind [T]."""
+    def masks(f, offsets):
+        total = int(offsets[-1])
+        f["loss_mask"] = np.isin(np.arange(total), offsets[:-1], invert=True)
+        f["attn"] = np.stack([np.arange(total) % 2 == 0, np.arange(total) % 2 == 1])
+        f.create_dataset("kind", data=np.arange(total, dtype=np.int8) % 3,
+                         dtype=h5py.enum_dtype({"A": 0, "B": 1, "C": 2}, basetype="i1"))
+    return make_packed(path, lengths, offsets_dtype=np.int64, members=("tokens", "cu_seqlens", "seq_ids"),
+                       fill=masks)
+
+
+MASK_SPEC = {"tokens": {"packed": "/cu_seqlens", "pad": -100}, "cu_seqlens": "offsets",
+             "seq_ids": {"per_sequence": "/cu_seqlens"}, "loss_mask": {"packed": "/cu_seqlens"},
+             "attn": {"packed": "/cu_seqlens", "axis": -1, "pad": True}, "kind": "replicate"}
+
+
+@pytest.mark.parametrize("route", ["directory", "files"])
+def test_cp_pad_pads_bool_masks_with_false_or_the_spec_s_bool(tmp_path, route):
+    """h5py's bool (an HDF5 enum of int8 FALSE 0, TRUE 1): padded with False, or with the leaf's "pad": true /
+    false; the manifest's spec keeps the pad a JSON boolean; merge gives the input back exactly."""
+    lengths, c = [5, 1, 9, 3, 0, 7], 2
+    src = tmp_path / "in.h5"
+    offsets = make_mask_batch(src, lengths)
+    spec_text = {**MASK_SPEC, "loss_mask": {"packed": "/cu_seqlens", "pad": False}} if route == "files" else MASK_SPEC
+    spec = write_spec(tmp_path / "s.json", spec_text)
+    flags = ["-n", 2, "--cp-degree", c, "--cp-pad"]
+    run("split", src, "-s", spec, *flags, "-o", tmp_path / "mb", check=0)
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    assert m["spec"]["attn"]["pad"] is True
+    assert m["spec"]["loss_mask"].get("pad", "none") is (False if route == "files" else "none")
+    cells = [tuple(x) for x in m["sequences"]["runs"]]
+    with h5py.File(src) as f:
+        loss, attn = f["loss_mask"][()], f["attn"][()]
+    for k, e in enumerate(m["files"]):
+        i, r = m["placement"][k]["microbatch"], m["placement"][k]["cp_rank"]
+        want_loss, want_attn = [], []
+        for s in range(*cells[i]):
+            lo, hi = int(offsets[s]), int(offsets[s + 1])
+            rows = te_rank_rows(hi - lo, c, r)
+            want_loss += [bool(loss[lo + p]) if p >= 0 else False for p in rows]
+            want_attn += [list(attn[:, lo + p]) if p >= 0 else [True, True] for p in rows]
+        with h5py.File(tmp_path / "mb" / e["name"]) as piece:
+            assert piece["loss_mask"].dtype == np.bool_ and piece["attn"].dtype == np.bool_
+            assert list(piece["loss_mask"][()]) == want_loss, e["name"]
+            assert np.array_equal(piece["attn"][()], np.array(want_attn, dtype=bool).reshape(-1, 2).T), e["name"]
+    res = merge_split(route, tmp_path / "mb", spec, flags, tmp_path / "out.h5")
+    assert res.code == 0, res
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    with h5py.File(src) as a, h5py.File(tmp_path / "out.h5") as b:
+        for name in ("loss_mask", "attn", "kind"):
+            assert a[name].dtype == b[name].dtype and np.array_equal(a[name][()], b[name][()]), name
+
+
+@pytest.mark.parametrize("change,needles", [
+    ({"loss_mask": {"packed": "/cu_seqlens", "pad": 0}},
+     ["in.h5: /loss_mask: \"pad\": 0 is a number, but the dataset holds bool: give \"pad\": true or false"]),
+    ({"tokens": {"packed": "/cu_seqlens", "pad": True}},
+     ["in.h5: /tokens: \"pad\": true is a bool, but the dataset holds int64: give a number"]),
+    ({"kind": {"packed": "/cu_seqlens"}},
+     ["in.h5: /kind: --cp-pad pads integer, floating-point and bool data only, not enum"]),
+])
+def test_cp_pad_refuses_a_pad_of_the_other_kind_and_other_enums(tmp_path, change, needles):
+    src = tmp_path / "in.h5"
+    make_mask_batch(src, [5, 1, 9, 3])
+    spec = write_spec(tmp_path / "s.json", {**MASK_SPEC, **change})
+    res = run("split", src, "-s", spec, "-n", 2, "--cp-degree", 2, "--cp-pad", "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, *needles)
+    assert not (tmp_path / "mb").exists()
+
+
 @pytest.mark.parametrize("c", [1, 2])
 def test_virtual_merge_of_packed_dp_cells(tmp_path, c):
     src = tmp_path / "in.h5"
