@@ -1,6 +1,7 @@
 // microbatch: wires the subcommands, logs, and maps errors to exit codes
 // (0 success, 1 data or spec wrong, 2 command line wrong, 3 a retry may
-// help, 130 interrupted).
+// help, 4 a crash of microbatch's own code (the crash guard's), 130
+// interrupted).
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -101,7 +102,9 @@ int run(int argc, char** argv) {
   raise_open_file_limit();
   mb::io::h5::init_library();
   mb::io::run::install_interrupt_handlers();
-  mb::io::run::install_crash_guard();
+  mb::io::run::install_crash_guard(MICROBATCH_VERSION);
+  // Test-only (docs/testing.md): our own code faults at that HDF5 object.
+  if (const char* at = mb::cli::process_settings().get("MICROBATCH_TEST_FAULT")) mb::io::run::arm_test_fault(at);
 
   // Named, so that usage lines say "microbatch", not argv[0]'s whole path.
   CLI::App app{"microbatch: cut HDF5 batches into microbatches and glue them back", "microbatch"};
@@ -112,7 +115,8 @@ int run(int argc, char** argv) {
   app.footer(
       "Run 'microbatch COMMAND --help' for a command's options and an example.\n"
       "Exit status: 0 success, 1 data or spec wrong, 2 command line wrong, 3 a retry may help (no space, I/O\n"
-      "error, network, output locked by another run, input changed while read), 130 interrupted.");
+      "error, network, output locked by another run, input changed while read), 4 microbatch itself crashed (a\n"
+      "defect: please report it), 130 interrupted.");
   mb::cli::add_common_options(app);
   mb::cli::setup_split(app);
   mb::cli::setup_merge(app);

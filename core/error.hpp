@@ -3,8 +3,9 @@
 // the data or the spec is wrong -> 1, the command line is wrong -> 2, the
 // environment failed in a way a retry may cure (no space, an I/O error, the
 // network, an output locked by another run, an input changed while read)
-// -> 3, a stop signal (SIGINT, SIGTERM, SIGHUP) -> 130. Messages are one
-// line and name the file and HDF5 path.
+// -> 3, a stop signal (SIGINT, SIGTERM, SIGHUP) -> 130; a crash of
+// microbatch's own code -> 4. Messages are one line and name the file and
+// HDF5 path.
 #include <cerrno>
 #include <stdexcept>
 #include <string>
@@ -12,7 +13,9 @@
 
 namespace mb {
 
-enum class ErrorKind { Data = 1, Usage = 2, Environment = 3, Interrupted = 130 };
+// Defect: microbatch's own code crashed (io/run/guard.hpp); never thrown,
+// the crash guard exits with it.
+enum class ErrorKind { Data = 1, Usage = 2, Environment = 3, Defect = 4, Interrupted = 130 };
 
 // What a failed system call's errno says of a retry: out of space or quota,
 // an I/O error, a lock held, the network: Environment; anything else (a

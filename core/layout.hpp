@@ -21,7 +21,9 @@ struct Segment {
   friend bool operator==(const Segment&, const Segment&) = default;
 };
 
-// The rows of one microbatch, in order.
+// The rows of one microbatch, in order. No segment is empty (count 0): a
+// microbatch without rows has no segment, and code that reads a segment's
+// first or last row relies on it.
 using RowMap = std::vector<Segment>;
 
 std::uint64_t rows_in(const RowMap& map);

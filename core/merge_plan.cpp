@@ -18,7 +18,8 @@ bool packed_family(const LeafRule& rule) {
 }
 
 // Offsets: input 0's rows as they are, every later input's rows after its
-// leading 0 (which the merged offsets hold once).
+// leading 0 (which the merged offsets hold once). A later input without
+// sequences (its offsets only [0]) fills no rows: its map is empty.
 MergedLeaf plan_offsets(const NodeInfo& node, const std::vector<std::uint64_t>& lengths) {
   MergedLeaf leaf{0, node.shape, {}, {}, {}, {}, false, {}, {}};
   std::uint64_t at = 0;
@@ -26,7 +27,8 @@ MergedLeaf plan_offsets(const NodeInfo& node, const std::vector<std::uint64_t>& 
     if (lengths[i] == 0)
       throw Error(fmt::format("{}: microbatch {} holds no offsets (they start with 0)", node.path, i));
     const std::uint64_t skip = i == 0 ? 0 : 1;
-    leaf.maps.push_back({{at, lengths[i] - skip, 1}});
+    leaf.maps.emplace_back();
+    append_rows(leaf.maps.back(), at, lengths[i] - skip);
     at += lengths[i] - skip;
   }
   leaf.dims[0] = at;

@@ -33,12 +33,18 @@ const char* quantity_name(Quantity q);
 const std::vector<std::string>& leaf_keys();
 
 // A packed leaf's pad value (--cp-pad), as the spec writes it: an integer
-// (up to int64) or a number. Whether it fits the dataset's type is checked
-// where the type is known (io/h5/types.hpp, pad_element).
+// (up to int64), a number, or a bool (for h5py's bool data: true or
+// false). Whether it fits the dataset's type is checked where the type is
+// known (io/h5/types.hpp, pad_element).
 struct PadValue {
-  bool integral = true;
+  enum class Kind { Integer, Number, Bool };
+  Kind kind = Kind::Integer;
   std::int64_t integer = 0;
   double number = 0;
+  bool flag = false;
+  static PadValue of_integer(std::int64_t v) { return {Kind::Integer, v, 0, false}; }
+  static PadValue of_number(double v) { return {Kind::Number, 0, v, false}; }
+  static PadValue of_bool(bool v) { return {Kind::Bool, 0, 0, v}; }
   friend bool operator==(const PadValue&, const PadValue&) = default;
 };
 
@@ -78,7 +84,8 @@ struct LeafRule {
   // Derive only: the element of a 1-D integer leaf that is derived (a
   // shape's row count); the other elements are replicated. None: rank 0.
   std::optional<int> element;
-  // Packed only: what --cp-pad pads its documents with (none: 0).
+  // Packed only: what --cp-pad pads its documents with (none: 0, or False
+  // for bool data).
   std::optional<PadValue> pad;
 
   static LeafRule split(int axis) {

@@ -87,6 +87,20 @@ std::string weight_key(const LeafRule& rule) {
   return rule.weight_attribute.empty() ? part(rule.weight) : part(rule.weight) + "@" + part(rule.weight_attribute);
 }
 
+namespace {
+
+// A pad as the spec wrote it: true / false stay JSON booleans, so that the
+// manifest's spec reads back as the same pad.
+nlohmann::ordered_json pad_json(const PadValue& pad) {
+  switch (pad.kind) {
+    case PadValue::Kind::Integer: return pad.integer;
+    case PadValue::Kind::Number: return pad.number;
+    case PadValue::Kind::Bool: return pad.flag;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
   using json = nlohmann::ordered_json;
@@ -109,7 +123,7 @@ nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
     case LeafRule::Mode::Packed: {
       json out = spec ? json{{"packed", escape_name(rule.offsets)}, {"axis", rule.axis}}
                       : json{{"mode", "packed"}, {"offsets", escape_name(rule.offsets)}, {"axis", rule.axis}};
-      if (rule.pad) out["pad"] = rule.pad->integral ? json(rule.pad->integer) : json(rule.pad->number);
+      if (rule.pad) out["pad"] = pad_json(*rule.pad);
       return out;
     }
     case LeafRule::Mode::PerSequence:

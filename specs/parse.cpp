@@ -239,12 +239,13 @@ class Converter {
     return SpecNode::make_leaf(rule);
   }
 
-  // "pad": an integer (up to int64) or a finite number.
+  // "pad": an integer (up to int64), a finite number, or true / false.
   PadValue pad_of(const JNode& j) const {
-    if (j.type == JNode::Type::Integer && j.integer_fits) return {true, j.integer, 0};
-    if (j.type == JNode::Type::Float && std::isfinite(j.number)) return {false, 0, j.number};
+    if (j.type == JNode::Type::Integer && j.integer_fits) return PadValue::of_integer(j.integer);
+    if (j.type == JNode::Type::Float && std::isfinite(j.number)) return PadValue::of_number(j.number);
+    if (j.type == JNode::Type::Bool) return PadValue::of_bool(j.boolean);
     b_.fail(j.pos, "\"pad\" takes a number (the value --cp-pad pads documents with), an integer within int64 or a "
-                   "finite float");
+                   "finite float, or true or false for bool data");
   }
 
   // A key's or a path's name as written (see unescape_name), or an error

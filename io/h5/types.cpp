@@ -310,7 +310,12 @@ bool is_committed(hid_t type, const Location& where) {
 namespace {
 
 std::string pad_text(const PadValue& pad) {
-  return pad.integral ? std::to_string(pad.integer) : fmt::format("{}", pad.number);
+  switch (pad.kind) {
+    case PadValue::Kind::Integer: return std::to_string(pad.integer);
+    case PadValue::Kind::Number: return fmt::format("{}", pad.number);
+    case PadValue::Kind::Bool: return pad.flag ? "true" : "false";
+  }
+  return {};
 }
 
 // `value` (of native type `from`) converted to `type` and back: equal only
@@ -332,19 +337,40 @@ std::vector<unsigned char> exactly(hid_t type, hid_t from, T value, const Locati
 
 }  // namespace
 
-std::vector<unsigned char> pad_element(hid_t type, const PadValue& pad, const Location& where) {
+namespace {
+
+// h5py's bool padded: the bytes of its FALSE or TRUE member, as the type
+// itself stores them (whatever its base type and byte order).
+std::vector<unsigned char> bool_pad(hid_t type, const std::optional<PadValue>& pad, const Location& where) {
+  if (pad && pad->kind != PadValue::Kind::Bool)
+    throw Error(fmt::format("{}: \"pad\": {} is a number, but the dataset holds bool: give \"pad\": true or false",
+                            where.describe(), pad_text(*pad)));
+  std::vector<unsigned char> element(size_of(type, where));
+  check(H5Tenum_valueof(type, pad && pad->flag ? "TRUE" : "FALSE", element.data()), where,
+        "cannot read a bool's members");
+  return element;
+}
+
+}  // namespace
+
+std::vector<unsigned char> pad_element(hid_t type, const std::optional<PadValue>& pad, const Location& where) {
   const H5T_class_t cls = class_of(type, where);
+  if (cls == H5T_ENUM && is_h5py_bool(type)) return bool_pad(type, pad, where);
   if (cls != H5T_INTEGER && cls != H5T_FLOAT)
-    throw Error(fmt::format("{}: --cp-pad pads integer and floating-point data only, not {}", where.describe(),
+    throw Error(fmt::format("{}: --cp-pad pads integer, floating-point and bool data only, not {}", where.describe(),
                             dtype_name(type)));
+  if (pad && pad->kind == PadValue::Kind::Bool)
+    throw Error(fmt::format("{}: \"pad\": {} is a bool, but the dataset holds {}: give a number",
+                            where.describe(), pad_text(*pad), dtype_name(type)));
+  const PadValue value = pad.value_or(PadValue{});  // 0
   std::vector<unsigned char> element;
-  if (pad.integral) {
-    element = exactly(type, H5T_NATIVE_INT64, pad.integer, where);
+  if (value.kind == PadValue::Kind::Integer) {
+    element = exactly(type, H5T_NATIVE_INT64, value.integer, where);
   } else if (cls == H5T_FLOAT) {
-    element = exactly(type, H5T_NATIVE_DOUBLE, pad.number, where);
+    element = exactly(type, H5T_NATIVE_DOUBLE, value.number, where);
   }
   if (element.empty())
-    throw Error(fmt::format("{}: pad {} does not fit {}", where.describe(), pad_text(pad), dtype_name(type)));
+    throw Error(fmt::format("{}: pad {} does not fit {}", where.describe(), pad_text(value), dtype_name(type)));
   return element;
 }
 

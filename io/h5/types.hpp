@@ -62,10 +62,13 @@ std::optional<NumKind> numeric_kind(hid_t type);
 // HDF5 converts nothing and the rounding is ours.
 hid_t native_type(NumKind kind);
 
-// One element of `type` (integer or floating-point) holding `pad` exactly,
-// in the type's own byte order: what --cp-pad writes. Throws mb::Error
-// naming the dataset, the value and the type for a value the type cannot
-// hold (HDF5 would clamp or round it) or a type that is not a number.
-std::vector<unsigned char> pad_element(hid_t type, const PadValue& pad, const Location& where);
+// One element of `type` holding `pad` exactly, in the type's own byte
+// order: what --cp-pad writes. Integers and floats take a number (none: 0),
+// h5py's bool (an enum of FALSE and TRUE) takes true or false (none:
+// false). Throws mb::Error naming the dataset for a value the type cannot
+// hold (HDF5 would clamp or round it), a bool pad for numbers or a number
+// for bool data, and any other type (other enums: which member pads is no
+// number's to say).
+std::vector<unsigned char> pad_element(hid_t type, const std::optional<PadValue>& pad, const Location& where);
 
 }  // namespace mb::io::h5

@@ -1,8 +1,10 @@
 #include "io/run/guard.hpp"
 
 #include <fmt/core.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/fault.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/threads.hpp"
 
@@ -204,16 +207,133 @@ extern "C" void on_grace_expired(int) {
 constinit std::atomic<bool> g_crashed{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_crash(int sig) {
+// What the crash handler reads, made before it is installed: whose code is
+// where, and the version a defect report names.
+CodeMap g_code;
+constinit char g_version[64] = "";
+// The test-only fault (arm_test_fault): the HDF5 path at whose activity
+// our own code faults; empty: never. Set before any work, read by the main thread.
+std::string& test_fault_path() {
+  static std::string path;
+  return path;
+}
+
+// ASan and TSan put their interceptors of the C library into the executable (fault.hpp).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kIntercepted = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kIntercepted = true;
+#else
+constexpr bool kIntercepted = false;
+#endif
+#else
+constexpr bool kIntercepted = false;
+#endif
+
+// The faulting instruction and the return address a call would have left
+// (fault.hpp's FaultSite), from the signal's saved registers.
+void registers_of(const void* context, FaultSite& site) {
+  if (context == nullptr) return;
+  const auto& regs = static_cast<const ucontext_t*>(context)->uc_mcontext;
+#if defined(__x86_64__)
+  site.pc = static_cast<std::uintptr_t>(regs.gregs[REG_RIP]);
+  site.return_address = *reinterpret_cast<const std::uintptr_t*>(regs.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  site.pc = regs.pc;
+  site.return_address = regs.regs[30];
+#else
+  (void)regs;  // no registers known: the backtrace alone decides
+#endif
+}
+
+// Whose the fault is. backtrace() was called once at install, so that its
+// first call's loading of the unwinder (which allocates) is not here.
+Blame blame_this_fault(const void* context) {
+  static void* raw[128];
+  static std::uintptr_t frames[128];
+  FaultSite site;
+  registers_of(context, site);
+  const int n = ::backtrace(raw, 128);
+  for (int i = 0; i < n; ++i) frames[i] = reinterpret_cast<std::uintptr_t>(raw[i]);
+  site.frames = frames;
+  site.frame_count = n > 0 ? static_cast<std::size_t>(n) : 0;
+  site.intercepted = kIntercepted;
+  return blame_fault(g_code, site);
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    default: return "a fatal signal";
+  }
+}
+
+// A message assembled without allocation, cut at its size.
+class Text {
+ public:
+  Text& operator<<(const char* part) {
+    for (; *part != '\0' && n_ + 1 < sizeof data_; ++part) data_[n_++] = *part;
+    data_[n_] = '\0';
+    return *this;
+  }
+  const char* c_str() const { return data_; }
+
+ private:
+  char data_[512] = "";
+  std::size_t n_ = 0;
+};
+
+constinit Text g_crash_text;  // the crash handler's line (only the first crashing thread writes it)
+
+// Writes `n` in decimal (a pid), without allocation.
+Text& operator<<(Text& text, long n) {
+  char digits[24];
+  int k = 0;
+  do {
+    digits[k++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && k < 23);
+  char out[24];
+  for (int i = 0; i < k; ++i) out[i] = digits[k - 1 - i];
+  out[k] = '\0';
+  return text << static_cast<const char*>(out);
+}
+
+// A fatal signal that another process sent (kill -SEGV): no code of this
+// one faulted, so neither the library nor microbatch is to blame.
+bool sent_by_another_process(const siginfo_t* info) {
+  return info != nullptr && info->si_code <= 0 && info->si_pid != ::getpid();
+}
+
+extern "C" void on_crash(int sig, siginfo_t* info, void* context) {
   if (g_crashed.exchange(true)) {
     for (;;) ::pause();  // another thread's handler ends the process
   }
-  const char* what = "the HDF5 library crashed reading this (SIGABRT); the file is probably corrupt";
-  if (sig == SIGSEGV) what = "the HDF5 library crashed reading this (SIGSEGV); the file is probably corrupt";
-  if (sig == SIGBUS) what = "the HDF5 library crashed reading this (SIGBUS); the file is probably corrupt";
-  if (sig == SIGFPE) what = "the HDF5 library crashed reading this (SIGFPE); the file is probably corrupt";
-  if (sig == SIGILL) what = "the HDF5 library crashed reading this (SIGILL); the file is probably corrupt";
-  remove_temporaries_and_exit(what, 1);
+  Text& what = g_crash_text;
+  if (sent_by_another_process(info)) {
+    what << "stopped by " << signal_name(sig) << " sent by process " << static_cast<long>(info->si_pid)
+         << " (not a crash)";
+    remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Data));
+  }
+  if (blame_this_fault(context) == Blame::Library) {
+    what << "the HDF5 library crashed reading this (" << signal_name(sig) << "); the file is probably corrupt";
+    remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Data));
+  }
+  what << "microbatch " << (g_version[0] ? g_version : "(unknown version)") << " crashed (" << signal_name(sig)
+       << ") in its own code: a defect of microbatch, not of the input; please report it";
+  remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Defect));
+}
+
+// Our own code faulting, for the tests (arm_test_fault): a volatile write
+// (never left out) through a null pointer the compiler cannot see is null.
+[[gnu::noinline]] void fault_in_own_code() {
+  volatile int* volatile nowhere = nullptr;
+  *nowhere = 1;
 }
 
 void set_handler(int sig, void (*handler)(int), int flags = 0) {
@@ -221,6 +341,14 @@ void set_handler(int sig, void (*handler)(int), int flags = 0) {
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = flags;
+  sigaction(sig, &sa, nullptr);
+}
+
+void set_crash_handler(int sig) {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_crash;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_SIGINFO;
   sigaction(sig, &sa, nullptr);
 }
 
@@ -240,11 +368,20 @@ void throw_if_interrupted() {
 
 bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
 
-void install_crash_guard() {
+void install_crash_guard(std::string_view version) {
+  const std::size_t n = std::min(version.size(), sizeof g_version - 1);
+  std::memcpy(g_version, version.data(), n);
+  g_version[n] = '\0';
+  g_code = CodeMap();
+  map_loaded_code(g_code);  // libhdf5 is linked in, hence loaded by now
+  void* warm[1];
+  ::backtrace(warm, 1);
   // A fault inside the handler itself finds its signal blocked on that thread: the kernel ends the process.
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) set_handler(sig, on_crash);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) set_crash_handler(sig);
   std::signal(SIGXFSZ, SIG_IGN);
 }
+
+void arm_test_fault(const std::string& path) { test_fault_path() = path; }
 
 void start_stall_watchdog(unsigned seconds) {
   if (seconds == 0) return;
@@ -282,6 +419,7 @@ void start_stall_watchdog(unsigned seconds) {
 void note_activity(const std::string& file, const std::string& path) {
   g_activity.store(file, path);
   g_progress.fetch_add(1, std::memory_order_relaxed);
+  if (!test_fault_path().empty() && path == test_fault_path()) fault_in_own_code();
 }
 
 void note_progress() { g_progress.fetch_add(1, std::memory_order_relaxed); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace mb::io::run {
 
@@ -23,10 +24,18 @@ bool interrupted();
 // Crash containment. libhdf5 1.10.8 can crash on corrupt metadata (its
 // global-heap reader on a damaged variable-length string, for one). On
 // SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT the guard removes every
-// registered temporary, prints one line naming the object being read, and
-// exits 1. SIGXFSZ is ignored, so a file-size limit fails the write (a clean
-// error) instead of killing the process.
-void install_crash_guard();
+// registered temporary and prints one line naming the object being read:
+// a fault of libhdf5's (fault.hpp says how it is told) says that the file
+// is probably corrupt, exit 1; any other is a defect of microbatch, named
+// with `version` (microbatch's) and "please report it", exit 4
+// (ErrorKind::Defect). SIGXFSZ is ignored, so a file-size limit fails the
+// write (a clean error) instead of killing the process.
+void install_crash_guard(std::string_view version);
+
+// Test-only (MICROBATCH_TEST_FAULT, read by cli/): our own code faults when
+// note_activity names the HDF5 object `path`, so that the tests see what a
+// defect of microbatch is told as.
+void arm_test_fault(const std::string& path);
 
 // The same for a library call that never returns (libhdf5 can loop forever
 // on a corrupt heap): with no progress for `seconds`, exit 1 the same way.

@@ -66,7 +66,7 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
       status = 1;
     } catch (...) {
       // Escaping would end in std::terminate, and the crash guard would then
-      // blame the HDF5 library (SIGABRT) on a second line.
+      // report a crash (SIGABRT) on a second line.
       message = "internal error: an exception of unknown type";
       status = 1;
     }
@@ -114,8 +114,12 @@ Outcome finish_worker(Worker& w, const std::function<void()>& waiting) {
   if (message.empty())
     message = WIFSIGNALED(status) ? fmt::format("a worker process died of signal {}", WTERMSIG(status))
                                   : "a worker process failed";
-  const bool retry = WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ErrorKind::Environment);
-  return {message, retry ? ErrorKind::Environment : ErrorKind::Data};
+  // The worker's own status, where it says more than "failed": a retry may
+  // help, or the worker crashed in microbatch's code (a defect to report).
+  ErrorKind kind = ErrorKind::Data;
+  for (const ErrorKind kept : {ErrorKind::Environment, ErrorKind::Defect})
+    if (WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(kept)) kind = kept;
+  return {message, kind};
 }
 
 void stop_workers(const std::vector<Worker>& started) {

@@ -38,7 +38,7 @@ specs::Manifest make_manifest(const SplitJob& job, const tree::Prepared& prepare
     for (std::uint64_t f = 0; f < rows.size(); ++f)
       if (shared_out || plan.grid().cp_rank_of(f) == 0) record.length += rows_in(rows[f]);
     if (const auto padded = plan.padded.find(path); padded != plan.padded.end())
-      for (const FileRows& file : padded->second) record.file_rows.push_back({{0, file.length, 1}});
+      for (const FileRows& file : padded->second) append_rows(record.file_rows.emplace_back(), 0, file.length);
     const auto positions = plan.positions.find(path);
     if (positions != plan.positions.end()) {
       record.sequence_axis = prepared.resolution->dataset_rule(path).sequence_axis;

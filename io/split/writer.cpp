@@ -193,11 +193,11 @@ class SplitWriter {
     return it == source_.plan.padded.end() ? nullptr : &it->second.at(file);
   }
 
-  // --cp-pad: the element a packed dataset's pads hold (its spec's "pad", else 0), checked to fit its type.
+  // --cp-pad: the element a packed dataset's pads hold (its spec's "pad", else 0 or False), checked to fit its type.
   std::vector<unsigned char> pad_of(const std::string& path, hid_t type, const LeafRule& rule,
                                     const h5::Location& where) const {
     if (!source_.plan.padded.count(path)) return {};
-    return h5::pad_element(type, rule.pad.value_or(PadValue{}), where);
+    return h5::pad_element(type, rule.pad, where);
   }
 
   // The offsets rows of one file (offsets_rows) and which file it is.

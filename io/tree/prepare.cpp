@@ -54,8 +54,7 @@ Prepared prepare(const PrepareRequest& request) {
   for (const auto& entry : out.plan->padded) {
     const h5::Location where{input, entry.first};
     const h5::Id dataset = h5::open_object(file.get(), entry.first, where);
-    h5::pad_element(h5::type_of(dataset.get(), where).get(),
-                    out.resolution->dataset_rule(entry.first).pad.value_or(PadValue{}), where);
+    h5::pad_element(h5::type_of(dataset.get(), where).get(), out.resolution->dataset_rule(entry.first).pad, where);
   }
   const std::vector<DerivedTarget> derived = derived_targets(out.tree, *out.resolution);
   if (!derived.empty()) {

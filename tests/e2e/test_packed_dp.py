@@ -338,6 +338,138 @@ def test_cp_pad_usage_and_what_it_refuses(tmp_path):
     assert not (tmp_path / "mb").exists()
 
 
+def merge_split(route, mb, spec, flags, out):
+    """Merges the --cp-pad split in `mb` by `route`: its directory (the manifest gives files, order and spec), its
+    files one by one with the spec and the split's layout flags, or its directory by an MPI team of 2 ranks."""
+    if route == "files":
+        files = [mb / e["name"] for e in json.loads((mb / "manifest.json").read_text())["files"]]
+        layout, given = [], iter(flags)
+        for flag in given:
+            if flag in ("-n", "--on-short"):
+                next(given)  # and its value: split's own
+            else:
+                layout.append(flag)
+        return run("merge", *files, "-s", spec, *layout, "-o", out)
+    if route == "mpi":
+        from test_mpi import MPI_BINARY, mpirun
+        if MPI_BINARY is None or shutil.which("mpirun") is None:
+            pytest.skip("needs microbatch-mpi and mpirun")
+        return mpirun(2, MPI_BINARY, "merge", mb, "-o", out)
+    return run("merge", mb, "-o", out)
+
+
+# Splits with files that hold no sequences: more microbatches than documents (--on-short empty), and a
+# per-rank cell without documents.
+EMPTY_FILES = {
+    "one-document": ([5], ["-n", 2, "--cp-degree", 2, "--cp-pad", "--on-short", "empty"]),
+    "three-microbatches": ([5, 3], ["-n", 3, "--cp-degree", 2, "--cp-pad", "--on-short", "empty"]),
+    "per-rank-cell": ([5, 3, 2], ["-n", 2, "--dp-degree", 2, "--cp-degree", 2, "--cp-pad", "--on-short", "empty",
+                                  "--layout", "per-rank"]),
+}
+
+
+@pytest.mark.parametrize("route", ["directory", "files", "mpi"])
+@pytest.mark.parametrize("case", list(EMPTY_FILES))
+def test_cp_pad_files_without_sequences_merge_back(tmp_path, case, route):
+    """A --cp-pad split in which some files hold no sequences (offsets [0], no tokens, no rows per sequence)
+    merges back to the input exactly, by every route."""
+    lengths, flags = EMPTY_FILES[case]
+    src = tmp_path / "in.h5"
+    make_pad_batch(src, lengths, np.int64)
+    spec = write_spec(tmp_path / "s.json", PAD_SPEC)
+    run("split", src, "-s", spec, *flags, "-o", tmp_path / "mb", check=0)
+    run("verify", tmp_path / "mb", check=0)
+    empty = []
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    for k, e in enumerate(m["files"]):
+        with h5py.File(tmp_path / "mb" / e["name"]) as f:
+            if list(f["cu_seqlens"][()]) == [0]:
+                empty.append(e["name"])
+                assert f["tokens"].shape == (0,) and f["labels"].shape == (2, 0) and f["seq_ids"].shape == (0,)
+                # No rows, no row range: as "rows" says it.
+                assert m["datasets"]["/tokens"]["rows"][k] == m["datasets"]["/tokens"]["file_rows"][k] == []
+    assert empty, "the case must hold a file without sequences"
+    res = merge_split(route, tmp_path / "mb", spec, flags, tmp_path / "out.h5")
+    assert res.code == 0, res
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    with h5py.File(src) as a, h5py.File(tmp_path / "out.h5") as b:
+        assert sorted(a) == sorted(b)
+        for name in a:
+            assert a[name].dtype == b[name].dtype and np.array_equal(a[name][()], b[name][()]), name
+
+
+def make_mask_batch(path, lengths):
+    """make_pad_batch's batch with h5py bool masks: loss_mask [T] (True but on each document's first token) and
+    attn [2, T] (True on even tokens, then odd ones), and an h5py enum that is not bool, kind [T]."""
+    def masks(f, offsets):
+        total = int(offsets[-1])
+        f["loss_mask"] = np.isin(np.arange(total), offsets[:-1], invert=True)
+        f["attn"] = np.stack([np.arange(total) % 2 == 0, np.arange(total) % 2 == 1])
+        f.create_dataset("kind", data=np.arange(total, dtype=np.int8) % 3,
+                         dtype=h5py.enum_dtype({"A": 0, "B": 1, "C": 2}, basetype="i1"))
+    return make_packed(path, lengths, offsets_dtype=np.int64, members=("tokens", "cu_seqlens", "seq_ids"),
+                       fill=masks)
+
+
+MASK_SPEC = {"tokens": {"packed": "/cu_seqlens", "pad": -100}, "cu_seqlens": "offsets",
+             "seq_ids": {"per_sequence": "/cu_seqlens"}, "loss_mask": {"packed": "/cu_seqlens"},
+             "attn": {"packed": "/cu_seqlens", "axis": -1, "pad": True}, "kind": "replicate"}
+
+
+@pytest.mark.parametrize("route", ["directory", "files"])
+def test_cp_pad_pads_bool_masks_with_false_or_the_spec_s_bool(tmp_path, route):
+    """h5py's bool (an HDF5 enum of int8 FALSE 0, TRUE 1): padded with False, or with the leaf's "pad": true /
+    false; the manifest's spec keeps the pad a JSON boolean; merge gives the input back exactly."""
+    lengths, c = [5, 1, 9, 3, 0, 7], 2
+    src = tmp_path / "in.h5"
+    offsets = make_mask_batch(src, lengths)
+    spec_text = {**MASK_SPEC, "loss_mask": {"packed": "/cu_seqlens", "pad": False}} if route == "files" else MASK_SPEC
+    spec = write_spec(tmp_path / "s.json", spec_text)
+    flags = ["-n", 2, "--cp-degree", c, "--cp-pad"]
+    run("split", src, "-s", spec, *flags, "-o", tmp_path / "mb", check=0)
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    assert m["spec"]["attn"]["pad"] is True
+    assert m["spec"]["loss_mask"].get("pad", "none") is (False if route == "files" else "none")
+    cells = [tuple(x) for x in m["sequences"]["runs"]]
+    with h5py.File(src) as f:
+        loss, attn = f["loss_mask"][()], f["attn"][()]
+    for k, e in enumerate(m["files"]):
+        i, r = m["placement"][k]["microbatch"], m["placement"][k]["cp_rank"]
+        want_loss, want_attn = [], []
+        for s in range(*cells[i]):
+            lo, hi = int(offsets[s]), int(offsets[s + 1])
+            rows = te_rank_rows(hi - lo, c, r)
+            want_loss += [bool(loss[lo + p]) if p >= 0 else False for p in rows]
+            want_attn += [list(attn[:, lo + p]) if p >= 0 else [True, True] for p in rows]
+        with h5py.File(tmp_path / "mb" / e["name"]) as piece:
+            assert piece["loss_mask"].dtype == np.bool_ and piece["attn"].dtype == np.bool_
+            assert list(piece["loss_mask"][()]) == want_loss, e["name"]
+            assert np.array_equal(piece["attn"][()], np.array(want_attn, dtype=bool).reshape(-1, 2).T), e["name"]
+    res = merge_split(route, tmp_path / "mb", spec, flags, tmp_path / "out.h5")
+    assert res.code == 0, res
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    with h5py.File(src) as a, h5py.File(tmp_path / "out.h5") as b:
+        for name in ("loss_mask", "attn", "kind"):
+            assert a[name].dtype == b[name].dtype and np.array_equal(a[name][()], b[name][()]), name
+
+
+@pytest.mark.parametrize("change,needles", [
+    ({"loss_mask": {"packed": "/cu_seqlens", "pad": 0}},
+     ["in.h5: /loss_mask: \"pad\": 0 is a number, but the dataset holds bool: give \"pad\": true or false"]),
+    ({"tokens": {"packed": "/cu_seqlens", "pad": True}},
+     ["in.h5: /tokens: \"pad\": true is a bool, but the dataset holds int64: give a number"]),
+    ({"kind": {"packed": "/cu_seqlens"}},
+     ["in.h5: /kind: --cp-pad pads integer, floating-point and bool data only, not enum"]),
+])
+def test_cp_pad_refuses_a_pad_of_the_other_kind_and_other_enums(tmp_path, change, needles):
+    src = tmp_path / "in.h5"
+    make_mask_batch(src, [5, 1, 9, 3])
+    spec = write_spec(tmp_path / "s.json", {**MASK_SPEC, **change})
+    res = run("split", src, "-s", spec, "-n", 2, "--cp-degree", 2, "--cp-pad", "-o", tmp_path / "mb")
+    assert_one_line_error(res, 1, *needles)
+    assert not (tmp_path / "mb").exists()
+
+
 @pytest.mark.parametrize("c", [1, 2])
 def test_virtual_merge_of_packed_dp_cells(tmp_path, c):
     src = tmp_path / "in.h5"

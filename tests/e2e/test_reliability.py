@@ -11,8 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (BINARY, CHECK_CLONES, ENV, assert_one_line_error, h5diff, held_run, listing, run,
-                      signalled_in_a_stuck_read, wait_until, write_spec)
+from conftest import (BINARY, CHECK_CLONES, ENV, assert_one_line_error, h5diff, held_run, listing, project_version,
+                      run, signalled_in_a_stuck_read, wait_until, write_spec)
 
 HERE = os.path.dirname(__file__)
 CORRUPT = os.path.join(HERE, "..", "data", "corrupt")
@@ -207,6 +207,34 @@ def test_library_crashes_and_hangs_on_corrupt_files_are_contained(tmp_path, name
               env=LIBRARY_FAULT_ENV)
     assert_one_line_error(res, 1, name, needle, "partial outputs removed")
     assert listing(tmp_path / "mb") == []
+
+
+@pytest.mark.parametrize("command", ["split", "split -j 2", "merge"])
+def test_a_crash_is_blamed_on_the_code_that_faulted(tmp_path, command):
+    """A fault inside libhdf5 on a damaged file is the input's (exit 1); a fault of microbatch's own code, on a
+    healthy file (MICROBATCH_TEST_FAULT, test-only), is a defect of microbatch (exit 4), never the input's."""
+    out = tmp_path / "out"
+    out.mkdir()  # merge's output goes in it
+
+    def run_command(src, env):
+        if command == "merge":
+            return run("merge", src, src, "-o", out / "merged.h5", env=env)
+        return run(*command.split(), src, "-n", 2, "-o", out, env=env)
+
+    damaged = os.path.join(CORRUPT, "vlen-heap-segv-dataset.h5")
+    res = run_command(damaged, LIBRARY_FAULT_ENV)
+    assert_one_line_error(res, 1, "vlen-heap-segv-dataset.h5: /", "the HDF5 library crashed reading this (SIGSEGV); "
+                          "the file is probably corrupt; partial outputs removed")
+    assert "defect" not in res.err
+    assert listing(out) == []
+    res = run_command(SAMPLE, dict(ENV, MICROBATCH_TEST_FAULT="/labels"))
+    assert_one_line_error(res, 4, "batch.h5: /labels: ", f"microbatch {project_version()} crashed (SIGSEGV) in its own "
+                          "code: a defect of microbatch, not of the input; please report it; partial outputs removed")
+    assert "corrupt" not in res.err
+    assert listing(out) == []
+    # Armed at an object the run never comes to: no fault, the run as usual.
+    res = run_command(SAMPLE, dict(ENV, MICROBATCH_TEST_FAULT="/no/such/object"))
+    assert res.code == 0, res
 
 
 def test_corrupt_dataspace_class_is_a_clean_error(tmp_path):

@@ -90,6 +90,32 @@ TEST_CASE("packed-sequence leaves") {
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
 }
 
+TEST_CASE("a packed leaf's pad: a number, or true / false for bool data, written back as it was given") {
+  using mb::PadValue;
+  const auto pad_of = [](const std::string& text) { return parse_spec(text, "s").leaf.pad; };
+  CHECK(pad_of(R"({"packed": "/cu", "pad": -100})") == PadValue::of_integer(-100));
+  CHECK(pad_of(R"({"packed": "/cu", "pad": -0.5})") == PadValue::of_number(-0.5));
+  CHECK(pad_of(R"({"packed": "/cu", "pad": false})") == PadValue::of_bool(false));
+  CHECK(pad_of(R"({"packed": "/cu", "pad": true})") == PadValue::of_bool(true));
+  CHECK(pad_of(R"({"packed": "/cu"})") == std::nullopt);
+  CHECK(error_of(R"({"packed": "/cu", "pad": "x"})") ==
+        "s.json:1:26: \"pad\" takes a number (the value --cp-pad pads documents with), an integer within int64 or a "
+        "finite float, or true or false for bool data");
+  CHECK(error_of(R"({"packed": "/cu", "pad": null})").rfind("s.json:1:26: \"pad\" takes a number", 0) == 0);
+  // The manifest holds the resolved spec: a bool pad stays a JSON boolean, and parses back the same.
+  for (const PadValue pad : {PadValue::of_bool(false), PadValue::of_bool(true), PadValue::of_integer(0),
+                             PadValue::of_integer(-100), PadValue::of_number(0.25)}) {
+    LeafRule rule = LeafRule::packed("/cu", 0);
+    rule.pad = pad;
+    const auto emitted = mb::specs::rule_json(rule);
+    CHECK(emitted["pad"].is_boolean() == (pad.kind == PadValue::Kind::Bool));
+    CHECK(parse_spec(emitted.dump(), "s").leaf == rule);
+  }
+  LeafRule off = LeafRule::packed("/cu", 0);
+  off.pad = PadValue::of_bool(false);
+  CHECK(mb::specs::rule_json(off).dump() == R"({"packed":"/cu","axis":0,"pad":false})");
+}
+
 TEST_CASE("a leaf key holding an object or array is a group member of that name") {
   const SpecNode n = parse_spec(R"({"packed": {"tokens": 0}, "reduce": [0], "x": 1})", "s");
   REQUIRE(n.kind == SpecNode::Kind::Object);
