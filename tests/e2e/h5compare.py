@@ -52,25 +52,30 @@ def _show(*texts, sep=" "):
 def _type_differences(a, b):
     """Datasets and attributes whose stored datatypes differ, described to the byte (H5Tencode). h5diff
     compares values only, and libhdf5 1.10 calls variable-length strings of either character set equal, so
-    an ASCII `str` that came back UTF-8 passes both."""
+    an ASCII `str` that came back UTF-8 passes both. Names are bytes throughout: they need not be UTF-8."""
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         found = []
-        for path, x in _objects(fa):
-            y = fb[path]
-            if isinstance(x, h5py.Dataset) and x.id.get_type().encode() != y.id.get_type().encode():
-                found.append(f"datatypes differ: {path.decode(errors='backslashreplace')}")
-            for name in x.attrs:
-                key = name.encode(errors="surrogateescape")
-                if h5py.h5a.open(x.id, key).get_type().encode() != h5py.h5a.open(y.id, key).get_type().encode():
-                    found.append(f"datatypes differ: attribute {name!r} of {path.decode(errors='backslashreplace')}")
+        for name in _object_names(fa):
+            x, y = h5py.h5o.open(fa.id, name), h5py.h5o.open(fb.id, name)
+            shown = name.decode(errors="backslashreplace")
+            if isinstance(x, h5py.h5d.DatasetID) and x.get_type().encode() != y.get_type().encode():
+                found.append(f"datatypes differ: {shown}")
+            for key in _attribute_names(x):
+                if h5py.h5a.open(x, key).get_type().encode() != h5py.h5a.open(y, key).get_type().encode():
+                    found.append(f"datatypes differ: attribute {key.decode(errors='backslashreplace')} of {shown}")
         return found
 
 
-def _objects(f):
-    found = [(b"/", f)]
-    f.visititems(lambda name, obj: found.append((b"/" + name.encode(errors="surrogateescape"), obj))
-                 if isinstance(obj, (h5py.Group, h5py.Dataset)) else None)
-    return found
+def _object_names(f):
+    names = [b"."]
+    h5py.h5o.visit(f.id, names.append)  # every object once, by one of its names
+    return names
+
+
+def _attribute_names(obj):
+    names = []
+    h5py.h5a.iterate(obj, names.append)
+    return names
 
 
 def _empty_paths(lines):

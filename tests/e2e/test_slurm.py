@@ -189,7 +189,9 @@ def test_a_killed_array_task_is_named_by_finish_and_rerun_alone(slurm, job_env, 
     log = (logs / f"mb-split-{job}_2.out").read_text()
     if kill == "write fails":
         assert states[victim][1] == "1:0", states
-        assert "File too large" in log and log.count("\n") == 1, log
+        lines = log.splitlines()
+        assert lines[0].startswith(f"== job {job}_2 attempt 0 ") and len(lines) == 2, log  # the attempt, one error
+        assert "File too large" in lines[1], log
     elif kill == "scancel":
         # "interrupted by signal 15", or, when the write it was held in outlasts the 3 s grace (a loaded
         # machine), "interrupted, and the current read did not return in time": both remove what it wrote.

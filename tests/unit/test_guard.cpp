@@ -308,7 +308,7 @@ TEST_CASE("whose fault: the first frame outwards that is libhdf5's or ours") {
   CHECK(blame(0x3010, {0x2000}) == Blame::Ours);
 }
 
-TEST_CASE("whose fault: with nothing to unwind, the return address; with nothing at all, ours") {
+TEST_CASE("whose fault: with nothing to unwind, the return address, and with nothing at all, ours") {
   // A jump to a wild address: no object holds pc, nothing unwinds from it; the call's return address decides.
   CHECK(blame(0x9000, {}, 0x2400) == Blame::Library);
   CHECK(blame(0x9000, {}, 0x1400) == Blame::Ours);
