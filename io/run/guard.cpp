@@ -17,6 +17,8 @@
 #include <future>
 #include <iterator>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "core/error.hpp"
 #include "io/run/fault.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/identity.hpp"
 #include "io/run/threads.hpp"
 
 namespace mb::io::run {
@@ -321,6 +324,11 @@ extern "C" void on_crash(int sig, siginfo_t* info, void* context) {
     remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Data));
   }
   if (blame_this_fault(context) == Blame::Library) {
+    if (const ChangedInput changed = changed_input_in_handler(); changed.shown != nullptr) {
+      what << "the HDF5 library crashed (" << signal_name(sig) << ") on " << changed.shown
+           << ", which changed while it was read (" << changed.how << "); nothing was published";
+      remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Environment));
+    }
     what << "the HDF5 library crashed reading this (" << signal_name(sig) << "); the file is probably corrupt";
     remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Data));
   }
@@ -383,6 +391,25 @@ void install_crash_guard(std::string_view version) {
 
 void arm_test_fault(const std::string& path) { test_fault_path() = path; }
 
+namespace {
+
+// The watchdog's exit: a read of an input changed meanwhile can loop in
+// libhdf5 as a damaged file does, and is then the change's fault. This
+// thread may lock (the main thread is stuck in the library, not holding
+// the watch).
+[[noreturn]] void stop_stalled_run() {
+  const std::optional<Error> changed = input_change();
+  std::lock_guard<std::mutex> lock(g_temps_mutex);
+  if (changed) {
+    const std::string what = fmt::format("no progress within --stall-timeout, on {}", changed->what());
+    remove_temporaries_and_exit(what.c_str(), static_cast<int>(ErrorKind::Environment));
+  }
+  remove_temporaries_and_exit("no progress within --stall-timeout; the HDF5 library seems stuck (is the file corrupt?)",
+                              static_cast<int>(ErrorKind::Data));
+}
+
+}  // namespace
+
 void start_stall_watchdog(unsigned seconds) {
   if (seconds == 0) return;
   const StopSignalsBlocked blocked;  // its handlers run on the main thread (threads.hpp)
@@ -405,12 +432,7 @@ void start_stall_watchdog(unsigned seconds) {
       const std::uint64_t now = g_progress.load();
       clock.tick(Clock::now() - asleep, now != last || g_not_stalled.load() > 0);
       last = now;
-      if (clock.stalled() > std::chrono::seconds(seconds)) {
-        std::lock_guard<std::mutex> lock(g_temps_mutex);
-        remove_temporaries_and_exit("no progress within --stall-timeout; the HDF5 library seems stuck (is the "
-                                    "file corrupt?)",
-                                    1);
-      }
+      if (clock.stalled() > std::chrono::seconds(seconds)) stop_stalled_run();
     }
   }).detach();
   started.wait();

@@ -28,6 +28,16 @@ std::optional<FileIdentity> followed_identity(const std::string& path) {
   return identity(st);
 }
 
+// How `now` differs from `before`, in words that need no allocation; null
+// when it does not.
+const char* change_of(const FileIdentity& before, const FileIdentity& now) {
+  if (before.device != now.device || before.inode != now.inode) return "another file now has its name";
+  if (before.size != now.size) return "its size changed";
+  if (before.mtime_ns != now.mtime_ns) return "it was written to";
+  if (before.ctime_ns != now.ctime_ns) return "it was written to, or its times or permissions were set";
+  return nullptr;
+}
+
 struct Watched {
   std::string shown;
   std::optional<FileIdentity> found;  // none: it could not be stat'ed (opening it fails with the reason)
@@ -51,6 +61,16 @@ class Watch {
     }
     return std::nullopt;
   }
+  // change() for a signal handler: no lock (see changed_input_in_handler), no allocation.
+  ChangedInput change_in_handler() const {
+    for (const auto& [path, w] : inputs_) {
+      if (!w.found) continue;
+      struct stat st {};
+      const char* how = ::stat(path.c_str(), &st) != 0 ? "it is no longer there" : change_of(*w.found, identity(st));
+      if (how != nullptr) return {w.shown.c_str(), how};
+    }
+    return {};
+  }
 
  private:
   std::mutex mutex_;
@@ -71,11 +91,10 @@ std::optional<FileIdentity> identity_of(const std::string& path) {
 }
 
 std::string difference(const FileIdentity& before, const FileIdentity& now) {
-  if (before.device != now.device || before.inode != now.inode) return "another file now has its name";
-  if (before.size != now.size) return fmt::format("{} bytes, now {}", before.size, now.size);
-  if (before.mtime_ns != now.mtime_ns) return "it was written to";
-  if (before.ctime_ns != now.ctime_ns) return "it was written to, or its times or permissions were set";
-  return "";
+  if (before.device == now.device && before.inode == now.inode && before.size != now.size)
+    return fmt::format("{} bytes, now {}", before.size, now.size);
+  const char* how = change_of(before, now);
+  return how != nullptr ? how : "";
 }
 
 std::string identity_term(const std::string& path) {
@@ -98,5 +117,7 @@ void check_inputs_unchanged() {
 }
 
 std::optional<Error> input_change() { return watch().change(); }
+
+ChangedInput changed_input_in_handler() { return watch().change_in_handler(); }
 
 }  // namespace mb::io::run

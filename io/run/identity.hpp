@@ -45,4 +45,15 @@ void check_inputs_unchanged();
 // for a run that failed already, whose failure a change explains (cli/main).
 std::optional<Error> input_change();
 
+// The first watched input that changed, for a fatal-signal handler: a read
+// of changed bytes can crash libhdf5, and the change, not the file, is then
+// the cause. Async-signal-safe (stat(2), no allocation, no lock), so called
+// only on the thread that adds to the watch, stopped in a library call
+// (none there: `shown` is null).
+struct ChangedInput {
+  const char* shown = nullptr;  // the input as the user named it
+  const char* how = nullptr;    // "it was written to", ...
+};
+ChangedInput changed_input_in_handler();
+
 }  // namespace mb::io::run
