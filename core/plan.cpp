@@ -17,6 +17,10 @@ struct CutLength {
   std::string path;
   std::uint64_t length;
   const char* unit;  // "rows on its split axis", "sequences"
+  // The netCDF dimension of the split axis (NodeInfo::dimensions), "" when
+  // none: every dataset along it shares the length, and the user knows the
+  // dimension by name rather than the first dataset that happens to be cut.
+  std::string dimension;
 };
 
 struct Leaves {
@@ -27,6 +31,11 @@ struct Leaves {
 
 std::uint64_t axis_length(const NodeInfo& n, const LeafRule& rule) {
   return n.shape.at(static_cast<std::size_t>(rule.axis));
+}
+
+std::string axis_dimension(const NodeInfo& n, const LeafRule& rule) {
+  const auto axis = static_cast<std::size_t>(rule.axis);
+  return axis < n.dimensions.size() ? n.dimensions[axis] : std::string();
 }
 
 // Sorts the datasets by rule; refuses reducers (they only apply to merge).
@@ -48,7 +57,7 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
                                 n.path),
                     ErrorKind::Data, {"", n.path});
       case LeafRule::Mode::Split:
-        out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"});
+        out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis", axis_dimension(n, rule)});
         if (rule.sequence_axis) out.sequence_axis.push_back(&n);
         break;
       case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
@@ -80,7 +89,11 @@ void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree, bool e
   }
 }
 
-std::string describe(const CutLength& c) { return fmt::format("{} has {} {}", c.path, c.length, c.unit); }
+std::string describe(const CutLength& c) {
+  if (c.dimension.empty()) return fmt::format("{} has {} {}", c.path, c.length, c.unit);
+  const bool per_slice = std::string_view(c.unit).ends_with("per data-parallel slice");
+  return fmt::format("dimension {} has length {}{}", c.dimension, c.length, per_slice ? " per data-parallel slice" : "");
+}
 
 const char* noun(bool sequences, std::uint64_t n) {
   return sequences ? (n == 1 ? "sequence" : "sequences") : n == 1 ? "row" : "rows";

@@ -33,7 +33,7 @@ ListPage parse_list_page(const std::string& xml) {
     if (end == std::string::npos) throw Error("the store's listing is cut short", ErrorKind::Environment);
     const std::string entry = xml.substr(at, end - at);
     const std::string key = xml_element(entry, "Key");
-    page.objects.push_back({key, size_of(xml_element(entry, "Size"), key)});
+    page.objects.push_back({key, size_of(xml_element(entry, "Size"), key), xml_element(entry, "LastModified")});
     at = end + close.size();
   }
   if (xml_element(xml, "IsTruncated") == "true") {

@@ -186,6 +186,19 @@ def test_a_killed_splits_temporaries_are_removed_by_the_next_split(tmp_path, inp
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
 
 
+@pytest.mark.parametrize("flags,shown", [(["-n", 2], "-n 2"),
+                                         (["--micro-batch-size", 2, "--dp-degree", 2], "--micro-batch-size 2 --dp-degree 2")])
+def test_a_split_over_an_earlier_split_says_which_split_it_is(tmp_path, batch, flags, shown):
+    out = tmp_path / "mb"
+    run("split", batch, *flags, "-o", out, check=0)
+    before = {n: (out / n).read_bytes() for n in listing(out)}
+    written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.stat(out / "manifest.json").st_mtime))
+    res = run("split", batch, "-n", 5, "-o", out)
+    assert_one_line_error(res, 1, f"{out}: holds the output of an earlier split (manifest.json: a split of {batch} "
+                                  f"with {shown}, written {written}); use --force to replace it")
+    assert {n: (out / n).read_bytes() for n in listing(out)} == before
+
+
 def test_force_sets_the_earlier_files_aside_and_removes_them_before_it_ends(tmp_path, inputs):
     out = tmp_path / "mb"
     run("split", inputs["a"], "-n", 4, "-o", out, check=0)
