@@ -1,6 +1,7 @@
 #include "io/split/claim.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -40,6 +41,17 @@ std::string earlier_split(const store::Store& place, const store::Entry& manifes
   }
 }
 
+// A plain split is all or nothing, so the rerun of a killed one removes
+// even the files that run had finished: say once that --resume keeps them,
+// since the user otherwise learns it only by losing a long run again.
+void say_what_resume_keeps(const store::Store& place, std::size_t removed) {
+  if (removed == 0) return;
+  spdlog::info("{}: removed {} temporary {} a killed split left (a plain split keeps nothing of a run that did "
+               "not finish); split --resume would have kept the files it had finished: give --resume where a run "
+               "may be killed",
+               place.shown(), removed, removed == 1 ? "file" : "files");
+}
+
 }  // namespace
 
 void refuse_input_among(const store::Store& place, const std::vector<store::Entry>& earlier, const Source& input) {
@@ -62,6 +74,7 @@ Claimed claim_for_team(store::Store& place, const Source& input) {
 
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(publish::kDirectoryLockName), {}};
+  say_what_resume_keeps(place, out.claim->removed_temporaries());
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them
   for (auto& entry : place.list())
     if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));

@@ -37,11 +37,13 @@ std::string modified_text(const fs::path& path) {
 // first so that it goes last, after the lock removed its file from inside it.
 class DirectoryClaim final : public Claim {
  public:
-  explicit DirectoryClaim(publish::OutputDirectory held) : held_(std::move(held)) {}
+  DirectoryClaim(publish::OutputDirectory held, std::size_t removed) : held_(std::move(held)), removed_(removed) {}
   void keep() override { held_.keep(); }
+  std::size_t removed_temporaries() const override { return removed_; }
 
  private:
   publish::OutputDirectory held_;
+  std::size_t removed_;
 };
 
 // A run's files published in their directory: written under temporaries
@@ -236,8 +238,9 @@ class LocalDirectory final : public Store {
     publish::OutputLock lock(path(lock_name), dir_);
     // The directory's own lock is held by every writer of a whole split and
     // by finish: holding it proves whatever temporaries are there dead.
-    if (lock_name == publish::kDirectoryLockName) publish::remove_split_leftovers(dir_);
-    return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)});
+    const std::size_t removed =
+        lock_name == publish::kDirectoryLockName ? publish::remove_split_leftovers(dir_) : 0;
+    return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)}, removed);
   }
 
   bool holds(const Source& source, std::string_view name) const override {

@@ -44,6 +44,8 @@ class Claim {
   virtual ~Claim() = default;
   // The run is complete: what the claim created stays.
   virtual void keep() = 0;
+  // How many temporaries of killed runs the claim removed (their lost work).
+  virtual std::size_t removed_temporaries() const { return 0; }
 };
 
 class Store;
