@@ -356,6 +356,8 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     else if (j.at("version") != kManifestVersion)
       throw Error(fmt::format("manifest version {} is not supported (expected {} or {})", j.at("version").dump(),
                               kManifestVersion, kWholeFileDigestsVersion));
+    m.tool_version = j.value("tool_version", std::string());
+    m.source = unescape_name(j.value("source", std::string()));
     m.microbatches = j.at("chunks").get<std::uint64_t>();
     m.options = options_from_json(j.at("options"));
     m.dropped_rows = j.value("dropped_rows", std::uint64_t{0});

@@ -61,7 +61,7 @@ std::vector<Listed> list_prefix(Client& client, const S3Listing& where) {
     }
     for (auto& o : page.objects)
       if (o.name.starts_with(where.prefix) && o.name.size() > where.prefix.size())
-        found.push_back({o.name.substr(where.prefix.size()), o.size});
+        found.push_back({o.name.substr(where.prefix.size()), o.size, o.modified});
     token = page.next;
   } while (!token.empty());
   return found;
