@@ -74,7 +74,7 @@ Claimed claim_for_team(store::Store& place, const Source& input) {
 
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(publish::kDirectoryLockName), {}};
-  say_what_resume_keeps(place, out.claim->removed_temporaries());
+  if (out.claim) say_what_resume_keeps(place, out.claim->removed_temporaries());
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them
   for (auto& entry : place.list())
     if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
