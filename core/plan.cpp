@@ -66,7 +66,8 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       case LeafRule::Mode::Replicate:
       case LeafRule::Mode::Derive:  // one value per file, written by the split itself
       case LeafRule::Mode::Drop: break;  // pruned from the tree before the plan (io/tree/prepare)
-      case LeafRule::Mode::PaddedOffsets: break;  // merge only
+      case LeafRule::Mode::PaddedOffsets:
+      case LeafRule::Mode::RankBounds: break;  // merge only
     }
   });
   return out;
@@ -311,19 +312,26 @@ std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
   return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
 }
 
-// --cp-pad writes PATH_padded beside every offsets dataset: a batch that
-// holds one already is refused rather than shadowed.
-void check_padding(const NodeInfo& root, const Leaves& leaves) {
-  if (leaves.packed.empty())
-    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
+// A split that writes a twin beside every offsets dataset (`flag` says
+// which: PATH_padded, PATH_dp_bounds) refuses a batch that holds one
+// already rather than shadow it.
+void check_twins_free(const NodeInfo& root, const Leaves& leaves, std::string (*named)(const std::string&),
+                      const char* flag) {
   for (const NodeInfo* o : leaves.offsets) {
-    const std::string name = padded_offsets_name(o->path);
+    const std::string name = named(o->path);
     for_each_node(root, [&](const NodeInfo& n) {
       if (n.path == name)
-        throw Error(fmt::format("--cp-pad writes {} beside {}, but the batch holds a {} already", name, o->path,
+        throw Error(fmt::format("{} writes {} beside {}, but the batch holds a {} already", flag, name, o->path,
                                 name));
     });
   }
+}
+
+// --cp-pad writes PATH_padded beside every offsets dataset.
+void check_padding(const NodeInfo& root, const Leaves& leaves) {
+  if (leaves.packed.empty())
+    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
+  check_twins_free(root, leaves, padded_offsets_name, "--cp-pad");
 }
 
 // Context parallelism needs something to cut, and lengths that 2C divides:
@@ -444,7 +452,9 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     sequences = check_sequences(leaves, resolution, offsets);
     plan.sequences = sequences.plan;
     plan.sequences->ranks = options.dp.degree;
-    cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
+    cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences", {}});
+    if (options.dp.degree > 1 && options.layout == FileLayout::PerMicrobatch)
+      check_twins_free(root, leaves, rank_bounds_name, "--dp-degree in the default layout");
   }
 
   plan.count = microbatch_count(cuts, options, plan);
