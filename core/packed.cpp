@@ -87,7 +87,8 @@ std::string rank_bounds_name(const std::string& path) { return path + "_dp_bound
 Offsets rank_bounds(const std::vector<Range>& runs, std::uint64_t ranks, std::uint64_t microbatch) {
   const std::uint64_t microbatches = runs.size() / ranks;
   Offsets bounds{0};
-  for (std::uint64_t d = 0; d < ranks; ++d) bounds.push_back(bounds.back() + runs.at(d * microbatches + microbatch).size());
+  for (std::uint64_t d = 0; d < ranks; ++d)
+    bounds.push_back(bounds.back() + runs.at(d * microbatches + microbatch).size());
   return bounds;
 }
 

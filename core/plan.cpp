@@ -93,7 +93,8 @@ void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree, bool e
 std::string describe(const CutLength& c) {
   if (c.dimension.empty()) return fmt::format("{} has {} {}", c.path, c.length, c.unit);
   const bool per_slice = std::string_view(c.unit).ends_with("per data-parallel slice");
-  return fmt::format("dimension {} has length {}{}", c.dimension, c.length, per_slice ? " per data-parallel slice" : "");
+  return fmt::format("dimension {} has length {}{}", c.dimension, c.length,
+                     per_slice ? " per data-parallel slice" : "");
 }
 
 const char* noun(bool sequences, std::uint64_t n) {

@@ -248,7 +248,8 @@ class SplitWriter {
     }
     const Offsets out = offsets_of(lengths);
     h5::write(target.dataset, Selection::all({out.size()}), memory, out.data(), where);
-    if (plan.cp_pad) write_twin(target, padded_offsets_name, offsets_of(padded), {type.get(), memory, where}, "padded, the offsets");
+    if (plan.cp_pad)
+      write_twin(target, padded_offsets_name, offsets_of(padded), {type.get(), memory, where}, "padded, the offsets");
     const auto& sequences = plan.sequences;
     if (plan.layout == FileLayout::PerMicrobatch && sequences && sequences->ranks > 1)
       write_twin(target, rank_bounds_name,
