@@ -62,6 +62,7 @@ std::string manifest_of_prefix(const std::string& name) {
 CLI::Validator local_output(const std::string& option, bool s3) {
   return CLI::Validator(
       [option, s3](std::string& value) -> std::string {
+        check_place(value, option);
         if (s3 && is_remote(value) && !is_s3(value))
           throw usage_error(fmt::format("{}: {} is an HTTP(S) URL; outputs are local files or s3:// objects", option,
                                         shown_name(value)));
@@ -265,6 +266,11 @@ io::tree::SpecRequest spec_request(const SpecSource& source, const std::string& 
     request.given_name = "--spec-json";
     request.given = specs::parse_spec(*source.json, request.given_name);
   } else if (source.path) {
+    check_place(*source.path, "-s/--spec");
+    if (url_scheme(*source.path))
+      throw usage_error(fmt::format("-s/--spec: {} is a URL, but the spec is read from a local file: give a file, a "
+                                    "pipe (-s <(curl -s URL)) or - for standard input",
+                                    shown_name(*source.path)));
     request.given_name = specs::spec_file_name(*source.path);
     const io::run::NotStalled waiting;  // a pipe's writer takes the time it takes
     request.given = specs::load_spec_file(*source.path);

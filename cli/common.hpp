@@ -35,7 +35,8 @@ CLI::Validator whole_number(const std::string& option);
 CLI::Validator within(std::uint64_t lo, std::uint64_t hi);
 
 // Outputs are local files (or, with `s3`, s3:// names too): any other URL
-// is a usage error naming `option` and saying how to upload instead.
+// is a usage error naming `option` and saying how to upload instead (or,
+// for a scheme microbatch does not take at all, which schemes it takes).
 CLI::Validator local_output(const std::string& option, bool s3 = false);
 
 // -n/--chunks, --micro-batch-size (exclusive) and --on-short, shared by split

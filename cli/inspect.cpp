@@ -67,6 +67,8 @@ std::string rule_text(const LeafRule& r) {
       return fmt::format("{} of {}, per file", quantity_name(r.quantity), r.offsets);
     case LeafRule::Mode::Drop: return "drop (not written by split)";
     case LeafRule::Mode::PaddedOffsets: return fmt::format("padded offsets of {} (not written by merge)", r.offsets);
+    case LeafRule::Mode::RankBounds:
+      return fmt::format("data-parallel rank bounds of {} (not written by merge)", r.offsets);
   }
   return "?";
 }

@@ -1,11 +1,13 @@
 #include "core/aws_profiles.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h before fmt 11)
 
 #include <algorithm>
 #include <cctype>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace mb::aws {
 namespace {
@@ -104,6 +106,34 @@ std::optional<std::string> Profile::get(const std::string& key) const {
 
 Profile find_profile(const SharedFile& credentials, const SharedFile& config, const std::string& name) {
   return Profile{name, credentials_profile(credentials, name), config_profile(config, name)};
+}
+
+std::vector<std::string> profile_names(const SharedFile& credentials, const SharedFile& config) {
+  std::vector<std::string> names;
+  for (const auto& [section, keys] : credentials.sections) names.push_back(section);
+  for (const auto& [section, keys] : config.sections) {
+    if (section == "default") names.push_back(section);
+    if (section.starts_with("profile ")) names.emplace_back(trim(std::string_view(section).substr(8)));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::string other_profiles_hint(const SharedFile& credentials, const SharedFile& config, const std::string& used) {
+  std::vector<std::string> others = profile_names(credentials, config);
+  std::erase(others, used);
+  if (others.empty()) return {};
+  const bool one = others.size() == 1;
+  return fmt::format("{} {} {} in those files too: pick {} with AWS_PROFILE={}", one ? "profile" : "profiles",
+                     fmt::join(others, ", "), one ? "is" : "are", one ? "it" : "one", others.front());
+}
+
+std::string unknown_profile_hint(const SharedFile& credentials, const SharedFile& config, const std::string& named) {
+  const std::vector<std::string> names = profile_names(credentials, config);
+  if (names.empty()) return {};
+  if (const auto near = nearest(named, names)) return fmt::format("did you mean {}? (AWS_PROFILE={})", *near, *near);
+  return fmt::format("the profiles there: {}", fmt::join(names, ", "));
 }
 
 }  // namespace mb::aws

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mb::aws {
 
@@ -40,5 +41,20 @@ struct Profile {
   bool exists() const { return credentials || config; }
 };
 Profile find_profile(const SharedFile& credentials, const SharedFile& config, const std::string& name);
+
+// The profiles the two files define, sorted, each once: the credentials
+// file's sections, the config file's [default] and [profile NAME] (its
+// other sections, [sso-session X] or [services X], are not profiles).
+std::vector<std::string> profile_names(const SharedFile& credentials, const SharedFile& config);
+
+// For a run that found no credentials with profile `used`: the profiles the
+// files hold besides it and how to pick one ("profile lab is in those files
+// too: pick it with AWS_PROFILE=lab"), so that the user learns the name;
+// empty when there is none.
+std::string other_profiles_hint(const SharedFile& credentials, const SharedFile& config, const std::string& used);
+
+// For an AWS_PROFILE that names no profile: "did you mean lab?" when one is
+// close to `named`, else the profiles there are; empty when there is none.
+std::string unknown_profile_hint(const SharedFile& credentials, const SharedFile& config, const std::string& named);
 
 }  // namespace mb::aws

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h before fmt 11)
 
 #include "core/error.hpp"
 
@@ -80,6 +81,24 @@ std::vector<std::uint64_t> sequence_tokens(const std::vector<Offsets>& offsets_s
 }
 
 std::string padded_offsets_name(const std::string& path) { return path + "_padded"; }
+
+std::string rank_bounds_name(const std::string& path) { return path + "_dp_bounds"; }
+
+Offsets rank_bounds(const std::vector<Range>& runs, std::uint64_t ranks, std::uint64_t microbatch) {
+  const std::uint64_t microbatches = runs.size() / ranks;
+  Offsets bounds{0};
+  for (std::uint64_t d = 0; d < ranks; ++d)
+    bounds.push_back(bounds.back() + runs.at(d * microbatches + microbatch).size());
+  return bounds;
+}
+
+void check_rank_bounds(const std::string& what, const Offsets& stored, const Offsets& expected,
+                       std::uint64_t sequences) {
+  if (stored != expected || expected.back() != sequences)  // expected: never empty
+    throw Error(fmt::format("{}: the data-parallel ranks' sequence bounds [{}] are not those of the file's cells "
+                            "([{}], of {} sequences)",
+                            what, fmt::join(stored, ", "), fmt::join(expected, ", "), sequences));
+}
 
 std::vector<std::uint64_t> sequence_work(const std::vector<Offsets>& offsets_sets) {
   if (offsets_sets.empty()) return {};

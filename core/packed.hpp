@@ -52,6 +52,22 @@ std::vector<std::uint64_t> sequence_tokens(const std::vector<Offsets>& offsets_s
 // cu_seqlens_padded).
 std::string padded_offsets_name(const std::string& path);
 
+// The dataset a default-layout --dp-degree D split writes beside offsets
+// dataset `path`: PATH_dp_bounds, D+1 sequence indices of the file, rank d's
+// sequences being [b[d], b[d+1]). The file holds cells (0, i) .. (D-1, i)
+// back to back, and without it only the manifest says where one ends.
+std::string rank_bounds_name(const std::string& path);
+
+// Those bounds for microbatch `microbatch` of cells `runs` (rank-major: cell
+// (d, i) is runs[d * N + i], N = runs.size() / ranks): from 0, each rank's
+// cell's sequence count added.
+Offsets rank_bounds(const std::vector<Range>& runs, std::uint64_t ranks, std::uint64_t microbatch);
+
+// Refuses bounds stored in a file (`what` names it and the dataset) other
+// than `expected`, or that do not end at the file's sequence count.
+void check_rank_bounds(const std::string& what, const Offsets& stored, const Offsets& expected,
+                       std::uint64_t sequences);
+
 // Causal attention work per sequence: L * (L + 1) / 2 for a sequence of L
 // tokens (each token attends to itself and those before it), summed over
 // several offsets datasets. Refuses a total that does not fit 64 bits.

@@ -17,6 +17,10 @@ struct CutLength {
   std::string path;
   std::uint64_t length;
   const char* unit;  // "rows on its split axis", "sequences"
+  // The netCDF dimension of the split axis (NodeInfo::dimensions), "" when
+  // none: every dataset along it shares the length, and the user knows the
+  // dimension by name rather than the first dataset that happens to be cut.
+  std::string dimension;
 };
 
 struct Leaves {
@@ -27,6 +31,11 @@ struct Leaves {
 
 std::uint64_t axis_length(const NodeInfo& n, const LeafRule& rule) {
   return n.shape.at(static_cast<std::size_t>(rule.axis));
+}
+
+std::string axis_dimension(const NodeInfo& n, const LeafRule& rule) {
+  const auto axis = static_cast<std::size_t>(rule.axis);
+  return axis < n.dimensions.size() ? n.dimensions[axis] : std::string();
 }
 
 // Sorts the datasets by rule; refuses reducers (they only apply to merge).
@@ -48,7 +57,7 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
                                 n.path),
                     ErrorKind::Data, {"", n.path});
       case LeafRule::Mode::Split:
-        out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis"});
+        out.split.push_back({n.path, axis_length(n, rule), "rows on its split axis", axis_dimension(n, rule)});
         if (rule.sequence_axis) out.sequence_axis.push_back(&n);
         break;
       case LeafRule::Mode::Offsets: out.offsets.push_back(&n); break;
@@ -57,7 +66,8 @@ Leaves collect_leaves(const NodeInfo& root, const Resolution& resolution) {
       case LeafRule::Mode::Replicate:
       case LeafRule::Mode::Derive:  // one value per file, written by the split itself
       case LeafRule::Mode::Drop: break;  // pruned from the tree before the plan (io/tree/prepare)
-      case LeafRule::Mode::PaddedOffsets: break;  // merge only
+      case LeafRule::Mode::PaddedOffsets:
+      case LeafRule::Mode::RankBounds: break;  // merge only
     }
   });
   return out;
@@ -80,7 +90,12 @@ void to_slice_lengths(std::vector<CutLength>& cuts, std::uint64_t degree, bool e
   }
 }
 
-std::string describe(const CutLength& c) { return fmt::format("{} has {} {}", c.path, c.length, c.unit); }
+std::string describe(const CutLength& c) {
+  if (c.dimension.empty()) return fmt::format("{} has {} {}", c.path, c.length, c.unit);
+  const bool per_slice = std::string_view(c.unit).ends_with("per data-parallel slice");
+  return fmt::format("dimension {} has length {}{}", c.dimension, c.length,
+                     per_slice ? " per data-parallel slice" : "");
+}
 
 const char* noun(bool sequences, std::uint64_t n) {
   return sequences ? (n == 1 ? "sequence" : "sequences") : n == 1 ? "row" : "rows";
@@ -298,19 +313,26 @@ std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
   return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
 }
 
-// --cp-pad writes PATH_padded beside every offsets dataset: a batch that
-// holds one already is refused rather than shadowed.
-void check_padding(const NodeInfo& root, const Leaves& leaves) {
-  if (leaves.packed.empty())
-    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
+// A split that writes a twin beside every offsets dataset (`flag` says
+// which: PATH_padded, PATH_dp_bounds) refuses a batch that holds one
+// already rather than shadow it.
+void check_twins_free(const NodeInfo& root, const Leaves& leaves, std::string (*named)(const std::string&),
+                      const char* flag) {
   for (const NodeInfo* o : leaves.offsets) {
-    const std::string name = padded_offsets_name(o->path);
+    const std::string name = named(o->path);
     for_each_node(root, [&](const NodeInfo& n) {
       if (n.path == name)
-        throw Error(fmt::format("--cp-pad writes {} beside {}, but the batch holds a {} already", name, o->path,
+        throw Error(fmt::format("{} writes {} beside {}, but the batch holds a {} already", flag, name, o->path,
                                 name));
     });
   }
+}
+
+// --cp-pad writes PATH_padded beside every offsets dataset.
+void check_padding(const NodeInfo& root, const Leaves& leaves) {
+  if (leaves.packed.empty())
+    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
+  check_twins_free(root, leaves, padded_offsets_name, "--cp-pad");
 }
 
 // Context parallelism needs something to cut, and lengths that 2C divides:
@@ -431,7 +453,9 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     sequences = check_sequences(leaves, resolution, offsets);
     plan.sequences = sequences.plan;
     plan.sequences->ranks = options.dp.degree;
-    cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences"});
+    cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences", {}});
+    if (options.dp.degree > 1 && options.layout == FileLayout::PerMicrobatch)
+      check_twins_free(root, leaves, rank_bounds_name, "--dp-degree in the default layout");
   }
 
   plan.count = microbatch_count(cuts, options, plan);

@@ -90,6 +90,26 @@ RemoteAddress resolve_s3(std::string_view name, const Settings& settings) {
 
 }  // namespace
 
+std::optional<std::string> url_scheme(std::string_view name) {
+  const auto end = name.find("://");
+  if (end == std::string_view::npos || end == 0 || !std::isalpha(static_cast<unsigned char>(name[0])))
+    return std::nullopt;
+  std::string scheme;
+  for (const unsigned char c : name.substr(0, end)) {
+    if (!std::isalnum(c) && c != '+' && c != '-' && c != '.') return std::nullopt;
+    scheme += static_cast<char>(std::tolower(c));
+  }
+  return scheme;
+}
+
+void check_place(std::string_view name, std::string_view option) {
+  const auto scheme = url_scheme(name);
+  if (!scheme || is_remote(name)) return;
+  throw usage_error(fmt::format("{}{}: microbatch does not read or write {}:// URLs; it takes s3://, http:// and "
+                                "https:// (read-only) URLs, or a local path",
+                                option.empty() ? "" : std::string(option) + ": ", shown_name(name), *scheme));
+}
+
 bool is_s3(std::string_view name) { return starts_with_nocase(name, "s3://"); }
 
 bool is_remote(std::string_view name) {

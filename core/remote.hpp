@@ -15,6 +15,16 @@ namespace mb {
 
 // s3://, http:// or https:// (the scheme in any case).
 bool is_remote(std::string_view name);
+// The scheme of a name that is a URL, lower-cased: RFC 3986's letter, then
+// letters, digits, '+', '-' or '.', right before "://" ("gs" for
+// gs://bkt/x). None for a local path, even one holding ':' (./a:b, a:b).
+std::optional<std::string> url_scheme(std::string_view name);
+// A place named on the command line (a file, a directory, a prefix) is a
+// local path or a URL of a scheme microbatch reads or writes: a name with any
+// other scheme is a usage error naming that scheme and the ones taken, so
+// that it never becomes a local path such as ./gs:/bkt/x/. `option` (as
+// --help spells it, or empty) starts the message.
+void check_place(std::string_view name, std::string_view option = {});
 // s3:// (in any case).
 bool is_s3(std::string_view name);
 

@@ -392,30 +392,39 @@ NodeInfo without(const NodeInfo& node, const std::set<std::string>& paths) {
 
 }  // namespace
 
-Resolution resolve_padded(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name) {
-  std::set<std::string> candidates;  // datasets named as a padded twin of a sibling dataset
+Resolution resolve_twins(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name,
+                         OffsetsTwins twins) {
+  const std::string pad_suffix = padded_offsets_name(""), bounds_suffix = rank_bounds_name("");
+  std::set<std::string> candidates;  // datasets named as a twin of a sibling dataset
   for_each_node(root, [&](const NodeInfo& n) {
-    for (const NodeInfo& c : n.children) {
-      const NodeInfo* twin = n.child(c.name + "_padded");
-      if (!c.is_group() && !c.is_further_name() && twin && !twin->is_group()) candidates.insert(twin->path);
-    }
+    for (const NodeInfo& c : n.children)
+      for (const std::string& suffix : {pad_suffix, bounds_suffix}) {
+        const NodeInfo* twin = n.child(c.name + suffix);
+        if (!c.is_group() && !c.is_further_name() && twin && !twin->is_group()) candidates.insert(twin->path);
+      }
   });
   Resolution first = resolve(without(root, candidates), spec, spec_name);
-  std::set<std::string> padded;  // the candidates beside offsets datasets: the split's
-  for (const auto& [path, rule] : first.datasets)
-    if (rule.mode == LeafRule::Mode::Offsets) {
-      if (!candidates.count(padded_offsets_name(path)))
-        throw Error(fmt::format("no {} beside {}: not the files of a split with --cp-pad", padded_offsets_name(path),
-                                path));
-      padded.insert(padded_offsets_name(path));
+  std::map<std::string, LeafRule> found;  // the candidates beside offsets datasets: the split's
+  for (const auto& [path, rule] : first.datasets) {
+    if (rule.mode != LeafRule::Mode::Offsets) continue;
+    if (twins.padded && !candidates.count(padded_offsets_name(path)))
+      throw Error(fmt::format("no {} beside {}: not the files of a split with --cp-pad", padded_offsets_name(path),
+                              path));
+    LeafRule twin;
+    twin.offsets = path;
+    if (twins.padded) {
+      twin.mode = LeafRule::Mode::PaddedOffsets;
+      found[padded_offsets_name(path)] = twin;
     }
-  Resolution out = padded == candidates ? std::move(first) : resolve(without(root, padded), spec, spec_name);
-  for (const std::string& path : padded) {
-    LeafRule rule;
-    rule.mode = LeafRule::Mode::PaddedOffsets;
-    rule.offsets = path.substr(0, path.size() - std::string("_padded").size());
-    out.datasets[path] = rule;
+    if (twins.rank_bounds && candidates.count(rank_bounds_name(path))) {
+      twin.mode = LeafRule::Mode::RankBounds;
+      found[rank_bounds_name(path)] = twin;
+    }
   }
+  std::set<std::string> taken;
+  for (const auto& entry : found) taken.insert(entry.first);
+  Resolution out = taken == candidates ? std::move(first) : resolve(without(root, taken), spec, spec_name);
+  for (auto& [path, rule] : found) out.datasets[path] = std::move(rule);
   return out;
 }
 

@@ -32,11 +32,20 @@ LeafRule default_rule(const NodeInfo& dataset);
 // spec node, when the spec does not fit the tree.
 Resolution resolve(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
 
-// Merge of a split with --cp-pad: beside every offsets dataset NAME its
-// files hold NAME_padded (core/plan.hpp), which the spec does not name.
-// Resolves the tree without them and gives each the rule PaddedOffsets;
-// throws mb::Error when an offsets dataset has none beside it.
-Resolution resolve_padded(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name);
+// What a split wrote beside every offsets dataset NAME, which the spec does
+// not name: with --cp-pad, NAME_padded (core/packed.hpp), required; in the
+// default layout with --dp-degree, NAME_dp_bounds (rank_bounds_name), taken
+// when there (a split of microbatch 0.7 or older wrote none).
+struct OffsetsTwins {
+  bool padded = false;
+  bool rank_bounds = false;
+};
+
+// Merge of such a split: resolves the tree without the twins and gives each
+// the rule PaddedOffsets or RankBounds; throws mb::Error when an offsets
+// dataset has no NAME_padded beside it that `twins.padded` requires.
+Resolution resolve_twins(const NodeInfo& root, const SpecNode& spec, const std::string& spec_name,
+                         OffsetsTwins twins);
 
 // Split's view of the tree: datasets whose rule is "drop" removed, with
 // every group they leave empty, and their rules with them (the outputs,

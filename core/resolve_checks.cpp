@@ -50,6 +50,8 @@ std::string rule_text(const LeafRule& rule) {
       return "drop";
     case LeafRule::Mode::PaddedOffsets:
       return fmt::format("padded offsets of {}", rule.offsets);
+    case LeafRule::Mode::RankBounds:
+      return fmt::format("data-parallel rank bounds of {}", rule.offsets);
   }
   return "?";
 }

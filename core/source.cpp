@@ -11,6 +11,7 @@ Source::Source(std::string name, std::string shown, std::optional<RemoteAddress>
       settings_(std::move(settings)) {}
 
 Source Source::resolve(std::string name, const Settings& settings) {
+  check_place(name);
   std::optional<RemoteAddress> address;
   if (mb::is_remote(name)) address = resolve_remote(name, settings);
   std::string shown = shown_name(name);

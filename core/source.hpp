@@ -15,7 +15,8 @@ namespace mb {
 class Source {
  public:
   Source() = default;  // no input yet (a job being filled in)
-  // Throws mb::Error for a malformed URL (a usage error) or credentials
+  // Throws mb::Error for a malformed URL or one of a scheme microbatch
+  // does not read (usage errors: core/remote.hpp check_place) or credentials
   // that cannot be found: before anything is read.
   static Source resolve(std::string name, const Settings& settings);
   // A local file by a path this process made (a temporary, a team's

@@ -62,6 +62,10 @@ struct LeafRule {
     // Merge only: the padded offsets split --cp-pad wrote beside the offsets
     // at `offsets`; checked against the documents, not written.
     PaddedOffsets,
+    // Merge only: the data-parallel ranks' sequence bounds a default-layout
+    // --dp-degree split wrote beside the offsets at `offsets`
+    // (rank_bounds_name); checked against the file's cells, not written.
+    RankBounds,
   };
   Mode mode = Mode::Replicate;
   int axis = 0;  // as written (may be negative) or, once resolved, normalised
@@ -117,7 +121,7 @@ struct LeafRule {
   // True when each microbatch holds some of the rows along `axis`.
   bool cuts_rows() const {
     return mode != Mode::Replicate && mode != Mode::Reduce && mode != Mode::Derive && mode != Mode::Drop &&
-           mode != Mode::PaddedOffsets;
+           mode != Mode::PaddedOffsets && mode != Mode::RankBounds;
   }
   bool stacks() const { return mode == Mode::Reduce && reducer == Reducer::Stack; }
   bool weighted() const { return mode == Mode::Reduce && !weight.empty(); }

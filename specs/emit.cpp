@@ -139,6 +139,8 @@ nlohmann::ordered_json rule_json(const LeafRule& rule, RuleForm form) {
     case LeafRule::Mode::Drop: return spec ? json("drop") : json{{"mode", "drop"}};
     case LeafRule::Mode::PaddedOffsets:  // never in a spec: merge gives it to what split --cp-pad wrote
       return json{{"mode", "padded_offsets"}, {"offsets", escape_name(rule.offsets)}};
+    case LeafRule::Mode::RankBounds:  // never in a spec: merge gives it to what a default-layout DP split wrote
+      return json{{"mode", "rank_bounds"}, {"offsets", escape_name(rule.offsets)}};
   }
   return nullptr;
 }

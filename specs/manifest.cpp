@@ -279,6 +279,20 @@ void append_row_maps(std::string& out, const std::vector<RowMap>& maps) {
   out += ']';
 }
 
+// What a merge checks a file's rank bounds against, and a refusal names:
+// the cells (runs, rank-major) and how many ranks they are cut for.
+SequencePlan sequences_from_json(const json& j) {
+  SequencePlan seq;
+  for (const auto& path : j.at("offsets")) seq.offsets.push_back(unescape_name(path.get<std::string>()));
+  seq.sequences = j.at("count").get<std::uint64_t>();
+  seq.tokens = j.at("tokens").get<std::uint64_t>();
+  seq.ranks = j.value("dp_degree", std::uint64_t{1});
+  for (const auto& r : j.at("runs")) seq.runs.push_back({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint64_t>()});
+  if (seq.ranks == 0 || seq.runs.size() % seq.ranks != 0)
+    throw Error(fmt::format("malformed manifest: {} sequence runs for dp_degree {}", seq.runs.size(), seq.ranks));
+  return seq;
+}
+
 }  // namespace
 
 std::string manifest_datasets_text(const Manifest& m) {
@@ -356,7 +370,10 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     else if (j.at("version") != kManifestVersion)
       throw Error(fmt::format("manifest version {} is not supported (expected {} or {})", j.at("version").dump(),
                               kManifestVersion, kWholeFileDigestsVersion));
+    m.tool_version = j.value("tool_version", std::string());
+    m.source = unescape_name(j.value("source", std::string()));
     m.microbatches = j.at("chunks").get<std::uint64_t>();
+    if (j.contains("sequences")) m.sequences = sequences_from_json(j.at("sequences"));
     m.options = options_from_json(j.at("options"));
     m.dropped_rows = j.value("dropped_rows", std::uint64_t{0});
     for (const auto& f : j.at("files"))

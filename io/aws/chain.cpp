@@ -76,9 +76,11 @@ class Chain final : public CredentialSource {
       }
       looked += (looked.empty() ? "" : ", ") + fmt::format(fmt::runtime(kLinks[i].where), files_->profile);
     }
+    const std::string others = mb::aws::other_profiles_hint(files_->credentials, files_->config, files_->profile);
     throw usage_error(fmt::format("no AWS credentials for s3:// requests: looked in {} (credentials file {}, config "
-                                  "file {}); give --no-sign-request for anonymous requests to a public bucket",
-                                  looked, files_->credentials.shown, files_->config.shown));
+                                  "file {}); {}give --no-sign-request for anonymous requests to a public bucket",
+                                  looked, files_->credentials.shown, files_->config.shown,
+                                  others.empty() ? "" : others + "; or "));
   }
 
   Credentials usable(Credentials c) const {

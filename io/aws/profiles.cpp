@@ -160,9 +160,11 @@ SharedFiles read_shared_files(const Settings& settings) {
                     read_file(settings, "AWS_CONFIG_FILE", "config"), "default"};
   if (const char* named = setting(settings, "AWS_PROFILE")) {
     files.profile = named;
-    if (!files.find(files.profile).exists())
-      throw usage_error(fmt::format("AWS_PROFILE: the profile \"{}\" is in neither {} nor {}", files.profile,
-                                    files.credentials.shown, files.config.shown));
+    if (!files.find(files.profile).exists()) {
+      const std::string hint = mb::aws::unknown_profile_hint(files.credentials, files.config, files.profile);
+      throw usage_error(fmt::format("AWS_PROFILE: the profile \"{}\" is in neither {} nor {}{}", files.profile,
+                                    files.credentials.shown, files.config.shown, hint.empty() ? "" : "; " + hint));
+    }
   }
   return files;
 }

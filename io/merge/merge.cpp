@@ -79,7 +79,8 @@ std::uint64_t dataset_count(const NodeInfo& tree, const Resolution& resolution) 
   std::uint64_t count = 0;
   for_each_node(tree, [&](const NodeInfo& n) {
     count += !n.is_group() && !n.is_further_name() &&
-             resolution.dataset_rule(n.path).mode != LeafRule::Mode::PaddedOffsets;
+             resolution.dataset_rule(n.path).mode != LeafRule::Mode::PaddedOffsets &&
+             resolution.dataset_rule(n.path).mode != LeafRule::Mode::RankBounds;
   });
   return count;
 }
@@ -132,7 +133,9 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const NodeInfo tree = tree::read_tree(model.get(), first);
   const tree::SpecChoice choice = *tree::choose_spec(spec, tree, first);  // the default spec at the least
   const Resolution resolution = tree::about_file(first, [&] {
-    return job.cp_pad ? resolve_padded(tree, choice.spec, choice.name) : resolve(tree, choice.spec, choice.name);
+    const OffsetsTwins twins{job.cp_pad, job.dp.degree > 1 && job.layout == FileLayout::PerMicrobatch};
+    return twins.padded || twins.rank_bounds ? resolve_twins(tree, choice.spec, choice.name, twins)
+                                             : resolve(tree, choice.spec, choice.name);
   });
   check_options(job, resolution);
   MergePlan plan;

@@ -91,7 +91,7 @@ namespace {
 
 // Packed sequences cut across data-parallel ranks in the per-microbatch
 // layout: each file before the CP cut holds one cell of every rank, and
-// only the manifest says where one rank's sequences end in it. Its rows of
+// the manifest says where in the batch each cell's sequences go. Its rows of
 // the first offsets dataset give the batch's sequences each file holds.
 std::vector<RowMap> placed_sequences(const Context& ctx) {
   const MergeJob& job = ctx.job;
@@ -104,14 +104,35 @@ std::vector<RowMap> placed_sequences(const Context& ctx) {
   if (!record || record->rows.size() != job.inputs.size())
     throw usage_error(fmt::format("packed sequences split with --dp-degree {} in the per-microbatch layout are merged "
                                   "from their split's manifest (merge the split's directory or prefix): each file "
-                                  "holds one run of every rank's sequences, and the files alone do not say where "
-                                  "one ends",
+                                  "holds one run of every rank's sequences, which the manifest places in the batch",
                                   job.dp.degree));
   const FileGrid grid = job.manifest->grid();
   std::vector<RowMap> out;
   for (std::uint64_t b = 0; b < grid.ranks * grid.microbatches; ++b)
     out.push_back(sequences_of_offsets_rows(record->rows.at(grid.file_of(b, 0)), "the manifest's rows of " + offsets));
   return out;
+}
+
+// A default-layout DP split's files say where each rank's sequences begin
+// and end in them (rank_bounds_name): input `at.input`'s must be those of
+// its manifest's cells, since a loader reads the cells by them and merge
+// puts the sequences back by the manifest.
+void check_bounds(const Context& at, hid_t file, const std::string& path, const Offsets& offsets) {
+  const std::string name = rank_bounds_name(path);
+  const auto rule = at.resolution.datasets.find(name);
+  if (rule == at.resolution.datasets.end() || rule->second.mode != LeafRule::Mode::RankBounds) return;
+  const auto& manifest = at.job.manifest;
+  if (!manifest || !manifest->sequences || manifest->sequences->ranks < 2) return;  // placed_sequences refused it
+  const SequencePlan& cells = *manifest->sequences;
+  if (cells.runs.size() != cells.ranks * manifest->microbatches)
+    throw Error(fmt::format("the manifest's {} sequence runs are not {} ranks' cells of {} microbatches",
+                            cells.runs.size(), cells.ranks, manifest->microbatches));
+  require_path(at, file, name);
+  h5::Id dataset = h5::open_object(file, name, at.where(name));
+  const Offsets stored = check_offsets(tree::read_offsets(dataset.get(), at.where(name)), at.where(name).describe());
+  const std::uint64_t microbatch = manifest->grid().microbatch_of(at.input);
+  check_rank_bounds(at.where(name).describe(), stored, rank_bounds(cells.runs, cells.ranks, microbatch),
+                    offsets.size() - 1);
 }
 
 }  // namespace
@@ -139,6 +160,7 @@ PackedInputs packed_inputs(const Context& ctx) {
     h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.verified_source());
     for (const auto& path : paths) {
       in.offsets[path].push_back(read(at, i == 0 ? ctx.model_file : file.get(), path));
+      if (!in.sequences.empty()) check_bounds(at, i == 0 ? ctx.model_file : file.get(), path, in.offsets[path].back());
       if (in.pad) in.padded[path].push_back(read(at, i == 0 ? ctx.model_file : file.get(), padded_offsets_name(path)));
     }
   }

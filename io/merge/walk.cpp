@@ -65,7 +65,8 @@ void Walk::write_data(const DatasetPair& in, const LeafRule& rule, const MergedL
     // against its offsets, and the merged batch's is written after the walk.
     case LeafRule::Mode::Derive: return;
     case LeafRule::Mode::Drop: return;  // refused by merge before the walk (check_options)
-    case LeafRule::Mode::PaddedOffsets: return;  // left out (merge_dataset)
+    case LeafRule::Mode::PaddedOffsets:
+    case LeafRule::Mode::RankBounds: return;  // left out (merge_dataset)
     case LeafRule::Mode::Replicate: {
       if (!ctx_.first()) return compare_replicated(ctx_, in);
       const Selection all = Selection::all(in.model.space.dims);
@@ -96,7 +97,8 @@ bool Walk::writes_output(const NodeInfo& ds, const LeafRule& rule, bool as_virtu
     case LeafRule::Mode::Replicate:
     case LeafRule::Mode::Derive:
     case LeafRule::Mode::Drop:
-    case LeafRule::Mode::PaddedOffsets: return false;
+    case LeafRule::Mode::PaddedOffsets:
+    case LeafRule::Mode::RankBounds: return false;
     case LeafRule::Mode::Reduce: return rule.stacks() || (ctx_.last() && state_.reduce.reducing.count(ds.path));
   }
   return true;
@@ -104,7 +106,8 @@ bool Walk::writes_output(const NodeInfo& ds, const LeafRule& rule, bool as_virtu
 
 void Walk::merge_dataset(const NodeInfo& ds, hid_t object, hid_t parent) {
   const LeafRule& rule = ctx_.resolution.dataset_rule(ds.path);
-  if (rule.mode == LeafRule::Mode::PaddedOffsets) return;  // the merged batch has no pads (checked by the plan)
+  // The merged batch has no pads, and no ranks' bounds (both checked before the walk).
+  if (rule.mode == LeafRule::Mode::PaddedOffsets || rule.mode == LeafRule::Mode::RankBounds) return;
   const MergedLeaf* leaf = ctx_.plan.leaf(ds.path);
   const DatasetPair in = describe_pair(ctx_, state_.carried, ds, object);
   check_rows(ctx_, in, leaf);

@@ -52,7 +52,7 @@ void remove_leftover(const fs::path& path) {
 
 }  // namespace
 
-void remove_split_leftovers(const std::string& dir) {
+std::size_t remove_split_leftovers(const std::string& dir) {
   const std::string shard_lock = fmt::format("{}.shard-", kDirectoryLockName);
   std::vector<fs::path> temporaries;
   std::error_code ec;
@@ -68,7 +68,12 @@ void remove_split_leftovers(const std::string& dir) {
       temporaries.push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
-  for (const auto& p : temporaries) remove_leftover(p);
+  std::size_t lost = 0;
+  for (const auto& p : temporaries) {
+    remove_leftover(p);
+    lost += p.filename().string().find(".tmp-") != std::string::npos;  // not an .aside: an earlier split's file
+  }
+  return lost;
 }
 
 OutputLock lock_merge_output(const std::string& output) {

@@ -5,6 +5,7 @@
 // under a fixed name, would block the next run. A run that holds the lock
 // every writer of an output holds knows that whatever such files are there
 // belong to no live run, and removes them.
+#include <cstddef>
 #include <string>
 
 #include "io/publish/outputs.hpp"
@@ -14,8 +15,9 @@ namespace mb::io::publish {
 // Split's output directory, whose lock (kDirectoryLockName) the caller
 // holds: removes the hidden temporaries of split outputs there, unless a
 // shard run (split --shard, which takes its own shard's lock only) holds
-// its lock, which is an error naming it.
-void remove_split_leftovers(const std::string& dir);
+// its lock, which is an error naming it. Returns how many of the removed
+// files were a killed run's temporaries (.NAME.tmp-PID), the work it lost.
+std::size_t remove_split_leftovers(const std::string& dir);
 
 // Merge's output, locked for the run (DIR/.NAME.lock: every merge onto
 // NAME holds it, rank 0 for a team); then removes what killed merges onto

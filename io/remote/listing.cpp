@@ -33,7 +33,7 @@ ListPage parse_list_page(const std::string& xml) {
     if (end == std::string::npos) throw Error("the store's listing is cut short", ErrorKind::Environment);
     const std::string entry = xml.substr(at, end - at);
     const std::string key = xml_element(entry, "Key");
-    page.objects.push_back({key, size_of(xml_element(entry, "Size"), key)});
+    page.objects.push_back({key, size_of(xml_element(entry, "Size"), key), xml_element(entry, "LastModified")});
     at = end + close.size();
   }
   if (xml_element(xml, "IsTruncated") == "true") {
@@ -61,7 +61,7 @@ std::vector<Listed> list_prefix(Client& client, const S3Listing& where) {
     }
     for (auto& o : page.objects)
       if (o.name.starts_with(where.prefix) && o.name.size() > where.prefix.size())
-        found.push_back({o.name.substr(where.prefix.size()), o.size});
+        found.push_back({o.name.substr(where.prefix.size()), o.size, o.modified});
     token = page.next;
   } while (!token.empty());
   return found;

@@ -14,6 +14,7 @@ namespace mb::io::remote {
 struct Listed {
   std::string name;  // the key without the prefix
   std::uint64_t size = 0;
+  std::string modified;  // LastModified, as the store gives it
 };
 
 // One page of a ListObjectsV2 answer: its objects (keys as given) and the

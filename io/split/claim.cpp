@@ -1,5 +1,8 @@
 #include "io/split/claim.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -12,6 +15,42 @@ namespace mb::io::split {
 namespace {
 
 bool is_part_record(const std::string& name) { return name.starts_with("part-"); }
+
+// How the split in a manifest was asked for: "-n 4", "--micro-batch-size 8 --dp-degree 2".
+std::string split_flags(const SplitOptions& o, std::uint64_t microbatches) {
+  std::string flags = o.micro_batch_size ? fmt::format("--micro-batch-size {}", *o.micro_batch_size)
+                                         : fmt::format("-n {}", o.count.value_or(microbatches));
+  if (o.dp.degree > 1) flags += fmt::format(" --dp-degree {}", o.dp.degree);
+  if (o.cp_degree > 1) flags += fmt::format(" --cp-degree {}", o.cp_degree);
+  return flags;
+}
+
+// The finished split a place holds, as its manifest tells it ("manifest.json: a split of b.h5 with -n 2, written
+// 2026-12-07T14:51:27Z"), so that the user sees which run --force would replace. The manifest's name alone when
+// it cannot be read: the refusal stands either way.
+std::string earlier_split(const store::Store& place, const store::Entry& manifest) {
+  try {
+    const auto text = place.read_text(specs::kManifestName);
+    if (!text) return specs::kManifestName;
+    const specs::Manifest m = specs::parse_manifest(*text, place.shown(specs::kManifestName));
+    return fmt::format("{}: a split of {} with {}{}", specs::kManifestName, m.source,
+                       split_flags(m.options, m.microbatches),
+                       manifest.modified.empty() ? "" : ", written " + manifest.modified);
+  } catch (const Error&) {
+    return specs::kManifestName;
+  }
+}
+
+// A plain split is all or nothing, so the rerun of a killed one removes
+// even the files that run had finished: say once that --resume keeps them,
+// since the user otherwise learns it only by losing a long run again.
+void say_what_resume_keeps(const store::Store& place, std::size_t removed) {
+  if (removed == 0) return;
+  spdlog::info("{}: removed {} temporary {} a killed split left (a plain split keeps nothing of a run that did "
+               "not finish); split --resume would have kept the files it had finished: give --resume where a run "
+               "may be killed",
+               place.shown(), removed, removed == 1 ? "file" : "files");
+}
 
 }  // namespace
 
@@ -35,6 +74,7 @@ Claimed claim_for_team(store::Store& place, const Source& input) {
 
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(publish::kDirectoryLockName), {}};
+  if (out.claim) say_what_resume_keeps(place, out.claim->removed_temporaries());
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them
   for (auto& entry : place.list())
     if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
@@ -46,14 +86,15 @@ Claimed claim_split(store::Store& place, bool force, const Source& input, bool k
     if (publish::is_final_output(entry.name)) earlier.push_back(std::move(entry));
   }
   if (earlier.empty() && journal.empty()) return out;
-  const bool finished = std::any_of(earlier.begin(), earlier.end(),
-                                    [](const store::Entry& e) { return e.name == specs::kManifestName; });
+  const auto manifest = std::find_if(earlier.begin(), earlier.end(),
+                                     [](const store::Entry& e) { return e.name == specs::kManifestName; });
+  const bool finished = manifest != earlier.end();
   if (!force && !finished && !journal.empty())
     throw Error(place.shown() + ": holds an unfinished split (" + (earlier.empty() ? journal.front() : earlier.front().name) +
                 " and its journal); use --resume to continue it or --force to replace it");
   if (!force)
     throw Error(place.shown() + ": holds the output of an earlier split (" +
-                (finished ? std::string(specs::kManifestName) : earlier.front().name) + "); use --force to replace it");
+                (finished ? earlier_split(place, *manifest) : earlier.front().name) + "); use --force to replace it");
   if (finished) place.remove(specs::kManifestName);
   for (const auto& entry : earlier)
     if (is_part_record(entry.name)) place.remove(entry.name);

@@ -207,7 +207,8 @@ class SplitWriter {
     const RowMap& rows;
     std::uint64_t file;
   };
-  // The offsets dataset written, and where --cp-pad writes its padded twin.
+  // The offsets dataset written, and where its twins go (--cp-pad's padded
+  // offsets, a default-layout DP file's ranks' bounds).
   struct OffsetsTarget {
     const h5::Prototype& prototype;
     hid_t dataset;
@@ -247,16 +248,34 @@ class SplitWriter {
     }
     const Offsets out = offsets_of(lengths);
     h5::write(target.dataset, Selection::all({out.size()}), memory, out.data(), where);
-    if (!plan.cp_pad) return;
-    const Offsets shares = offsets_of(padded);
-    const std::string name = padded_offsets_name(target.name);  // beside it: its path is the same + "_padded"
-    const h5::Location at{where.file, padded_offsets_name(where.path)};
-    if (shares.back() > tree::largest_offset(type.get(), piece.src_where))
-      throw Error(fmt::format("{}: padded, the offsets reach {}, more than {} holds", at.describe(), shares.back(),
-                              h5::dtype_name(type.get())));
-    const h5::Extent extent = h5::make_extent(target.prototype, {shares.size()}, {transfer::kFileBytesMin}, at);
-    const h5::Id twin = h5::create_dataset(target.prototype, extent, target.parent, name, at);
-    h5::write(twin.get(), Selection::all({shares.size()}), memory, shares.data(), at);
+    if (plan.cp_pad)
+      write_twin(target, padded_offsets_name, offsets_of(padded), {type.get(), memory, where}, "padded, the offsets");
+    const auto& sequences = plan.sequences;
+    if (plan.layout == FileLayout::PerMicrobatch && sequences && sequences->ranks > 1)
+      write_twin(target, rank_bounds_name,
+                 rank_bounds(sequences->runs, sequences->ranks, plan.grid().microbatch_of(piece.file)),
+                 {type.get(), memory, where}, "the data-parallel ranks' bounds");
+  }
+
+  // The offsets' type in the file and in memory, and where they are.
+  struct OffsetsType {
+    hid_t file_type;
+    hid_t memory;
+    const h5::Location& where;
+  };
+
+  // Writes `values` beside the offsets dataset, named `named(its name)`, as
+  // the offsets are stored (their type and creation properties): the
+  // padded offsets of --cp-pad, a default-layout DP file's ranks' bounds.
+  void write_twin(const OffsetsTarget& target, std::string (*named)(const std::string&), const Offsets& values,
+                  const OffsetsType& as, const char* what) const {
+    const h5::Location at{as.where.file, named(as.where.path)};
+    if (values.back() > tree::largest_offset(as.file_type, as.where))
+      throw Error(fmt::format("{}: {} reach {}, more than {} holds", at.describe(), what, values.back(),
+                              h5::dtype_name(as.file_type)));
+    const h5::Extent extent = h5::make_extent(target.prototype, {values.size()}, {transfer::kFileBytesMin}, at);
+    const h5::Id twin = h5::create_dataset(target.prototype, extent, target.parent, named(target.name), at);
+    h5::write(twin.get(), Selection::all({values.size()}), as.memory, values.data(), at);
   }
 
   const SplitSource& source_;

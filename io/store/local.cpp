@@ -1,11 +1,13 @@
 #include "io/store/local.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,15 +24,26 @@ namespace mb::io::store {
 namespace {
 namespace fs = std::filesystem;
 
+// A file's modification time as S3 listings give theirs (2026-12-07T14:51:27Z); empty when unknown.
+std::string modified_text(const fs::path& path) {
+  struct stat st {};
+  struct tm utc {};
+  char text[32];
+  if (::lstat(path.c_str(), &st) != 0 || !::gmtime_r(&st.st_mtime, &utc)) return {};
+  return std::string(text, std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc));
+}
+
 // The directories a claim made and the lock it holds; `created` is declared
 // first so that it goes last, after the lock removed its file from inside it.
 class DirectoryClaim final : public Claim {
  public:
-  explicit DirectoryClaim(publish::OutputDirectory held) : held_(std::move(held)) {}
+  DirectoryClaim(publish::OutputDirectory held, std::size_t removed) : held_(std::move(held)), removed_(removed) {}
   void keep() override { held_.keep(); }
+  std::size_t removed_temporaries() const override { return removed_; }
 
  private:
   publish::OutputDirectory held_;
+  std::size_t removed_;
 };
 
 // A run's files published in their directory: written under temporaries
@@ -168,7 +181,7 @@ class LocalDirectory final : public Store {
       if (stat_ec || !fs::exists(status)) continue;  // gone while listed
       const bool regular = fs::is_regular_file(status);
       const auto size = regular ? fs::file_size(entry.path(), stat_ec) : 0;
-      out.push_back({entry.path().filename().string(), stat_ec ? 0 : size, regular});
+      out.push_back({entry.path().filename().string(), stat_ec ? 0 : size, regular, modified_text(entry.path())});
     }
     if (ec) throw Error(fmt::format("{}: cannot list the directory: {}", dir_, ec.message()), kind_of_errno(ec.value()));
     std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
@@ -225,8 +238,9 @@ class LocalDirectory final : public Store {
     publish::OutputLock lock(path(lock_name), dir_);
     // The directory's own lock is held by every writer of a whole split and
     // by finish: holding it proves whatever temporaries are there dead.
-    if (lock_name == publish::kDirectoryLockName) publish::remove_split_leftovers(dir_);
-    return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)});
+    const std::size_t removed =
+        lock_name == publish::kDirectoryLockName ? publish::remove_split_leftovers(dir_) : 0;
+    return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)}, removed);
   }
 
   bool holds(const Source& source, std::string_view name) const override {

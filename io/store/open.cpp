@@ -8,6 +8,7 @@
 namespace mb::io::store {
 
 std::unique_ptr<Store> open_store(const std::string& where, const Settings& settings) {
+  check_place(where);
   if (!is_remote(where)) return local_directory(where);
   const std::string base = where.ends_with("/") ? where : where + "/";
   if (is_s3(where)) return s3_prefix(base, settings);
@@ -15,6 +16,7 @@ std::unique_ptr<Store> open_store(const std::string& where, const Settings& sett
 }
 
 Member open_member(const std::string& path, const Settings& settings) {
+  check_place(path);
   if (is_remote(path)) {
     const std::string base = sibling(path, "");
     return {open_store(base, settings), path.substr(base.size(), path.find('?', base.size()) - base.size())};

@@ -54,7 +54,8 @@ class S3Prefix final : public UrlStore {
   std::vector<Entry> list() const override {
     remote::Client client(requests());
     std::vector<Entry> out;
-    for (const auto& o : remote::list_prefix(client, resolve_listing(base_, settings_))) out.push_back({o.name, o.size});
+    for (const auto& o : remote::list_prefix(client, resolve_listing(base_, settings_)))
+      out.push_back({o.name, o.size, true, o.modified});
     std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
     return out;
   }

@@ -31,6 +31,9 @@ struct Entry {
   // False for what a directory may hold besides files (a subdirectory, a
   // symbolic link, a FIFO, a device): never read as a member, never replaced.
   bool regular = true;
+  // When it was last written, as the place tells it (UTC, to the second);
+  // empty when unknown. For messages only.
+  std::string modified;
 };
 
 // What a run holds of a place while it writes there, released when
@@ -41,6 +44,8 @@ class Claim {
   virtual ~Claim() = default;
   // The run is complete: what the claim created stays.
   virtual void keep() = 0;
+  // How many temporaries of killed runs the claim removed (their lost work).
+  virtual std::size_t removed_temporaries() const { return 0; }
 };
 
 class Store;

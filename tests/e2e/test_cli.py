@@ -255,6 +255,56 @@ def test_numbers_are_decimal(tmp_path, batch):
     assert_one_line_error(run("inspect", batch, "-n", "+4"), 2, "'+4' is not a whole number")
 
 
+# --- places: a name with a scheme is a URL -----------------------------------------
+
+# Schemes microbatch does not read or write: each is a usage error, never a local directory such as ./gs:/bkt/.
+OTHER_URLS = ["gs://bkt/x/", "az://container/x/", "hdfs://namenode/x/", "abfss://c@acct.dfs.core.windows.net/x/",
+              "GS://bkt/x/", "file:///tmp/x/"]
+
+
+def place_commands(url, batch, split):
+    """Every command and option that takes a place, each given `url` there (a directory or prefix URL)."""
+    return [["split", batch, "-n", 2, "-o", url],
+            ["split", url + "b.h5", "-n", 2, "-o", "out"],
+            ["split", batch, "-n", 2, "-s", url + "spec.json", "-o", "out"],
+            ["merge", url, "-o", "m.h5"],
+            ["merge", split / "microbatch-00000.h5", url + "microbatch-00001.h5", "-o", "m.h5"],
+            ["merge", split, "-o", url + "m.h5"],
+            ["inspect", url + "b.h5"],
+            ["diff", batch, url + "b.h5"],
+            ["verify", url],
+            ["finish", url]]
+
+
+@pytest.mark.parametrize("url", OTHER_URLS)
+def test_a_scheme_microbatch_does_not_take_is_a_usage_error(tmp_path, batch, url):
+    split = tmp_path / "split"
+    run("split", batch, "-n", 2, "-o", split, check=0)
+    work = tmp_path / "work"
+    work.mkdir()
+    scheme = url.split("://")[0].lower()
+    for argv in place_commands(url, batch, split):
+        res = run(*argv, cwd=work)
+        assert_one_line_error(res, 2, f"does not read or write {scheme}:// URLs", "s3://", "https://")
+        assert listing(work) == [], (argv, listing(work))
+    assert listing(split) == ["manifest.json", "microbatch-00000.h5", "microbatch-00001.h5"]
+
+
+def test_a_spec_named_by_a_url_is_a_usage_error(tmp_path, batch):
+    res = run("split", batch, "-n", 2, "-s", "s3://bkt/spec.json", "-o", "out", cwd=tmp_path)
+    assert_one_line_error(res, 2, "-s/--spec: s3://bkt/spec.json is a URL", "local file")
+    assert listing(tmp_path) == ["batch.h5"]
+
+
+@pytest.mark.parametrize("name", ["a:b", "./c:d", "e:f/g"])
+def test_a_path_holding_a_colon_stays_a_local_path(tmp_path, batch, name):
+    run("split", batch, "-n", 2, "-o", name, cwd=tmp_path, check=0)
+    assert listing(tmp_path / name) == ["manifest.json", "microbatch-00000.h5", "microbatch-00001.h5"]
+    run("inspect", f"{name}/microbatch-00000.h5", cwd=tmp_path, check=0)
+    run("merge", name, "-o", "x:y.h5", cwd=tmp_path, check=0)
+    assert h5diff(batch, tmp_path / "x:y.h5") == 0
+
+
 # --- the output directory of a failed split -------------------------------------
 
 @pytest.fixture

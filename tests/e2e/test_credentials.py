@@ -284,6 +284,32 @@ def test_credentials_as_the_aws_cli_finds_them(world, tmp_path, name, arrange, r
     record([name, cli, "reads" if reads else f"refused (exit {res.code})"])
 
 
+def test_no_credentials_names_the_profiles_the_files_hold_and_how_to_pick_one(world, tmp_path):
+    # The default profile is not there; [lab] is: the error says so, and the way it says works.
+    s = Setup(world, tmp_path / "home")
+    s.write(".aws/credentials", keys(profile="lab"))
+    s.write(".aws/config", "[profile prod]\nregion = us-east-1\n[sso-session corp]\nsso_region = us-east-1\n")
+    res = s.microbatch()
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res
+    assert "no AWS credentials" in res.err, res
+    assert "profiles lab, prod are in those files too: pick one with AWS_PROFILE=lab" in res.err, res
+    assert "corp" not in res.err, res
+    s.env["AWS_PROFILE"] = "lab"
+    assert s.microbatch().code == 0
+
+
+def test_a_misspelt_aws_profile_gets_did_you_mean(world, tmp_path):
+    s = Setup(world, tmp_path / "home")
+    s.write(".aws/credentials", keys(profile="lab") + keys(profile="production"))
+    s.env["AWS_PROFILE"] = "labb"
+    res = s.microbatch()
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res
+    assert 'the profile "labb" is in neither' in res.err and "did you mean lab?" in res.err, res
+    s.env["AWS_PROFILE"] = "staging"  # nothing close: the profiles there are listed
+    res = s.microbatch()
+    assert res.code == 2 and "the profiles there: lab, production" in res.err, res
+
+
 def test_a_role_is_assumed_with_its_source_profiles_signed_request(world, tmp_path):
     # The fake STS verifies the AssumeRole request's Signature V4 against the source profile's secret.
     s = Setup(world, tmp_path / "home")

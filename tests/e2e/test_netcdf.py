@@ -233,6 +233,21 @@ def test_dim_spec_cuts_along_a_named_dimension_wherever_it_is(tmp_path):
     assert manifest["spec"]["t2"] == 0 and manifest["spec"]["temp"] == 1  # the resolved axes are recorded
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_too_many_pieces_name_the_dimension_and_its_length(tmp_path, engine):
+    """-n 5 over a time of length 4: the dimension is what the user knows, not the first dataset cut along it."""
+    src = tmp_path / "in.nc"
+    xr.Dataset({"count": (("time",), np.arange(4, dtype="i2")),
+                "temp": (("time", "x"), np.arange(12, dtype="f4").reshape(4, 3))},
+               coords={"time": ("time", np.arange(4) * 10), "x": ("x", [1, 2, 3])}).to_netcdf(src, engine=engine)
+    out = tmp_path / "mb"
+    res = run("split", src, "-n", 5, "-o", out)
+    assert_one_line_error(res, 1, "cannot cut into 5 microbatches: dimension time has length 4 (--on-short")
+    assert "/count" not in res.err and not out.exists(), res
+    res = run("split", src, "-n", 5, "-o", out, "--on-short", "downsize", check=0)
+    assert "downsizing from 5 to 4 microbatches: dimension time has length 4" in res.err, res
+
+
 def test_the_first_dimension_without_an_unlimited_one(tmp_path):
     """netCDF's first dimension (lowest _Netcdf4Dimid) is cut when none is unlimited."""
     src = tmp_path / "in.nc"

@@ -4,6 +4,7 @@ as they are)."""
 import fcntl
 import json
 import os
+import signal
 import stat
 import subprocess
 import time
@@ -184,6 +185,40 @@ def test_a_killed_splits_temporaries_are_removed_by_the_next_split(tmp_path, inp
     run("split", inputs["a"], "-n", 2, "-o", out, check=0)
     assert [n for n in listing(out) if n.startswith(".")] == []
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+
+
+@pytest.mark.parametrize("flags,shown", [(["-n", 2], "-n 2"),
+                                         (["--micro-batch-size", 2, "--dp-degree", 2], "--micro-batch-size 2 --dp-degree 2")])
+def test_a_split_over_an_earlier_split_says_which_split_it_is(tmp_path, batch, flags, shown):
+    out = tmp_path / "mb"
+    run("split", batch, *flags, "-o", out, check=0)
+    before = {n: (out / n).read_bytes() for n in listing(out)}
+    written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.stat(out / "manifest.json").st_mtime))
+    res = run("split", batch, "-n", 5, "-o", out)
+    assert_one_line_error(res, 1, f"{out}: holds the output of an earlier split (manifest.json: a split of {batch} "
+                                  f"with {shown}, written {written}); use --force to replace it")
+    assert {n: (out / n).read_bytes() for n in listing(out)} == before
+
+
+RESUME_HINT = "split --resume would have kept the files it had finished"
+
+
+def test_the_rerun_of_a_killed_split_says_that_resume_keeps_finished_files(tmp_path, inputs):
+    out = tmp_path / "mb"
+    res = held_run(tmp_path, [BINARY, "split", inputs["a"], "-n", 3, "-o", out],
+                   lambda proc: proc.send_signal(signal.SIGKILL), resume=False)
+    assert res.code == -signal.SIGKILL, res
+    left = [n for n in listing(out) if ".tmp-" in n]
+    assert left, listing(out)
+    res = run("split", inputs["a"], "-n", 3, "-o", out, check=0)
+    hints = [l for l in res.err.splitlines() if RESUME_HINT in l]
+    assert len(hints) == 1 and hints[0].startswith("microbatch: info: "), res
+    assert f"{out}: removed {len(left)} temporary file" in hints[0], res
+    assert [n for n in listing(out) if n.startswith(".")] == []
+    assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+    # a split with nothing of a killed run to remove says nothing of it
+    res = run("split", inputs["a"], "-n", 3, "-o", out, "--force", check=0)
+    assert RESUME_HINT not in res.err, res
 
 
 def test_force_sets_the_earlier_files_aside_and_removes_them_before_it_ends(tmp_path, inputs):

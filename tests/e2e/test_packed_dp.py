@@ -5,7 +5,10 @@ each file as a numpy reference cuts it, and merge giving the input back
 exactly."""
 import itertools
 import json
+import os
+import re
 import shutil
+import textwrap
 
 import h5py
 import numpy as np
@@ -479,3 +482,129 @@ def test_virtual_merge_of_packed_dp_cells(tmp_path, c):
     run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "--cp-degree", c, "-o", tmp_path / "mb", check=0)
     run("merge", tmp_path / "mb", "--virtual", "-o", tmp_path / "v.h5", check=0)
     assert h5diff(src, tmp_path / "v.h5") == 0
+
+
+# --- default-layout DP files say where each rank's sequences are ----------------------------------------
+
+GUIDE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "guide.md")
+
+
+def guide_loader():
+    """docs/guide.md's data-loader lines (the ```python block of "Rank bounds"), as a function."""
+    text = open(GUIDE).read()
+    block = re.search(r"\*\*Rank bounds\*\*.*?```python\n(.*?)```", text, flags=re.S).group(1)
+    scope = {}
+    exec(textwrap.dedent(block), scope)  # noqa: S102  (the page's own lines, run as written)
+    return scope["read_cell"]
+
+
+BOUNDS_CASES = [([5, 1, 9, 3, 3, 7, 2, 4], 2, 2, 1), ([4, 0, 8, 12, 4, 0, 16, 8, 4], 2, 3, 2),
+                ([2] * 12, 4, 3, 1), ([30, 1, 1, 1, 1, 6, 2], 3, 2, 1)]
+
+
+@pytest.mark.parametrize("lengths,d,n,c", BOUNDS_CASES)
+def test_default_layout_files_say_where_each_ranks_sequences_are(tmp_path, lengths, d, n, c):
+    src = tmp_path / "in.h5"
+    offsets = make_packed(src, lengths, with_k=lengths,
+                          members=("tokens", "labels", "position_ids", "cu_seqlens", "seq_ids", "max_len"))
+    spec = write_spec(tmp_path / "s.json", SPEC)
+    flags = ["-n", n, "--dp-degree", d] + (["--cp-degree", c] if c > 1 else [])
+    run("split", src, "-s", spec, *flags, "-o", tmp_path / "mb", check=0)
+    m = json.loads((tmp_path / "mb" / "manifest.json").read_text())
+    cells = [tuple(x) for x in m["sequences"]["runs"]]
+    read_cell = guide_loader()
+    with h5py.File(src) as f:
+        tokens = f["tokens"][()]
+    for k, entry in enumerate(m["files"]):
+        place = m["placement"][k] if "placement" in m else {"microbatch": k}
+        i, r = place["microbatch"], place.get("cp_rank", 0)
+        path = tmp_path / "mb" / entry["name"]
+        with h5py.File(path) as piece:
+            for name in ("cu_seqlens", "cu_seqlens_k"):
+                bounds = piece[name + "_dp_bounds"]
+                assert bounds.dtype == piece[name].dtype and bounds.shape == (d + 1,)
+                want = np.concatenate([[0], np.cumsum([cells[rank * n + i][1] - cells[rank * n + i][0]
+                                                       for rank in range(d)])])
+                assert list(bounds[()]) == list(want), entry["name"]
+        for rank in range(d):
+            a, b = cells[rank * n + i]
+            got, cu = read_cell(str(path), rank)
+            rows = [int(offsets[s]) + p for s in range(a, b)
+                    for p in (zigzag(int(offsets[s + 1] - offsets[s]), c, r) if c > 1 else
+                              range(int(offsets[s + 1] - offsets[s])))]
+            assert list(got) == list(tokens[rows]), (entry["name"], rank)
+            assert list(cu) == list(np.concatenate([[0], np.cumsum([(offsets[s + 1] - offsets[s]) // c
+                                                                    for s in range(a, b)])])), (entry["name"], rank)
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    files = [str(tmp_path / "mb" / e["name"]) for e in m["files"]]  # one by one beside their manifest
+    run("merge", *files, "-s", spec, *flags[2:], "-o", tmp_path / "files.h5", check=0)
+    assert h5diff(src, tmp_path / "files.h5") == 0
+
+
+def test_only_default_layout_dp_files_get_bounds(tmp_path):
+    src = tmp_path / "in.h5"
+    make_packed(src, [5, 1, 9, 3, 3, 7], members=("tokens", "cu_seqlens"))
+    spec = write_spec(tmp_path / "s.json", {"tokens": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets"})
+    for name, flags in [("plain", ["-n", 2]), ("per-rank", ["-n", 2, "--dp-degree", 2, "--layout", "per-rank"])]:
+        run("split", src, "-s", spec, *flags, "-o", tmp_path / name, check=0)
+        for f in listing(tmp_path / name):
+            if f.endswith(".h5"):
+                with h5py.File(tmp_path / name / f) as piece:
+                    assert sorted(piece) == ["cu_seqlens", "tokens"], f
+    with h5py.File(src, "a") as f:  # a batch that holds the name already is refused, not shadowed
+        f["cu_seqlens_dp_bounds"] = np.zeros(3, np.int32)
+    res = run("split", src, "--spec-json", '{"tokens": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets", '
+              '"cu_seqlens_dp_bounds": "replicate"}', "-n", 2, "--dp-degree", 2, "-o", tmp_path / "clash")
+    assert_one_line_error(res, 1, "writes /cu_seqlens_dp_bounds beside /cu_seqlens", "holds a /cu_seqlens_dp_bounds")
+    assert not (tmp_path / "clash").exists()
+
+
+def test_merge_refuses_bounds_that_disagree_with_the_cells(tmp_path):
+    src = tmp_path / "in.h5"
+    make_packed(src, [5, 1, 9, 3, 3, 7], members=("tokens", "cu_seqlens"))
+    spec = write_spec(tmp_path / "s.json", {"tokens": {"packed": "/cu_seqlens"}, "cu_seqlens": "offsets"})
+    run("split", src, "-s", spec, "-n", 2, "--dp-degree", 2, "-o", tmp_path / "mb", check=0)
+    victim = tmp_path / "mb" / "microbatch-00001.h5"
+    with h5py.File(victim, "a") as f:
+        bounds = f["cu_seqlens_dp_bounds"][()]
+        assert bounds[0] == 0 and bounds[1] > 0
+        bounds[1] -= 1  # one sequence of rank 0's cell taken for rank 1's
+        f["cu_seqlens_dp_bounds"][...] = bounds
+    res = run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", "--no-verify")
+    assert_one_line_error(res, 1, "microbatch-00001.h5", "/cu_seqlens_dp_bounds",
+                          "are not those of the file's cells")
+    assert not (tmp_path / "out.h5").exists()
+
+
+SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "sample_data")
+
+
+def test_cp_pad_files_away_from_their_manifest_merge_as_the_guide_says(tmp_path):
+    """docs/guide.md: files away from their manifest merge with -s SPEC --cp-degree C --cp-pad (and
+    --dp-degree D --layout per-rank for a per-rank split); a default-layout DP split only beside its manifest."""
+    text = " ".join(open(GUIDE).read().split())
+    assert "Files away from their manifest merge with the split's spec and flags: `merge FILES -s SPEC " \
+           "--cp-degree C --cp-pad`" in text and "`--dp-degree D --layout per-rank` too for a per-rank split" in text
+    src, spec = os.path.join(SAMPLE, "train_packed.h5"), os.path.join(SAMPLE, "train_packed_spec.json")
+    cp = ["--cp-degree", 2, "--cp-pad"]
+    for name, layout in [("plain", []), ("per-rank", ["--dp-degree", 2, "--layout", "per-rank"]),
+                         ("default", ["--dp-degree", 2])]:
+        run("split", src, "-s", spec, "-n", 4, *layout, *cp, "-o", tmp_path / name, check=0)
+        away = tmp_path / f"{name}-away"
+        away.mkdir()
+        files = sorted(f for f in listing(tmp_path / name) if f.endswith(".h5"))
+        for f in files:
+            shutil.copy(tmp_path / name / f, away)
+        files = [away / f for f in files]
+        out = tmp_path / f"{name}.h5"
+        res = run("merge", *files, *layout, *cp, "-o", out)  # without -s: the default spec packs nothing
+        assert_one_line_error(res, 1, "--cp-degree 2 has nothing to put back" if name == "plain" else
+                              "rank 1 holds 14 rows, rank 0 holds 10" if name == "per-rank" else
+                              "not a multiple of the data-parallel degree 2")
+        res = run("merge", *files, "-s", spec, *layout, *cp, "-o", out)
+        if name == "default":
+            assert_one_line_error(res, 2, "merged from their split's manifest")
+            continue
+        assert res.code == 0, res
+        assert h5diff(src, out) == 0

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/aws_profiles.hpp"
 #include "core/credentials.hpp"
@@ -41,6 +42,19 @@ TEST_CASE("aws profiles: [profile default] serves when there is no [default]") {
             .get("region") == "r2");
   // In the config file "[dev]" is not profile dev.
   CHECK_FALSE(find_profile(none, parse_shared_file("[dev]\nregion=r\n", "c"), "dev").exists());
+}
+
+TEST_CASE("aws profiles: the profiles a run did not use are named, a misspelt one suggested") {
+  const auto credentials = parse_shared_file("[lab]\naws_access_key_id = A\n", "creds");
+  const auto config = parse_shared_file("[default]\nregion = x\n[profile prod]\n[sso-session s]\n", "config");
+  CHECK(mb::aws::profile_names(credentials, config) == std::vector<std::string>{"default", "lab", "prod"});
+  CHECK(mb::aws::other_profiles_hint(credentials, config, "default") ==
+        "profiles lab, prod are in those files too: pick one with AWS_PROFILE=lab");
+  CHECK(mb::aws::other_profiles_hint(credentials, parse_shared_file("", "config"), "default") ==
+        "profile lab is in those files too: pick it with AWS_PROFILE=lab");
+  CHECK(mb::aws::other_profiles_hint(parse_shared_file("", "c"), parse_shared_file("", "d"), "default").empty());
+  CHECK(mb::aws::unknown_profile_hint(credentials, config, "labb") == "did you mean lab? (AWS_PROFILE=lab)");
+  CHECK(mb::aws::unknown_profile_hint(credentials, config, "staging") == "the profiles there: default, lab, prod");
 }
 
 TEST_CASE("aws profiles: a malformed file names itself and the line") {

@@ -178,3 +178,18 @@ TEST_CASE("packed plan across data-parallel ranks: optimal cells for tokens and 
     }
   }
 }
+
+TEST_CASE("a default-layout DP file's rank bounds: each rank's cell of the microbatch, back to back") {
+  // D = 2, N = 3: cells (0, 0..2) then (1, 0..2), rank-major; cell (1, 2) empty.
+  const std::vector<Range> runs{{0, 2}, {2, 3}, {3, 6}, {6, 7}, {7, 9}, {9, 9}};
+  CHECK(mb::rank_bounds(runs, 2, 0) == U64{0, 2, 3});
+  CHECK(mb::rank_bounds(runs, 2, 1) == U64{0, 1, 3});
+  CHECK(mb::rank_bounds(runs, 2, 2) == U64{0, 3, 3});
+  CHECK(mb::rank_bounds_name("/g/cu_seqlens") == "/g/cu_seqlens_dp_bounds");
+  mb::check_rank_bounds("f: /cu_dp_bounds", U64{0, 3, 3}, U64{0, 3, 3}, 3);
+  CHECK_THROWS_WITH_AS(mb::check_rank_bounds("f: /cu_dp_bounds", U64{0, 2, 3}, U64{0, 3, 3}, 3),
+                       "f: /cu_dp_bounds: the data-parallel ranks' sequence bounds [0, 2, 3] are not those of the "
+                       "file's cells ([0, 3, 3], of 3 sequences)",
+                       mb::Error);
+  CHECK_THROWS_AS(mb::check_rank_bounds("f", U64{0, 3, 3}, U64{0, 3, 3}, 4), mb::Error);  // the offsets hold 4
+}

@@ -53,6 +53,23 @@ TEST_CASE("remote: which names are URLs") {
   CHECK_FALSE(mb::is_remote("batch.h5"));
 }
 
+TEST_CASE("remote: a name with a scheme is a URL; one microbatch does not take is refused") {
+  CHECK(mb::url_scheme("gs://bkt/x/") == "gs");
+  CHECK(mb::url_scheme("ABFSS://c@a.dfs.core.windows.net/x") == "abfss");
+  CHECK(mb::url_scheme("svn+ssh://h/x") == "svn+ssh");
+  for (const char* path : {"a:b", "./a:b", "dir/gs://x", "1x://y", "://x", "-x://y", "a b://c", "batch.h5"})
+    CHECK_FALSE(mb::url_scheme(path));
+  for (const char* taken : {"s3://bkt/k", "HTTP://h/x", "https://h/x", "a:b", "./gs:/bkt"})
+    CHECK_NOTHROW(mb::check_place(taken));
+  try {
+    mb::check_place("gs://bkt/x/", "-o/--output");
+    FAIL("gs:// taken");
+  } catch (const mb::Error& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK(std::string(e.what()).starts_with("-o/--output: gs://bkt/x/: microbatch does not read or write gs://"));
+  }
+}
+
 TEST_CASE("remote: s3:// goes to AWS, virtual-hosted, in the credential source's region") {
   CHECK(resolve("s3://bkt/a/b.h5", {}).url == "https://bkt.s3.us-east-1.amazonaws.com/a/b.h5");
   CHECK(resolve("s3://bkt/a/b.h5", {}, {}, "eu-west-3").url == "https://bkt.s3.eu-west-3.amazonaws.com/a/b.h5");

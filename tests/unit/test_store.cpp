@@ -42,7 +42,7 @@ class MemoryStore final : public Store {
   std::string shown(std::string_view name) const override { return "mem://" + std::string(name); }
   std::vector<Entry> list() const override {
     std::vector<Entry> out;
-    for (const auto& [name, text] : members) out.push_back({name, text.size(), true});
+    for (const auto& [name, text] : members) out.push_back({name, text.size(), true, {}});
     return out;
   }
   std::optional<std::uint64_t> size(std::string_view name) const override {
