@@ -262,6 +262,12 @@ def signalled_in_a_stuck_read(tmp_path, argv, sig, env=None):
     """Runs `argv` (microbatch's command line, on an input whose variable-length data loops in the library)
     under the pause shim and sends it `sig` once it has entered its first read of such data (MB_TEST_ENTERED):
     the signal comes while it is in a call that does not return. Returns its Result."""
+    return in_a_stuck_read(tmp_path, argv, lambda proc: proc.send_signal(sig), env)
+
+
+def in_a_stuck_read(tmp_path, argv, during, env=None):
+    """Runs `argv` as signalled_in_a_stuck_read does, and `during(proc)` once it is in the read that does not
+    return. Returns its Result."""
     entered = tmp_path / "entered"
     watched = dict(env or ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_ENTERED=str(entered))
     proc = subprocess.Popen([str(a) for a in argv], env=watched, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -269,7 +275,7 @@ def signalled_in_a_stuck_read(tmp_path, argv, sig, env=None):
     try:
         wait_until(lambda: entered.exists() or proc.poll() is not None, "the run did not read variable-length data")
         assert entered.exists(), f"exit {proc.returncode} before it read variable-length data"
-        proc.send_signal(sig)
+        during(proc)
         out, err = proc.communicate(timeout=60)
     except BaseException:
         proc.kill()

@@ -77,7 +77,7 @@ TEST_CASE("--cp-pad: a microbatch without sequences fills no rows of any dataset
   const auto t = root({dataset("cu", {2}), dataset("cu_padded", {2}), dataset("ids", {4}), dataset("seq", {1})});
   const auto spec = mb::specs::parse_spec(
       R"({"cu": "offsets", "ids": {"packed": "/cu"}, "seq": {"per_sequence": "/cu"}})", "s");
-  const auto res = mb::resolve_padded(t, spec, "s");
+  const auto res = mb::resolve_twins(t, spec, "s", {.padded = true});
   mb::PackedInputs in;
   in.degree = 2;
   in.pad = true;

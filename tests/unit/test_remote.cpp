@@ -53,7 +53,7 @@ TEST_CASE("remote: which names are URLs") {
   CHECK_FALSE(mb::is_remote("batch.h5"));
 }
 
-TEST_CASE("remote: a name with a scheme is a URL; one microbatch does not take is refused") {
+TEST_CASE("remote: a name with a scheme is a URL, and one microbatch does not take is refused") {
   CHECK(mb::url_scheme("gs://bkt/x/") == "gs");
   CHECK(mb::url_scheme("ABFSS://c@a.dfs.core.windows.net/x") == "abfss");
   CHECK(mb::url_scheme("svn+ssh://h/x") == "svn+ssh");
