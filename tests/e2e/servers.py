@@ -683,6 +683,16 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
 
     def forward(self):
         owner = self.server.owner
+        with owner.idle:
+            owner.in_flight += 1
+        try:
+            self.relay_request(owner)
+        finally:
+            with owner.idle:
+                owner.in_flight -= 1
+                owner.idle.notify_all()
+
+    def relay_request(self, owner):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         mode = owner.choose(self.command, self.path)
@@ -776,6 +786,7 @@ class S3Proxy:
         self.headers_seen = []  # (method, path, headers in lower case) of every request
         self.rules, self.log = [], []
         self.holding, self.release = threading.Event(), threading.Event()  # of a "held" answer
+        self.in_flight, self.idle = 0, threading.Condition()  # requests being relayed
         self.httpd = _ThreadingServer(("127.0.0.1", 0), ProxyHandler)
         self.httpd.owner = self
         self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -815,6 +826,12 @@ class S3Proxy:
     def requests(self):
         with self.lock:
             return list(self.log)
+
+    def wait_idle(self, timeout=60):
+        """Waits until no request is being relayed: a client killed mid-request leaves the proxy finishing
+        it (the store may still do it), and what the store holds is final only then."""
+        with self.idle:
+            assert self.idle.wait_for(lambda: self.in_flight == 0, timeout), "the proxy did not become idle"
 
 
 @contextlib.contextmanager

@@ -253,6 +253,7 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
         # One upload at a time, rounds of two files: by the time file 6 is closed, files 0 to 3 are up.
         during = kill_all if stop == "SIGKILL" else (lambda proc: proc.send_signal(signal.SIGTERM))
         held_run(tmp_path, argv, during, env=env, close=f".{names(6)}.tmp-", resume=False)
+        proxy.wait_idle()  # what the killed run had sent is done (or not) on the store by now
         up = objects(s3, prefix)
         kept = sorted(n for n in up if f".{n}.journal" in up)
         assert kept[:2] == [names(0), names(1)] and "manifest.json" not in up, sorted(up)
