@@ -1,0 +1,69 @@
+"""The two Hypothesis profiles of the generated crossings, chosen by MB_CROSSINGS.
+
+ci (default): derandomized, a bounded number of examples per property, and the committed example database
+read only, so that a failure a long run found (and that was committed) is replayed by every CI run.
+Hypothesis refuses `derandomize=True` beside a database (it implies database=None), so CI derandomizes by a
+fixed seed per property (`hypothesis.seed`, from the property's name): the same examples on every run, after
+the database's.
+long: random, many examples, the same database written, so that what it finds is kept.
+
+Usage from a test module:
+    from crossings.profiles import settings_for
+    @settings_for("split_matches_model")       # or settings_for("x", ci=20, long=2000)
+    @given(...)             # settings_for returns a decorator: it goes above @given
+    def test_...(...): ...
+"""
+import hashlib
+import os
+
+from hypothesis import HealthCheck, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
+
+EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
+
+# Per-property examples: CI keeps the whole file within its time budget; long runs search far wider.
+CI_EXAMPLES = 12
+LONG_EXAMPLES = 1500
+
+_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+               HealthCheck.function_scoped_fixture]
+
+
+def profile_name():
+    name = os.environ.get("MB_CROSSINGS", "ci")
+    if name not in ("ci", "long"):
+        raise ValueError(f"MB_CROSSINGS={name!r}: expected 'ci' or 'long'")
+    return name
+
+
+def database():
+    os.makedirs(EXAMPLES_DIR, exist_ok=True)
+    db = DirectoryBasedExampleDatabase(EXAMPLES_DIR)
+    return db if profile_name() == "long" else ReadOnlyDatabase(db)
+
+
+def max_examples(ci=CI_EXAMPLES, long=LONG_EXAMPLES):
+    return long if profile_name() == "long" else ci
+
+
+def settings_for(name, ci=CI_EXAMPLES, long=LONG_EXAMPLES, **extra):
+    """A decorator (above @given) that gives one property the active profile's settings: `ci` / `long`
+    examples, and in ci a fixed seed from `name`. `extra` overrides any setting."""
+    long_run = profile_name() == "long"
+    kwargs = dict(
+        max_examples=long if long_run else ci,
+        deadline=None,
+        database=database(),
+        suppress_health_check=_SUPPRESSED,
+        print_blob=True,
+        report_multiple_bugs=False,
+    )
+    kwargs.update(extra)
+    chosen = settings(**kwargs)
+
+    def apply(test):
+        test = chosen(test)
+        if not long_run:
+            test = seed(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big"))(test)
+        return test
+    return apply
