@@ -279,24 +279,25 @@ def reduce_model(kind, values):
     per behavior.md (Reducers, Stack); raises Refused(1) where the docs say it is an error."""
     dt = values[0].dtype
     if kind == "stack":
-        return np.stack(values)
+        return np.stack(values).astype(dt)  # np.stack may give native byte order
     if dt.kind in "iu":
-        exact = [np.array(v, dtype=object) for v in values]
+        shape = values[0].shape
+        flat = [[int(x) for x in np.ravel(v)] for v in values]   # Python integers: exact
         if kind in ("sum", "mean"):
-            total = sum(exact[1:], exact[0].copy())
+            totals = [sum(col) for col in zip(*flat)]
             if kind == "sum":
                 info = np.iinfo(dt)
-                if any(x < info.min or x > info.max for x in np.ravel(total)):
+                if any(t < info.min or t > info.max for t in totals):
                     raise Refused(1, "integer sum overflows its dtype")
-                return np.array(total.tolist(), dtype=dt) if total.ndim else np.array(int(total), dtype=dt)
-            n = len(values)
-            rounded = np.vectorize(lambda t: round(Fraction(int(t), n)), otypes=[object])(total)
-            return np.array(rounded.tolist(), dtype=dt)
+                result = totals
+            else:  # the exact mean, rounded to nearest, ties to even
+                result = [round(Fraction(t, len(values))) for t in totals]
+            return np.array(result, dtype=dt).reshape(shape)
         fold = np.minimum if kind == "min" else np.maximum
         acc = values[0]
         for v in values[1:]:
             acc = fold(acc, v)
-        return acc.astype(dt)
+        return np.asarray(acc).astype(dt)
     if kind in ("sum", "mean"):
         acc = values[0].astype("f8")
         for v in values[1:]:

@@ -5,12 +5,19 @@ invalid ones for the "refusal" property.
 Hypothesis draws the structure (tree, dtypes, shapes, storage, spec forms, options); the values of each
 array come from a numpy generator seeded by a drawn integer, so that an example stays fast to draw and
 small to shrink. Files hold tens of rows at most."""
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
 import h5py
 import numpy as np
 from hypothesis import assume, strategies as st
+
+# Known defects a developer may ask the strategies to step around while they are being fixed, to explore
+# past them (a comma-separated list; CI never sets it, so there the properties find them):
+#   cp-pad-bool   --cp-pad with bool token-level leaves, and "pad": false
+#   cp-pad-empty  --cp-pad with a file holding no sequences
+AVOID = set(filter(None, os.environ.get("MB_CROSSINGS_AVOID", "").split(",")))
 
 # ---------------------------------------------------------------------------------------------- datatypes
 
@@ -471,7 +478,8 @@ def packed_cases(draw, jobs=True):
         on = draw(st.sampled_from(sorted(offsets)))
         tot = sum(offsets[on])
         if cp_pad:
-            dtype = draw(st.one_of(numeric_dtypes(), st.just(np.dtype(bool))))
+            dtype = draw(st.one_of(numeric_dtypes(), st.just(np.dtype(bool)))) if "cp-pad-bool" not in AVOID \
+                else draw(numeric_dtypes())
         else:
             dtype = draw(any_dtypes())
         rank = draw(st.sampled_from([1, 1, 2]))
@@ -527,4 +535,6 @@ def packed_cases(draw, jobs=True):
         set_spec(spec, l.path, l.spec)
     for gp, name, kind, on, dt in derived_attrs:
         spec["@" + name] = {kind: on}
+    if cp_pad and "cp-pad-empty" in AVOID:
+        assume(o.on_short != "empty" and n_seq >= dp * (o.n or 1) * (o.mbs or 1))
     return Batch("packed", leaves, group_attrs, spec, lengths=offsets, derived_attrs=derived_attrs), o
