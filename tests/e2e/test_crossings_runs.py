@@ -6,6 +6,7 @@ manifest's `source` is the input as given), hold nothing else, pass `verify`, an
 (h5diff, then h5py + numpy). A refused or stopped run publishes nothing. Profiles: crossings/profiles.py
 (MB_CROSSINGS=ci|long); the CI numbers per property are below."""
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, note, strategies as st
+from hypothesis import assume, event, given, note, strategies as st
 
 import servers
 from conftest import BINARY, ENV, assert_one_line_error, held_run, listing, run, write_spec
@@ -57,12 +58,14 @@ def shard_orders():
     return st.integers(1, 3).flatmap(lambda p: st.permutations(list(range(p))))
 
 
-def hows(resume=True):
-    """One process, -j 2, shards in any order then finish, and (`resume`) --resume killed then rerun."""
-    options = [st.just(How("one")), st.just(How("jobs")), shard_orders().map(lambda o: How("shards", shards=o))]
-    if resume:
-        options.append(st.sampled_from([1, 2]).map(lambda j: How("resume", jobs=j)))
-    return st.one_of(*options)
+def hows(kind):
+    """A way of running of `kind`: one process, -j 2, shards in a drawn order then finish, --resume killed
+    then run again (the file it is killed at is drawn once the reference says how many there are)."""
+    if kind == "shards":
+        return shard_orders().map(lambda order: How("shards", shards=order))
+    if kind == "resume":
+        return st.sampled_from([1, 2]).map(lambda j: How("resume", jobs=j))
+    return st.just(How(kind))
 
 
 class Example:
@@ -79,9 +82,13 @@ class Example:
         self.reference = w.work / "reference"
         res = run(*runs.split_argv(str(self.src), self.spec, self.argv_tail), "-o", self.reference, env=ENV)
         assert res.code == 0, res
-        self.files = len([n for n in listing(self.reference) if n != "manifest.json"])
+        with open(self.reference / "manifest.json") as f:
+            self.names = [entry["name"] for entry in json.load(f)["files"]]  # the layouts name files their own way
+        self.files = len(self.names)
         self.reference_merge = runs.merge_into(w, str(self.reference), ENV)
         self.exact = not options.drop_last  # else merge gives the input without the dropped rows
+        event(f"batch: {batch.kind}, {min(self.files, 4)}{'+' if self.files > 4 else ''} files")
+        event(f"options: {' '.join(o for o in self.argv_tail if o.startswith('-') and o not in ('-n', '-j')) or '-n'}")
 
     def argv(self, input_arg):
         return runs.split_argv(input_arg, self.spec, self.argv_tail)
@@ -100,31 +107,40 @@ def finished_like_reference(w, ex, how, out, input_arg, env, res):
 
 def resume_point(data, ex, how):
     if how.kind == "resume":
-        how.at = data.draw(st.integers(0, ex.files - 1), label="killed closing file")
+        how.at = ex.names[data.draw(st.integers(0, ex.files - 1), label="killed closing file")]
 
 
 # ---------------------------------------------------------------------------------------------- properties
 
-@settings_for("local_runs", ci=10, long=400)
-@given(case=cases(), how=hows(), data=st.data())
-def test_a_local_split_run_any_way_is_the_reference(case, how, data):
+HOWS = ["one", "jobs", "shards", "resume"]
+
+
+@pytest.mark.parametrize("kind", HOWS)
+@settings_for("local_runs", ci=5, long=200)
+@given(case=cases(), data=st.data())
+def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
+    how = data.draw(hows(kind), label="how")
     with world() as w:
         ex = Example(w, case)
         resume_point(data, ex, how)
         note(f"how: {how}")
+        event(f"how: {how.kind}")
         out = w.output("local")
         env = w.env()
         res = runs.split_by(w, how, ex.argv(str(ex.src)), out, env)
         finished_like_reference(w, ex, how, out, str(ex.src), env, res)
 
 
-@settings_for("s3_runs", ci=5, long=150)
-@given(case=cases(), how=hows(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
-def test_a_split_onto_an_s3_prefix_is_the_reference(s3, case, how, where_in, data):
+@pytest.mark.parametrize("kind", HOWS)
+@settings_for("s3_runs", ci=3, long=100)
+@given(case=cases(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
+def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, data):
+    how = data.draw(hows(kind), label="how")
     with world(s3=s3) as w:
         ex = Example(w, case)
         resume_point(data, ex, how)
         note(f"how: {how}; input: {where_in}")
+        event(f"how: {how.kind}; input: {where_in}")
         input_arg = w.place_input(where_in, ex.src)
         out = w.output("s3")
         env = w.env()
@@ -133,12 +149,14 @@ def test_a_split_onto_an_s3_prefix_is_the_reference(s3, case, how, where_in, dat
         assert s3.uploads_in_progress(out.prefix) == []
 
 
-@settings_for("remote_input_runs", ci=4, long=150)
-@given(case=cases(), how=hows(resume=False), where_in=st.sampled_from(["http", "https", "s3"]))
-def test_a_split_of_a_remote_input_is_the_reference(s3, web, case, how, where_in):
+@pytest.mark.parametrize("where_in", ["http", "https", "s3"])
+@settings_for("remote_input_runs", ci=3, long=100)
+@given(case=cases(), how=st.sampled_from(["one", "jobs", "shards"]).flatmap(hows))
+def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how):
     with world(s3=s3, web=web) as w:
         ex = Example(w, case)
         note(f"how: {how}; input: {where_in}")
+        event(f"how: {how.kind}; input: {where_in}")
         input_arg = w.place_input(where_in, ex.src)
         out = w.output("local")
         env = w.env(https=where_in == "https")
@@ -147,10 +165,11 @@ def test_a_split_of_a_remote_input_is_the_reference(s3, web, case, how, where_in
 
 
 @pytest.mark.skipif(not HAVE_MPI, reason="needs microbatch-mpi (MICROBATCH_MPI) and mpirun")
+@pytest.mark.parametrize("where_out", ["local", "s3"])
 @settings_for("team_runs", ci=3, long=60)
 @given(case=cases(), ranks=st.sampled_from([2, 3]), where_in=st.sampled_from(["local", "http"]),
-       where_out=st.sampled_from(["local", "s3"]), resume=st.booleans(), data=st.data())
-def test_a_team_split_is_the_reference(s3, web, case, ranks, where_in, where_out, resume, data):
+       resume=st.booleans(), data=st.data())
+def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in, resume, data):
     with world(s3=s3, web=web) as w:
         ex = Example(w, case)
         how = How("mpi", ranks=ranks)
@@ -158,7 +177,7 @@ def test_a_team_split_is_the_reference(s3, web, case, ranks, where_in, where_out
         out = w.output(where_out)
         env = w.env(mpi=True)
         if resume:  # the team killed as one of its ranks closes a drawn file, then run again
-            at = data.draw(st.integers(0, ex.files - 1), label="killed closing file")
+            at = ex.names[data.draw(st.integers(0, ex.files - 1), label="killed closing file")]
             note(f"team of {ranks} killed closing file {at}; input: {where_in}; output: {where_out}")
             runs.killed_resumable(w, ex.argv(input_arg), out, How("resume", at=at), env, mpi_ranks=ranks)
             assert "manifest.json" not in out.entries()
@@ -169,7 +188,7 @@ def test_a_team_split_is_the_reference(s3, web, case, ranks, where_in, where_out
         finished_like_reference(w, ex, how, out, input_arg, env, res)
 
 
-@settings_for("merge_onto_s3", ci=4, long=150)
+@settings_for("merge_onto_s3", ci=5, long=150)
 @given(case=cases())
 def test_a_merge_onto_s3_is_the_local_merge(s3, case):
     with world(s3=s3) as w:
@@ -185,3 +204,122 @@ def test_a_merge_onto_s3_is_the_local_merge(s3, case):
             assert runs.h5diff(ex.src, got) == 0
         runs.assert_nothing_spooled(w)
         assert s3.uploads_in_progress(target.prefix) == []
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+REFUSALS = ["misfit", "exists", "usage", "stopped"]
+
+
+def shard_with_files(data, files, label):
+    """--shard K/P of a drawn P with K a shard that has files of its own (the partition -j uses)."""
+    count = data.draw(st.integers(1, 3), label=f"{label}: shards")
+    owning = [k for k in range(count) if k * files // count < (k + 1) * files // count]
+    return data.draw(st.sampled_from(owning), label=f"{label}: shard"), count
+
+
+def refused_hows():
+    kinds = ["one", "jobs", "shard"] + (["mpi"] if HAVE_MPI else [])
+    return st.sampled_from(kinds)
+
+
+def plant_earlier_split(w, out, reference):
+    """A finished split of the same input at `out` (the reference's files and manifest)."""
+    if out.kind == "local":
+        shutil.copytree(reference, out.path)
+    else:
+        for name in listing(reference):
+            w.s3.put(str(reference / name), f"{out.prefix}/{name}")
+
+
+def contents(out):
+    return {n: open(p, "rb").read() for n, p in out.entries().items()}
+
+
+@pytest.mark.parametrize("why", REFUSALS)
+@settings_for("refused_runs", ci=5, long=100)
+@given(case=cases(), how=refused_hows(), where=st.sampled_from(["local", "s3"]), data=st.data())
+def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, data):
+    with world(s3=s3) as w:
+        ex = Example(w, case)
+        out = w.output(where)
+        mpi = how == "mpi"
+        env = w.env(mpi=mpi)
+        spec = ex.spec
+        extra = []
+        if how == "jobs":
+            extra = ["-j", "2"]
+        elif how == "shard":
+            k, count = shard_with_files(data, ex.files, "refused")
+            extra = ["--shard", f"{k}/{count}"]
+        ranks = data.draw(st.sampled_from([2, 3]), label="ranks") if mpi else 0
+        note(f"{why}; how: {how} {' '.join(extra)} {ranks or ''}; output: {where}")
+        event(f"{why}; how: {how}; output: {where}")
+        if why == "misfit":  # a spec key that names nothing in the file: refused before anything is written
+            spec = write_spec(w.work / "misfit.json", dict(ex.batch.spec, no_such_member=0))
+        if why == "exists":
+            plant_earlier_split(w, out, ex.reference)
+        if why == "usage":
+            extra += ["--resume", "--force"]  # documented as a usage error (exit 2)
+        before = contents(out)
+        argv = [*runs.split_argv(str(ex.src), spec, ex.argv_tail), "-o", out.arg, *extra]
+        if why == "stopped":  # SIGTERM once the run has created its first output file
+            command = runs.mpirun_argv(ranks, argv) if mpi else [BINARY, *map(str, argv)]
+            pids = []
+
+            def stop(proc):
+                pids.extend(runs.process_tree(proc.pid))
+                proc.send_signal(signal.SIGTERM)
+
+            held = w.work / "held"
+            held.mkdir()
+            res = held_run(held, command, stop, env=env, resume=False)
+            runs.wait_until(lambda: not any(runs.alive(p) for p in pids), "a process of the stopped run outlived it")
+            assert res.code == 130 if not mpi else res.code != 0, res
+        else:
+            res = runs.run_mpi(ranks, argv, env) if mpi else run(*argv, env=env)
+            want = {"misfit": 1, "exists": 1, "usage": 2}[why]
+            if mpi:
+                assert res.code == want, res  # the failing rank's status, or 1 (docs/behavior.md)
+            else:
+                assert_one_line_error(res, want)
+        after = contents(out)
+        if why == "stopped" and mpi and where == "local":
+            # mpirun SIGKILLs its ranks a second after SIGTERM: hidden temporaries may stay, for the next run
+            after = {n: b for n, b in after.items() if not n.startswith(".")}
+        assert after == before, f"a refused run changed the output: {sorted(after)} (was {sorted(before)})"
+        if out.kind == "local" and not before:
+            assert not out.exists() or mpi and why == "stopped", "the directory the run created is left"
+        if out.kind == "s3":
+            assert s3.uploads_in_progress(out.prefix) == []
+        runs.assert_nothing_spooled(w)
+        if why == "stopped":  # the same command again needs no cleaning and writes the reference
+            again = runs.run_mpi(ranks, argv, env) if mpi else run(*argv, env=env)
+            assert again.code == 0, again
+            if how != "shard":
+                runs.assert_is_reference(out, ex.reference, How("one"), str(ex.src))
+
+
+# ---------------------------------------------------------------------------------------------- unfinished
+
+@settings_for("unfinished_resumable", ci=3, long=100)
+@given(case=cases(), jobs=st.sampled_from([1, 2]), data=st.data())
+def test_the_files_of_an_unfinished_resumable_split_do_not_merge(case, jobs, data):
+    """Without its manifest a directory is not a finished split (docs/behavior.md); the microbatch files a
+    killed --resume run published, given one by one, are the files of an unfinished split: merge refuses
+    them and writes nothing."""
+    with world() as w:
+        ex = Example(w, case)
+        assume(ex.files >= 2)
+        at = ex.names[data.draw(st.integers(1, ex.files - 1), label="killed closing file")]
+        out = w.output("local")
+        runs.killed_resumable(w, ex.argv(str(ex.src)), out, How("resume", at=at, jobs=jobs), w.env())
+        published = [n for n in ex.names if n in out.entries()]
+        note(f"published before the kill: {published}")
+        assume(published)
+        target = w.work / "m"
+        target.mkdir()
+        res = run("merge", *[out.path / n for n in published], "-o", target / "merged.h5",
+                  *ex.options.merge_argv(), env=w.env())
+        assert res.code != 0, f"merged the files of an unfinished split: {res}"
+        assert listing(target) == []
