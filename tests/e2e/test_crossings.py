@@ -216,6 +216,49 @@ def test_packed_split_holds_what_the_model_says_and_merges_back(case):
             check_merge(tmp, src, out)
 
 
+# ---------------------------------------------------------------------------------------------- files alone
+
+@settings_for("files_alone_merge_back", ci=10)
+@given(st.one_of(gen.row_cases(jobs=False), gen.packed_cases(jobs=False)))
+def test_files_away_from_their_manifest_merge_back_with_the_splits_flags(case):
+    """merge FILE... -s SPEC with the split's layout flags, the files moved away from their manifest: the
+    input (or the kept prefix) back; a default-layout packed --dp-degree split cannot be, exit 2."""
+    batch, o = case
+    try:
+        plan = model.row_plan(batch, o)[0] if batch.kind == "rows" else model.packed_plan(batch, o)
+    except model.Refused:
+        assume(False)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, spec, out, res = split_case(tmp, batch, o, plan)
+        assert res.code == 0, res
+        names = [e["name"] for e in json.loads(open(os.path.join(out, "manifest.json")).read())["files"]]
+        away = os.path.join(tmp, "away")
+        os.mkdir(away)
+        for name in names:
+            os.rename(os.path.join(out, name), os.path.join(away, name))
+        merged = os.path.join(tmp, "merged.h5")
+        note(f"microbatch merge away/*.h5 -s spec.json {' '.join(o.merge_argv())} -o merged.h5")
+        res = run("merge", *[os.path.join(away, n) for n in names], "-s", spec, *o.merge_argv(), "-o", merged)
+        if batch.kind == "packed" and o.dp > 1 and o.layout != "per-rank":
+            check_refused(res, 2, merged)
+            return
+        assert res.code == 0, res
+        sf, objs = tree(src)
+        with sf:
+            if not o.drop_last:
+                assert h5diff(src, merged) == 0
+                check_file(merged, objs, {})
+            elif batch.kind == "rows":
+                vals = input_values(src)
+                kept = model.row_plan(batch, o)[1]
+                check_file(merged, objs, {l.path: np.take(vals[l.path], np.arange(kept[l.path]), axis=l.axis)
+                                          for l in batch.leaves if l.role == "split"})
+            else:
+                whole = model.OutFile("merged", 0, seqs=list(range(plan.kept)))
+                want, want_attrs = model.expected_packed(batch, whole, gen.Options(n=1), input_values(src))
+                check_file(merged, objs, want, want_attrs)
+
+
 # ---------------------------------------------------------------------------------------------- -j
 
 @settings_for("bytes_do_not_depend_on_jobs", ci=8)
