@@ -17,7 +17,7 @@ import pytest
 from hypothesis import assume, event, given, note, strategies as st
 
 import servers
-from conftest import BINARY, ENV, assert_one_line_error, held_run, listing, run, write_spec
+from conftest import BINARY, ENV, held_run, listing, run, write_spec
 from crossings import runs
 from crossings.profiles import settings_for
 from crossings.strategies import packed_cases, row_cases, write_batch
@@ -116,7 +116,7 @@ HOWS = ["one", "jobs", "shards", "resume"]
 
 
 @pytest.mark.parametrize("kind", HOWS)
-@settings_for("local_runs", ci=5, long=200)
+@settings_for("local_runs", ci=8, long=200)
 @given(case=cases(), data=st.data())
 def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
     how = data.draw(hows(kind), label="how")
@@ -132,7 +132,7 @@ def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
 
 
 @pytest.mark.parametrize("kind", HOWS)
-@settings_for("s3_runs", ci=3, long=100)
+@settings_for("s3_runs", ci=5, long=100)
 @given(case=cases(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
 def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, data):
     how = data.draw(hows(kind), label="how")
@@ -150,7 +150,7 @@ def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, da
 
 
 @pytest.mark.parametrize("where_in", ["http", "https", "s3"])
-@settings_for("remote_input_runs", ci=3, long=100)
+@settings_for("remote_input_runs", ci=4, long=100)
 @given(case=cases(), how=st.sampled_from(["one", "jobs", "shards"]).flatmap(hows))
 def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how):
     with world(s3=s3, web=web) as w:
@@ -188,7 +188,7 @@ def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in
         finished_like_reference(w, ex, how, out, input_arg, env, res)
 
 
-@settings_for("merge_onto_s3", ci=5, long=150)
+@settings_for("merge_onto_s3", ci=8, long=150)
 @given(case=cases())
 def test_a_merge_onto_s3_is_the_local_merge(s3, case):
     with world(s3=s3) as w:
@@ -223,6 +223,16 @@ def refused_hows():
     return st.sampled_from(kinds)
 
 
+def one_error_line(res):
+    """One line says what is wrong; the warnings an accepted plan gives (downsizing, a short last piece) may
+    come before it, as they do for a run that goes on."""
+    lines = [l for l in res.err.splitlines() if l.strip()]
+    errors = [l for l in lines if l.startswith("microbatch: error: ")]
+    assert len(errors) == 1, res
+    assert all(l.startswith(("microbatch: warning: ", "microbatch: error: ")) for l in lines), res
+    assert "HDF5-DIAG" not in res.err
+
+
 def plant_earlier_split(w, out, reference):
     """A finished split of the same input at `out` (the reference's files and manifest)."""
     if out.kind == "local":
@@ -237,7 +247,7 @@ def contents(out):
 
 
 @pytest.mark.parametrize("why", REFUSALS)
-@settings_for("refused_runs", ci=5, long=100)
+@settings_for("refused_runs", ci=8, long=100)
 @given(case=cases(), how=refused_hows(), where=st.sampled_from(["local", "s3"]), data=st.data())
 def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, data):
     with world(s3=s3) as w:
@@ -279,10 +289,9 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
         else:
             res = runs.run_mpi(ranks, argv, env) if mpi else run(*argv, env=env)
             want = {"misfit": 1, "exists": 1, "usage": 2}[why]
-            if mpi:
-                assert res.code == want, res  # the failing rank's status, or 1 (docs/behavior.md)
-            else:
-                assert_one_line_error(res, want)
+            assert res.code == want, res  # under MPI the failing rank's status, the others' 1 (docs/behavior.md)
+            if not mpi:
+                one_error_line(res)
         after = contents(out)
         if why == "stopped" and mpi and where == "local":
             # mpirun SIGKILLs its ranks a second after SIGTERM: hidden temporaries may stay, for the next run
@@ -302,7 +311,7 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
 
 # ---------------------------------------------------------------------------------------------- unfinished
 
-@settings_for("unfinished_resumable", ci=3, long=100)
+@settings_for("unfinished_resumable", ci=4, long=100)
 @given(case=cases(), jobs=st.sampled_from([1, 2]), data=st.data())
 def test_the_files_of_an_unfinished_resumable_split_do_not_merge(case, jobs, data):
     """Without its manifest a directory is not a finished split (docs/behavior.md); the microbatch files a
