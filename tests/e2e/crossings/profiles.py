@@ -56,7 +56,7 @@ def settings_for(name, ci=CI_EXAMPLES, long=LONG_EXAMPLES, **extra):
         database=database(),
         suppress_health_check=_SUPPRESSED,
         print_blob=True,
-        report_multiple_bugs=False,
+        report_multiple_bugs=True,   # CI reports every distinct failure a property finds
     )
     kwargs.update(extra)
     chosen = settings(**kwargs)
