@@ -143,7 +143,7 @@ def check_merge(tmp, src, out, expected_merged=None, expected_attrs=None):
     assert res.code == 0, res
 
 
-@settings_for("rows_split_matches_model", ci=14)
+@settings_for("rows_split_matches_model")
 @given(gen.row_cases())
 def test_rows_split_holds_what_the_model_says_and_merges_back(case):
     batch, o = case
@@ -181,7 +181,7 @@ def test_rows_split_holds_what_the_model_says_and_merges_back(case):
         check_merge(tmp, src, out, prefix)
 
 
-@settings_for("packed_split_matches_model", ci=14)
+@settings_for("packed_split_matches_model")
 @given(gen.packed_cases())
 def test_packed_split_holds_what_the_model_says_and_merges_back(case):
     batch, o = case
@@ -218,7 +218,7 @@ def test_packed_split_holds_what_the_model_says_and_merges_back(case):
 
 # ---------------------------------------------------------------------------------------------- files alone
 
-@settings_for("files_alone_merge_back", ci=10)
+@settings_for("files_alone_merge_back")
 @given(st.one_of(gen.row_cases(jobs=False), gen.packed_cases(jobs=False)))
 def test_files_away_from_their_manifest_merge_back_with_the_splits_flags(case):
     """merge FILE... -s SPEC with the split's layout flags, the files moved away from their manifest: the
@@ -261,7 +261,7 @@ def test_files_away_from_their_manifest_merge_back_with_the_splits_flags(case):
 
 # ---------------------------------------------------------------------------------------------- -j
 
-@settings_for("bytes_do_not_depend_on_jobs", ci=8)
+@settings_for("bytes_do_not_depend_on_jobs")
 @given(st.one_of(gen.row_cases(jobs=False), gen.packed_cases(jobs=False)), st.sampled_from([2, 3]))
 def test_file_bytes_do_not_depend_on_jobs(case, jobs):
     batch, o = case
@@ -312,7 +312,7 @@ def reducer_values(dt, shape, seed):
     return v if dt == gen.ARRAY else np.asarray(v).astype(dt)  # a numpy scalar forgets its byte order
 
 
-@settings_for("reducers_match_numpy", ci=20)
+@settings_for("reducers_match_numpy")
 @given(reduce_cases())
 def test_merge_reducers_match_the_numpy_model(case):
     kind, dt, shape, where, seeds = case
@@ -472,7 +472,7 @@ def fix_prefix_spec(spec, leaf, batch):
         node = node[p]
 
 
-@settings_for("refusals_are_documented", ci=24)
+@settings_for("refusals_are_documented")
 @given(refusal_cases())
 def test_refusals_have_the_documented_status_and_publish_nothing(case):
     batch, opts, status, what = case

@@ -128,8 +128,10 @@ class How:
     kind: str                         # one | jobs | shards | mpi | resume
     shards: Optional[list] = None     # shards: the order the K of P run in
     ranks: int = 0                    # mpi
-    at: str = ""                      # resume: the file whose close the run is SIGKILLed at
+    at: str = ""                      # resume: the file whose close the run is SIGKILLed at ("": once it
+                                      # has created its first output file)
     jobs: int = 1                     # resume: -j
+    killed_shard: Optional[int] = None  # resume by shards: the shard that is killed
 
     def __str__(self):
         if self.kind == "shards":
@@ -137,7 +139,9 @@ class How:
         if self.kind == "mpi":
             return f"mpirun -np {self.ranks}"
         if self.kind == "resume":
-            return f"--resume killed closing {self.at} (-j {self.jobs})"
+            where = f"closing {self.at}" if self.at else "having created its first file"
+            shards = f", shards {self.shards}, shard {self.killed_shard} killed" if self.shards else ""
+            return f"--resume killed {where} (-j {self.jobs}{shards})"
         return self.kind
 
 
@@ -181,8 +185,8 @@ def kill_tree(proc):
 
 
 def killed_resumable(world, argv, out, how, env, mpi_ranks=0):
-    """`argv -o out --resume`, held as it closes file `how.at` and SIGKILLed there with every process it
-    started; returns once all of them are gone. A SIGKILL of every process leaves its spool in $TMPDIR (no
+    """`argv -o out --resume`, held as it closes file `how.at` (or once it has created its first output
+    file) and SIGKILLed there with every process it started; returns once all of them are gone. A SIGKILL of every process leaves its spool in $TMPDIR (no
     process is left to remove it), so the run gets one of its own, apart from the spool judged after the
     rerun. A file written as a copy of another (io/split/clone.hpp) is never closed through libhdf5, where
     the hold is, so the killed run makes none: MICROBATCH_CHECK_CLONES proves its bytes the same."""
@@ -193,7 +197,7 @@ def killed_resumable(world, argv, out, how, env, mpi_ranks=0):
     held = world.work / world.unique("held")
     held.mkdir()
     res = held_run(held, command, lambda proc: pids.extend(kill_tree(proc)), env=env,
-                   close=f".{how.at}.tmp-", resume=False)
+                   close=f".{how.at}.tmp-" if how.at else None, resume=False)
     assert res.code != 0, res
     wait_until(lambda: not any(alive(p) for p in pids), "a process of the killed run outlived it")
     return res
@@ -216,10 +220,31 @@ def split_by(world, how, argv, out, env):
     if how.kind == "mpi":
         return run_mpi(how.ranks, [*argv, "-o", out.arg], env)
     if how.kind == "resume":
-        killed_resumable(world, argv, out, how, env)
-        assert "manifest.json" not in out.entries(), "a killed run published a manifest"
-        return run(*argv, "-o", out.arg, "--resume", *(["-j", str(how.jobs)] if how.jobs != 1 else []), env=env)
+        jobs = ["-j", str(how.jobs)] if how.jobs != 1 else []
+        if not how.shards:
+            killed_resumable(world, argv, out, how, env)
+            assert "manifest.json" not in out.entries(), "a killed run published a manifest"
+            return run(*argv, "-o", out.arg, "--resume", *jobs, env=env)
+        count = len(how.shards)
+        for k in how.shards:  # every shard with --resume, the killed one run again at once
+            shard = ["--shard", f"{k}/{count}"]
+            if k == how.killed_shard:
+                killed_resumable(world, [*argv, *shard], out, how, env)
+            res = run(*argv, *shard, "-o", out.arg, "--resume", *jobs, env=env)
+            if res.code != 0:
+                return res
+        assert "manifest.json" not in out.entries(), "a shard wrote the manifest"
+        return run("finish", out.arg, env=env)
     raise AssertionError(how)
+
+
+def shard_of(index, files, count):
+    """The shard of `count` that writes file `index` of `files`: shard K writes [K*F/P, (K+1)*F/P)."""
+    return next(k for k in range(count) if k * files // count <= index < (k + 1) * files // count)
+
+
+def shards_with_files(files, count):
+    return [k for k in range(count) if k * files // count < (k + 1) * files // count]
 
 
 # ---------------------------------------------------------------------------------------------- judging
@@ -228,7 +253,7 @@ def expected_names(reference, how):
     """What a finished split holds: the reference's files and manifest; a split by shards keeps its part
     records beside them (docs/cluster.md); a team's rank 0 removes them."""
     names_ = set(listing(reference))
-    if how.kind == "shards":
+    if how.kind in ("shards", "resume") and how.shards:
         count = len(how.shards)
         names_ |= {f"part-{k:05d}-of-{count:05d}.json" for k in range(count)}
     return names_
