@@ -54,6 +54,24 @@ def cases():
     return st.one_of(row_cases(jobs=False), packed_cases(jobs=False))
 
 
+def several_files(case):
+    """The case makes two files or more (an estimate from the drawn lengths and options): shards, workers,
+    a team and a resumed run only differ from one process where there are several files to share out."""
+    batch, o = case
+    if batch.kind == "rows":
+        lengths = [leaf.shape[leaf.axis] // o.dp for leaf in batch.leaves if leaf.role == "split"]
+    else:
+        lengths = [len(batch.lengths["/cu_seqlens"]) // o.dp]
+    if o.mbs:
+        return (max(lengths) // o.mbs if o.drop_last else -(-max(lengths) // o.mbs)) >= 2
+    return o.n >= 2 and (o.on_short == "empty" or min(lengths) >= 2)
+
+
+def run_cases():
+    """Cases for the runs: mostly ones with several files, and any case as well."""
+    return st.one_of(cases().filter(several_files), cases())
+
+
 def shard_orders():
     return st.integers(1, 3).flatmap(lambda p: st.permutations(list(range(p))))
 
@@ -64,7 +82,8 @@ def hows(kind):
     if kind == "shards":
         return shard_orders().map(lambda order: How("shards", shards=order))
     if kind == "resume":
-        return st.sampled_from([1, 2]).map(lambda j: How("resume", jobs=j))
+        return st.builds(lambda j, order: How("resume", jobs=j, shards=order), st.sampled_from([1, 2]),
+                         st.one_of(st.none(), shard_orders()))
     return st.just(How(kind))
 
 
@@ -105,9 +124,21 @@ def finished_like_reference(w, ex, how, out, input_arg, env, res):
     runs.assert_nothing_spooled(w)
 
 
+def kill_point(data, ex):
+    """Where a resumable run is killed: as it closes a drawn file (its index), or once it has created its
+    first output file (-1)."""
+    return data.draw(st.integers(-1, ex.files - 1), label="killed closing file (-1: having created one)")
+
+
 def resume_point(data, ex, how):
-    if how.kind == "resume":
-        how.at = ex.names[data.draw(st.integers(0, ex.files - 1), label="killed closing file")]
+    if how.kind != "resume":
+        return
+    point = kill_point(data, ex)
+    how.at = ex.names[point] if point >= 0 else ""
+    if how.shards:
+        count = len(how.shards)
+        how.killed_shard = runs.shard_of(point, ex.files, count) if point >= 0 else \
+            data.draw(st.sampled_from(runs.shards_with_files(ex.files, count)), label="killed shard")
 
 
 # ---------------------------------------------------------------------------------------------- properties
@@ -117,14 +148,14 @@ HOWS = ["one", "jobs", "shards", "resume"]
 
 @pytest.mark.parametrize("kind", HOWS)
 @settings_for("local_runs", ci=8, long=200)
-@given(case=cases(), data=st.data())
+@given(case=run_cases(), data=st.data())
 def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
     how = data.draw(hows(kind), label="how")
     with world() as w:
         ex = Example(w, case)
         resume_point(data, ex, how)
         note(f"how: {how}")
-        event(f"how: {how.kind}")
+        event(f"how: {how.kind}{' by shards' if how.kind == 'resume' and how.shards else ''}")
         out = w.output("local")
         env = w.env()
         res = runs.split_by(w, how, ex.argv(str(ex.src)), out, env)
@@ -133,7 +164,7 @@ def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
 
 @pytest.mark.parametrize("kind", HOWS)
 @settings_for("s3_runs", ci=5, long=100)
-@given(case=cases(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
+@given(case=run_cases(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
 def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, data):
     how = data.draw(hows(kind), label="how")
     with world(s3=s3) as w:
@@ -151,7 +182,7 @@ def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, da
 
 @pytest.mark.parametrize("where_in", ["http", "https", "s3"])
 @settings_for("remote_input_runs", ci=4, long=100)
-@given(case=cases(), how=st.sampled_from(["one", "jobs", "shards"]).flatmap(hows))
+@given(case=run_cases(), how=st.sampled_from(["one", "jobs", "shards"]).flatmap(hows))
 def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how):
     with world(s3=s3, web=web) as w:
         ex = Example(w, case)
@@ -167,7 +198,7 @@ def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how
 @pytest.mark.skipif(not HAVE_MPI, reason="needs microbatch-mpi (MICROBATCH_MPI) and mpirun")
 @pytest.mark.parametrize("where_out", ["local", "s3"])
 @settings_for("team_runs", ci=3, long=60)
-@given(case=cases(), ranks=st.sampled_from([2, 3]), where_in=st.sampled_from(["local", "http"]),
+@given(case=run_cases(), ranks=st.sampled_from([2, 3]), where_in=st.sampled_from(["local", "http"]),
        resume=st.booleans(), data=st.data())
 def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in, resume, data):
     with world(s3=s3, web=web) as w:
@@ -177,8 +208,9 @@ def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in
         out = w.output(where_out)
         env = w.env(mpi=True)
         if resume:  # the team killed as one of its ranks closes a drawn file, then run again
-            at = ex.names[data.draw(st.integers(0, ex.files - 1), label="killed closing file")]
-            note(f"team of {ranks} killed closing file {at}; input: {where_in}; output: {where_out}")
+            point = kill_point(data, ex)
+            at = ex.names[point] if point >= 0 else ""
+            note(f"team of {ranks} killed at {at or 'its first file'}; input: {where_in}; output: {where_out}")
             runs.killed_resumable(w, ex.argv(input_arg), out, How("resume", at=at), env, mpi_ranks=ranks)
             assert "manifest.json" not in out.entries()
             res = runs.run_mpi(ranks, [*ex.argv(input_arg), "-o", out.arg, "--resume"], env)
@@ -189,13 +221,19 @@ def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in
 
 
 @settings_for("merge_onto_s3", ci=8, long=150)
-@given(case=cases())
-def test_a_merge_onto_s3_is_the_local_merge(s3, case):
-    with world(s3=s3) as w:
+@given(case=cases(), where_in=st.sampled_from(["local", "s3", "http", "https"]))
+def test_a_merge_onto_s3_is_the_local_merge(s3, web, case, where_in):
+    """`merge -o s3://BUCKET/KEY.h5` of the reference split (from its directory, or published on s3 or
+    http(s)) puts the bytes a local merge writes, and nothing else: no other key, no upload left open, nothing
+    in the spool."""
+    with world(s3=s3, web=web) as w:
         ex = Example(w, case)
+        note(f"merged from: {where_in}")
+        event(f"merged from: {where_in}")
+        source = published_split(w, ex.reference, where_in)
         target = runs.Prefix(s3, w.unique("merged"))
-        env = w.env()
-        res = run("merge", ex.reference, "-o", s3.s3_url(f"{target.prefix}/merged.h5"), env=env)
+        env = w.env(https=where_in == "https")
+        res = run("merge", source, "-o", s3.s3_url(f"{target.prefix}/merged.h5"), env=env)
         assert res.code == 0, res
         assert list(target.entries()) == ["merged.h5"], target.entries()
         got = target.entries()["merged.h5"]
@@ -206,6 +244,20 @@ def test_a_merge_onto_s3_is_the_local_merge(s3, case):
         assert s3.uploads_in_progress(target.prefix) == []
 
 
+def published_split(w, reference, where):
+    """The name of the split `reference` (a directory) published as `where`: the directory itself, or its
+    files under an s3:// prefix or an http(s):// directory (the URL ends in /)."""
+    if where == "local":
+        return str(reference)
+    prefix = w.unique("split")
+    if where == "s3":
+        for name in listing(reference):
+            w.s3.put(str(reference / name), f"{prefix}/{name}")
+        return w.s3.s3_url(f"{prefix}/")
+    w.web.put_dir(str(reference), prefix)
+    return (w.web.url(prefix) if where == "http" else w.web.https_url(prefix)) + "/"
+
+
 # ---------------------------------------------------------------------------------------------- refusals
 
 REFUSALS = ["misfit", "exists", "usage", "stopped"]
@@ -214,8 +266,7 @@ REFUSALS = ["misfit", "exists", "usage", "stopped"]
 def shard_with_files(data, files, label):
     """--shard K/P of a drawn P with K a shard that has files of its own (the partition -j uses)."""
     count = data.draw(st.integers(1, 3), label=f"{label}: shards")
-    owning = [k for k in range(count) if k * files // count < (k + 1) * files // count]
-    return data.draw(st.sampled_from(owning), label=f"{label}: shard"), count
+    return data.draw(st.sampled_from(runs.shards_with_files(files, count)), label=f"{label}: shard"), count
 
 
 def refused_hows():
@@ -312,7 +363,7 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
 # ---------------------------------------------------------------------------------------------- unfinished
 
 @settings_for("unfinished_resumable", ci=4, long=100)
-@given(case=cases(), jobs=st.sampled_from([1, 2]), data=st.data())
+@given(case=run_cases(), jobs=st.sampled_from([1, 2]), data=st.data())
 def test_the_files_of_an_unfinished_resumable_split_do_not_merge(case, jobs, data):
     """Without its manifest a directory is not a finished split (docs/behavior.md); the microbatch files a
     killed --resume run published, given one by one, are the files of an unfinished split: merge refuses
