@@ -23,6 +23,27 @@ from crossings.profiles import settings_for
 from crossings.strategies import packed_cases, row_cases, write_batch
 from crossings.runs import How
 
+# Examples per property. CI: the whole file within about 2.5 minutes on two cores (MPI and S3 examples are
+# the slow ones); the counts are kept off the decorators, whose text keys Hypothesis's example database.
+CI = {
+    "local_runs": 8,
+    "s3_runs": 5,
+    "remote_input_runs": 4,
+    "team_runs": 3,
+    "merge_onto_s3": 8,
+    "refused_runs": 8,
+    "unfinished_resumable": 4,
+}
+LONG = {
+    "local_runs": 200,
+    "s3_runs": 100,
+    "remote_input_runs": 100,
+    "team_runs": 60,
+    "merge_onto_s3": 150,
+    "refused_runs": 100,
+    "unfinished_resumable": 100,
+}
+
 HAVE_MPI = bool(runs.MPI_BINARY) and shutil.which("mpirun") is not None
 
 
@@ -147,7 +168,7 @@ HOWS = ["one", "jobs", "shards", "resume"]
 
 
 @pytest.mark.parametrize("kind", HOWS)
-@settings_for("local_runs", ci=8, long=200)
+@settings_for("local_runs", ci=CI["local_runs"], long=LONG["local_runs"])
 @given(case=run_cases(), data=st.data())
 def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
     how = data.draw(hows(kind), label="how")
@@ -163,7 +184,7 @@ def test_a_local_split_run_any_way_is_the_reference(kind, case, data):
 
 
 @pytest.mark.parametrize("kind", HOWS)
-@settings_for("s3_runs", ci=5, long=100)
+@settings_for("s3_runs", ci=CI["s3_runs"], long=LONG["s3_runs"])
 @given(case=run_cases(), where_in=st.sampled_from(["local", "s3"]), data=st.data())
 def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, data):
     how = data.draw(hows(kind), label="how")
@@ -181,7 +202,7 @@ def test_a_split_onto_an_s3_prefix_is_the_reference(s3, kind, case, where_in, da
 
 
 @pytest.mark.parametrize("where_in", ["http", "https", "s3"])
-@settings_for("remote_input_runs", ci=4, long=100)
+@settings_for("remote_input_runs", ci=CI["remote_input_runs"], long=LONG["remote_input_runs"])
 @given(case=run_cases(), how=st.sampled_from(["one", "jobs", "shards"]).flatmap(hows))
 def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how):
     with world(s3=s3, web=web) as w:
@@ -197,7 +218,7 @@ def test_a_split_of_a_remote_input_is_the_reference(s3, web, where_in, case, how
 
 @pytest.mark.skipif(not HAVE_MPI, reason="needs microbatch-mpi (MICROBATCH_MPI) and mpirun")
 @pytest.mark.parametrize("where_out", ["local", "s3"])
-@settings_for("team_runs", ci=3, long=60)
+@settings_for("team_runs", ci=CI["team_runs"], long=LONG["team_runs"])
 @given(case=run_cases(), ranks=st.sampled_from([2, 3]), where_in=st.sampled_from(["local", "http"]),
        resume=st.booleans(), data=st.data())
 def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in, resume, data):
@@ -220,7 +241,7 @@ def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in
         finished_like_reference(w, ex, how, out, input_arg, env, res)
 
 
-@settings_for("merge_onto_s3", ci=8, long=150)
+@settings_for("merge_onto_s3", ci=CI["merge_onto_s3"], long=LONG["merge_onto_s3"])
 @given(case=cases(), where_in=st.sampled_from(["local", "s3", "http", "https"]))
 def test_a_merge_onto_s3_is_the_local_merge(s3, web, case, where_in):
     """`merge -o s3://BUCKET/KEY.h5` of the reference split (from its directory, or published on s3 or
@@ -298,7 +319,7 @@ def contents(out):
 
 
 @pytest.mark.parametrize("why", REFUSALS)
-@settings_for("refused_runs", ci=8, long=100)
+@settings_for("refused_runs", ci=CI["refused_runs"], long=LONG["refused_runs"])
 @given(case=cases(), how=refused_hows(), where=st.sampled_from(["local", "s3"]), data=st.data())
 def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, data):
     with world(s3=s3) as w:
@@ -362,7 +383,7 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
 
 # ---------------------------------------------------------------------------------------------- unfinished
 
-@settings_for("unfinished_resumable", ci=4, long=100)
+@settings_for("unfinished_resumable", ci=CI["unfinished_resumable"], long=LONG["unfinished_resumable"])
 @given(case=run_cases(), jobs=st.sampled_from([1, 2]), data=st.data())
 def test_the_files_of_an_unfinished_resumable_split_do_not_merge(case, jobs, data):
     """Without its manifest a directory is not a finished split (docs/behavior.md); the microbatch files a
