@@ -109,7 +109,7 @@ def hows(kind):
 
 
 class Example:
-    """A drawn case written to disk, and its reference: the one-process local split, and its merge."""
+    """A drawn case written to disk, and its reference: the one-process local split (and its merge)."""
 
     def __init__(self, w, case):
         batch, options = case
@@ -125,10 +125,18 @@ class Example:
         with open(self.reference / "manifest.json") as f:
             self.names = [entry["name"] for entry in json.load(f)["files"]]  # the layouts name files their own way
         self.files = len(self.names)
-        self.reference_merge = runs.merge_into(w, str(self.reference), ENV)
+        self.world = w
+        self._merged = None
         self.exact = not options.drop_last  # else merge gives the input without the dropped rows
         event(f"batch: {batch.kind}, {min(self.files, 4)}{'+' if self.files > 4 else ''} files")
         event(f"options: {' '.join(o for o in self.argv_tail if o.startswith('-') and o not in ('-n', '-j')) or '-n'}")
+
+    @property
+    def reference_merge(self):
+        """The merge of the reference split, made when a property first needs it."""
+        if self._merged is None:
+            self._merged = runs.merge_into(self.world, str(self.reference), ENV)
+        return self._merged
 
     def argv(self, input_arg):
         return runs.split_argv(input_arg, self.spec, self.argv_tail)
