@@ -26,13 +26,13 @@ from crossings.runs import How
 # Examples per property. CI: the whole file within about 2.5 minutes on two cores (MPI and S3 examples are
 # the slow ones); the counts are kept off the decorators, whose text keys Hypothesis's example database.
 CI = {
-    "local_runs": 8,
-    "s3_runs": 5,
-    "remote_input_runs": 4,
-    "team_runs": 3,
-    "merge_onto_s3": 8,
-    "refused_runs": 8,
-    "unfinished_resumable": 4,
+    "local_runs": 30,
+    "s3_runs": 15,
+    "remote_input_runs": 12,
+    "team_runs": 8,
+    "merge_onto_s3": 20,
+    "refused_runs": 16,
+    "unfinished_resumable": 10,
 }
 LONG = {
     "local_runs": 200,
