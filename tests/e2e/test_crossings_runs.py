@@ -121,7 +121,7 @@ class Example:
         note(f"options: {' '.join(self.argv_tail)}")
         self.reference = w.work / "reference"
         res = run(*runs.split_argv(str(self.src), self.spec, self.argv_tail), "-o", self.reference, env=ENV)
-        assert res.code == 0, res
+        assert res.code == 0, str(res)
         with open(self.reference / "manifest.json") as f:
             self.names = [entry["name"] for entry in json.load(f)["files"]]  # the layouts name files their own way
         self.files = len(self.names)
@@ -144,11 +144,11 @@ class Example:
 
 def finished_like_reference(w, ex, how, out, input_arg, env, res):
     """Every invariant of a finished split at `out`."""
-    assert res.code == 0, res
+    assert res.code == 0, str(res)
     runs.assert_is_reference(out, ex.reference, how, input_arg)
     assert runs.journal_entries(out) == []
     verified = run("verify", out.arg, env=env)
-    assert verified.code == 0, verified
+    assert verified.code == 0, str(verified)
     runs.assert_merges_back(w, out, ex.reference_merge, ex.src, ex.exact, env)
     runs.assert_nothing_spooled(w)
 
@@ -263,7 +263,7 @@ def test_a_merge_onto_s3_is_the_local_merge(s3, web, case, where_in):
         target = runs.Prefix(s3, w.unique("merged"))
         env = w.env(https=where_in == "https")
         res = run("merge", source, "-o", s3.s3_url(f"{target.prefix}/merged.h5"), env=env)
-        assert res.code == 0, res
+        assert res.code == 0, str(res)
         assert list(target.entries()) == ["merged.h5"], target.entries()
         got = target.entries()["merged.h5"]
         assert open(got, "rb").read() == open(ex.reference_merge, "rb").read(), "differs from the local merge"
@@ -308,8 +308,8 @@ def one_error_line(res):
     come before it, as they do for a run that goes on."""
     lines = [l for l in res.err.splitlines() if l.strip()]
     errors = [l for l in lines if l.startswith("microbatch: error: ")]
-    assert len(errors) == 1, res
-    assert all(l.startswith(("microbatch: warning: ", "microbatch: error: ")) for l in lines), res
+    assert len(errors) == 1, str(res)
+    assert all(l.startswith(("microbatch: warning: ", "microbatch: error: ")) for l in lines), str(res)
     assert "HDF5-DIAG" not in res.err
 
 
@@ -365,11 +365,11 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
             held.mkdir()
             res = held_run(held, command, stop, env=env, resume=False)
             runs.wait_until(lambda: not any(runs.alive(p) for p in pids), "a process of the stopped run outlived it")
-            assert res.code == 130 if not mpi else res.code != 0, res
+            assert res.code == 130 if not mpi else res.code != 0, str(res)
         else:
             res = runs.run_mpi(ranks, argv, env) if mpi else run(*argv, env=env)
             want = {"misfit": 1, "exists": 1, "usage": 2}[why]
-            assert res.code == want, res  # under MPI the failing rank's status, the others' 1 (docs/behavior.md)
+            assert res.code == want, str(res)  # under MPI the failing rank's status, the others' 1 (docs/behavior.md)
             if not mpi:
                 one_error_line(res)
         after = contents(out)
@@ -384,7 +384,7 @@ def test_a_refused_or_stopped_run_publishes_nothing(s3, why, case, how, where, d
         runs.assert_nothing_spooled(w)
         if why == "stopped":  # the same command again needs no cleaning and writes the reference
             again = runs.run_mpi(ranks, argv, env) if mpi else run(*argv, env=env)
-            assert again.code == 0, again
+            assert again.code == 0, str(again)
             if how != "shard":
                 runs.assert_is_reference(out, ex.reference, How("one"), str(ex.src))
 

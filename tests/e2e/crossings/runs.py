@@ -16,6 +16,7 @@ from typing import Optional
 
 import h5py
 import numpy as np
+from hypothesis import note
 
 import servers
 from conftest import BINARY, ENV, Result, alive, children, h5diff, held_run, listing, run, wait_until
@@ -198,8 +199,9 @@ def killed_resumable(world, argv, out, how, env, mpi_ranks=0):
     held.mkdir()
     res = held_run(held, command, lambda proc: pids.extend(kill_tree(proc)), env=env,
                    close=f".{how.at}.tmp-" if how.at else None, resume=False)
-    assert res.code != 0, res
+    assert res.code != 0, str(res)
     wait_until(lambda: not any(alive(p) for p in pids), "a process of the killed run outlived it")
+    note(f"left by the killed run: {sorted(out.entries())}")
     return res
 
 
@@ -329,7 +331,7 @@ def merge_into(world, source, env, extra=()):
     where = world.work / world.unique("merged")
     where.mkdir()
     res = run("merge", source, "-o", where / "merged.h5", *extra, env=env)
-    assert res.code == 0, res
+    assert res.code == 0, str(res)
     assert listing(where) == ["merged.h5"], listing(where)
     return where / "merged.h5"
 
