@@ -13,14 +13,15 @@ import signal
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
-from hypothesis import assume, event, given, note, strategies as st
+from hypothesis import assume, event, example, given, note, strategies as st
 
 import servers
 from conftest import BINARY, ENV, held_run, listing, run, write_spec
 from crossings import runs
 from crossings.profiles import settings_for
-from crossings.strategies import packed_cases, row_cases, write_batch
+from crossings.strategies import Batch, Leaf, Options, Storage, packed_cases, row_cases, write_batch
 from crossings.runs import How
 
 # Examples per property. CI: the whole file within about 2.5 minutes on two cores (MPI and S3 examples are
@@ -249,8 +250,15 @@ def test_a_team_split_is_the_reference(s3, web, where_out, case, ranks, where_in
         finished_like_reference(w, ex, how, out, input_arg, env, res)
 
 
+# gzip chunks of 4 rows cut at rows 4 and 7: merge re-encodes the chunk that straddles a cut
+STRADDLING = (Batch("rows", [Leaf("/x", np.dtype("<f4"), (10, 3), "split", axis=0, spec=0, seed=3,
+                                  storage=Storage(layout="chunked", chunks=(4, 3), gzip=6, shuffle=True))],
+                    {}, {"x": 0}), Options(n=3))
+
+
 @settings_for("merge_onto_s3", ci=CI["merge_onto_s3"], long=LONG["merge_onto_s3"])
 @given(case=cases(), where_in=st.sampled_from(["local", "s3", "http", "https"]))
+@example(case=STRADDLING, where_in="local")
 def test_a_merge_onto_s3_is_the_local_merge(s3, web, case, where_in):
     """`merge -o s3://BUCKET/KEY.h5` of the reference split (from its directory, or published on s3 or
     http(s)) puts the bytes a local merge writes, and nothing else: no other key, no upload left open, nothing
