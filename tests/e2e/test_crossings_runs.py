@@ -7,7 +7,6 @@ manifest's `source` is the input as given), hold nothing else, pass `verify`, an
 (MB_CROSSINGS=ci|long); the CI numbers per property are below."""
 import contextlib
 import json
-import os
 import shutil
 import signal
 import tempfile

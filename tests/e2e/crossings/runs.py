@@ -9,9 +9,8 @@ import filecmp
 import itertools
 import json
 import os
-import shutil
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import h5py
@@ -348,7 +347,3 @@ def assert_merges_back(world, out, reference_merge, src, exact, env):
 
 def journal_entries(out):
     return sorted(n for n in out.entries() if n.endswith(".journal"))
-
-
-def copy_tree(src, dst):
-    shutil.copytree(src, dst)
