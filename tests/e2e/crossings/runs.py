@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import signal
+import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
@@ -157,7 +158,6 @@ def mpirun_argv(ranks, argv):
 
 
 def run_mpi(ranks, argv, env):
-    import subprocess
     proc = subprocess.run(mpirun_argv(ranks, argv), capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL, env=env)
     return Result(proc)
