@@ -26,9 +26,9 @@ from crossings.runs import How
 # Examples per property. CI: the whole file within about 2.5 minutes on two cores (MPI and S3 examples are
 # the slow ones); the counts are kept off the decorators, whose text keys Hypothesis's example database.
 CI = {
-    "local_runs": 30,
+    "local_runs": 24,
     "s3_runs": 15,
-    "remote_input_runs": 12,
+    "remote_input_runs": 10,
     "team_runs": 8,
     "merge_onto_s3": 20,
     "refused_runs": 16,
