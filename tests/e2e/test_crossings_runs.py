@@ -7,6 +7,7 @@ manifest's `source` is the input as given), hold nothing else, pass `verify`, an
 (MB_CROSSINGS=ci|long); the CI numbers per property are below."""
 import contextlib
 import json
+import os
 import shutil
 import signal
 import tempfile
@@ -33,6 +34,7 @@ CI = {
     "merge_onto_s3": 20,
     "refused_runs": 16,
     "unfinished_resumable": 10,
+    "torn_journal": 10,
 }
 LONG = {
     "local_runs": 200,
@@ -42,6 +44,7 @@ LONG = {
     "merge_onto_s3": 150,
     "refused_runs": 100,
     "unfinished_resumable": 100,
+    "torn_journal": 100,
 }
 
 HAVE_MPI = bool(runs.MPI_BINARY) and shutil.which("mpirun") is not None
@@ -419,3 +422,35 @@ def test_the_files_of_an_unfinished_resumable_split_do_not_merge(case, jobs, dat
                   *ex.options.merge_argv(), env=w.env())
         assert res.code != 0, f"merged the files of an unfinished split: {res}"
         assert listing(target) == []
+
+
+# ---------------------------------------------------------------------------------------------- torn entries
+
+@settings_for("torn_journal", ci=CI["torn_journal"], long=LONG["torn_journal"])
+@given(case=run_cases(), jobs=st.sampled_from([1, 2]), data=st.data())
+def test_a_resume_after_torn_journal_entries_is_the_reference(case, jobs, data):
+    """Journal entries are written unsynced after their file is published: a crash can lose or tear them, and
+    such an entry is never trusted: its file is written again (docs/behavior.md, "Resuming an interrupted
+    split"). A rerun of the same command after a killed run whose entries (some or all) were torn or lost
+    still finishes the split with the reference's bytes, with no --force."""
+    with world() as w:
+        ex = Example(w, case)
+        assume(ex.files >= 2)
+        at = ex.names[data.draw(st.integers(1, ex.files - 1), label="killed closing file")]
+        out = w.output("local")
+        env = w.env()
+        argv = ex.argv(str(ex.src))
+        runs.killed_resumable(w, argv, out, How("resume", at=at, jobs=jobs), env)
+        entries = runs.journal_entries(out)
+        assume(entries)
+        torn = data.draw(st.lists(st.sampled_from(entries), min_size=1, unique=True), label="torn entries")
+        for name in torn:
+            path = out.path / name
+            keep = data.draw(st.integers(0, os.path.getsize(path) - 1), label=f"{name}: bytes kept (0: lost)")
+            if keep == 0 and data.draw(st.booleans(), label=f"{name}: removed"):
+                os.remove(path)
+            else:
+                os.truncate(path, keep)
+        event(f"torn: {'all' if len(torn) == len(entries) else 'some'} of the entries")
+        res = run(*argv, "-o", out.arg, "--resume", *(["-j", str(jobs)] if jobs != 1 else []), env=env)
+        finished_like_reference(w, ex, How("resume", jobs=jobs), out, str(ex.src), env, res)
