@@ -202,7 +202,7 @@ def test_packed_split_holds_what_the_model_says_and_merges_back(case):
         assert [e["name"] for e in m["files"]] == names
         assert m["options"].get("cp_pad", False) == o.cp_pad, m["options"]
         vals = input_values(src)
-        extra = [on + "_padded" for on in batch.lengths] if o.cp_pad else []
+        extra = model.twins(batch, o)
         sf, src_objs = tree(src)
         with sf:
             for f in files:

@@ -41,6 +41,7 @@ class OutFile:
     cp_rank: object = None
     rows: dict = field(default_factory=dict)   # rows family: leaf path -> source rows along its split axis
     seqs: list = field(default_factory=list)   # packed family: the file's sequences, in order
+    cells: list = field(default_factory=list)  # default layout: each DP rank's count of them, in rank order
 
 
 def file_name(i, rank=None, cp_rank=None):
@@ -211,6 +212,8 @@ def packed_files(plan, cells, o):
         for d in ([rank] if rank is not None else range(o.dp)):
             a, b = cells[d * plan.n_micro + i]
             f.seqs += list(range(a, b))
+            if rank is None:
+                f.cells.append(b - a)
     return layout_files(plan.n_micro, o, fill)
 
 
@@ -224,6 +227,17 @@ def cp_positions(length, o, r):
         pos = zigzag(padded, o.cp, r)
         return pos, sum(p < length for p in pos), padded // o.cp
     return zigzag(length, o.cp, r), length // o.cp, length // o.cp
+
+
+def rank_bounds(o):
+    """Whether files hold NAME_dp_bounds beside each offsets dataset NAME (guide.md, Rank bounds)."""
+    return o.dp > 1 and o.layout != "per-rank"
+
+
+def twins(batch, o):
+    """The datasets a packed split adds beside each offsets dataset (guide.md)."""
+    return [on + "_padded" for on in batch.lengths if o.cp_pad] + \
+        [on + "_dp_bounds" for on in batch.lengths if rank_bounds(o)]
 
 
 def expected_packed(batch, f, o, inputs):
@@ -245,6 +259,8 @@ def expected_packed(batch, f, o, inputs):
         out[on] = np.array(real, dtype=np.int64).astype(dt)
         if o.cp_pad:
             out[on + "_padded"] = np.array(padded, dtype=np.int64).astype(dt)
+        if rank_bounds(o):  # where each DP rank's sequences begin and end in the file
+            out[on + "_dp_bounds"] = np.concatenate([[0], np.cumsum(f.cells, dtype=np.int64)]).astype(dt)
         for l in batch.leaves:
             if l.role == "packed" and l.offsets == on:
                 v = np.take(inputs[l.path], np.array(rows, dtype=np.int64), axis=l.axis)
