@@ -2,7 +2,6 @@
 options, which files a split writes, what each holds (rows, sequences, context-parallel stripes, offsets,
 padded offsets, derived values), the manifest's per-file rows, and the merged file; and what merge's
 reducers give. It reads the input only through h5py and computes with numpy and Python integers."""
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 

@@ -27,12 +27,12 @@ EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "example
 CI_EXAMPLES = 12
 LONG_EXAMPLES = 1500
 CI_EXAMPLES_BY_PROPERTY = {
-    'rows_split_matches_model': 40,
-    'packed_split_matches_model': 40,
-    'files_alone_merge_back': 20,
-    'bytes_do_not_depend_on_jobs': 15,
-    'reducers_match_numpy': 60,
-    'refusals_are_documented': 60,
+    'rows_split_matches_model': 120,
+    'packed_split_matches_model': 120,
+    'files_alone_merge_back': 40,
+    'bytes_do_not_depend_on_jobs': 40,
+    'reducers_match_numpy': 120,
+    'refusals_are_documented': 120,
 }
 
 _SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
