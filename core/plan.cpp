@@ -377,6 +377,19 @@ std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution,
   return out;
 }
 
+// A padded file can hold more rows than the whole input (a short batch cut
+// for many ranks). A fixed max dim shorter than that would have to grow, and
+// merge could not give the input's back: refused, not changed.
+void require_max_dim_holds(const NodeInfo& p, const LeafRule& rule, const FileRows& file) {
+  const auto axis = static_cast<std::size_t>(rule.axis);
+  const auto& max = p.storage.max_shape;
+  if (p.storage.layout != "chunked" || axis >= max.size() || !max[axis] || file.length <= *max[axis]) return;
+  throw Error(fmt::format("{}: --cp-pad gives a file {} rows on axis {}, more than its fixed max dims allow ({}); "
+                          "merge could not restore them: give it unlimited max dims (maxshape=None)",
+                          p.path, file.length, rule.axis, *max[axis]),
+              ErrorKind::Data);
+}
+
 // Context parallelism: every file of the plan so far becomes one file per
 // CP rank. A dataset with a sequence axis keeps its rows and takes the
 // rank's zigzag positions along that axis; packed data takes, of every
@@ -406,6 +419,7 @@ void cut_context_parallel(const NodeInfo& root, const Leaves& leaves, const Reso
         continue;
       }
       PaddedCut cut = padded_zigzag(documents, degree, grid.cp_rank_of(f));
+      require_max_dim_holds(*p, resolution.dataset_rule(p->path), cut.file);
       maps[f] = std::move(cut.batch);
       plan.padded[p->path].push_back(std::move(cut.file));
     }

@@ -362,3 +362,25 @@ def test_a_cp_split_is_replaced_by_force(padded, tmp_path):
     (out / ".cp-00000-microbatch-00000.h5.tmp-999999").write_bytes(b"left by a killed run")
     run("split", src, "-s", spec, "-n", 1, "--cp-degree", 2, "-o", out, "--force", check=0)
     assert listing(out) == ["cp-00000-microbatch-00000.h5", "cp-00001-microbatch-00000.h5", "manifest.json"]
+
+
+@pytest.mark.parametrize("maxshape", [(1,), (None,)], ids=["fixed", "unlimited"])
+def test_cp_pad_longer_than_a_fixed_max_dim_is_refused(tmp_path, maxshape):
+    """One token cut for 2 CP ranks: each file holds 2 rows (the token and pads). A fixed max dim of 1 could
+    not hold them without growing, and merge could not give it back: refused. Unlimited max dims take it,
+    and merge gives the input back, max dims included."""
+    src = tmp_path / "in.h5"
+    with h5py.File(src, "w") as f:
+        f["cu_seqlens"] = np.array([0, 1], dtype=np.int32)
+        f.create_dataset("tokens", data=np.array([7], dtype=np.int16), chunks=(1,), maxshape=maxshape)
+    spec = write_spec(tmp_path / "s.json", {"cu_seqlens": "offsets", "tokens": {"packed": "/cu_seqlens"}})
+    res = run("split", src, "-s", spec, "-n", 1, "--cp-degree", 2, "--cp-pad", "-o", tmp_path / "mb")
+    if maxshape == (1,):
+        assert_one_line_error(res, 1, "/tokens: --cp-pad gives a file 2 rows on axis 0",
+                              "fixed max dims allow (1)")
+        assert not (tmp_path / "mb").exists()
+        return
+    assert res.code == 0, res
+    run("merge", tmp_path / "mb", "-o", tmp_path / "out.h5", check=0)
+    assert h5diff(src, tmp_path / "out.h5") == 0
+    run("diff", "--storage", src, tmp_path / "out.h5", check=0)

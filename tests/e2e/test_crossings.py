@@ -2,6 +2,7 @@
 and each property holds the tool to the independent model of crossings/model.py (written from the docs).
 Profiles (MB_CROSSINGS=ci|long) and the example database: crossings/profiles.py."""
 import json
+import re
 import os
 import tempfile
 
@@ -182,6 +183,22 @@ def test_rows_split_holds_what_the_model_says_and_merges_back(case):
 
 
 @settings_for("packed_split_matches_model")
+def check_max_dims_refusal(res, batch, o, out):
+    """behavior.md (Chunk shape and max dims of pieces): a --cp-pad file longer than a chunked dataset's fixed
+    max dim is refused, since merge could not give that max dim back. The refusal names a packed leaf whose
+    input max dim is the one it says, and a file length that some padded cut can reach."""
+    check_refused(res, 1, out)
+    said = re.search(r": (/\S+): --cp-pad gives a file (\d+) rows on axis (\d+), more than its fixed max dims "
+                     r"allow \((\d+)\)", res.err)
+    assert said, res
+    path, rows, axis, limit = said.group(1), int(said.group(2)), int(said.group(3)), int(said.group(4))
+    leaf = next(l for l in batch.leaves if l.path == path)
+    assert leaf.role == "packed" and leaf.storage.layout == "chunked" and not leaf.storage.unlimited, leaf
+    assert leaf.shape[axis] == limit < rows, (leaf, rows)  # strategies give chunked leaves maxshape = shape
+    padded = sum(-(-n // (2 * o.cp)) * 2 for n in batch.lengths[leaf.offsets])  # every document on one file
+    assert rows <= padded, (rows, padded)
+
+
 @given(gen.packed_cases())
 def test_packed_split_holds_what_the_model_says_and_merges_back(case):
     batch, o = case
@@ -193,6 +210,9 @@ def test_packed_split_holds_what_the_model_says_and_merges_back(case):
             check_refused(res, e.status, out)
             return
         src, spec, out, res = split_case(tmp, batch, o, plan)
+        if o.cp_pad and res.code == 1 and "fixed max dims" in res.err:
+            check_max_dims_refusal(res, batch, o, out)
+            return
         assert res.code == 0, res
         m = json.loads(open(os.path.join(out, "manifest.json")).read())
         cells = model.check_cells(plan, m["sequences"]["runs"], o)
