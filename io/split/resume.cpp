@@ -263,7 +263,8 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
     if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || mine(file_of(e.name));
     // A killed shard's temporaries of its files: its lock, now held, tells that no live run writes them.
     const auto tmp = e.name.find(".tmp-");
-    if (request.part && e.name.starts_with(".") && tmp != std::string::npos && mine(e.name.substr(1, tmp - 1)))
+    if (request.part && e.name.starts_with(".") && tmp != std::string::npos &&
+        mine(file_of(e.name.substr(1, tmp - 1))))
       place.remove(e.name);
   }
   if (earlier && !journal.ours) journal.ours = ours_elsewhere(place, request, present);
