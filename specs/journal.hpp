@@ -30,4 +30,9 @@ std::string journal_text(std::string_view run, const FileRecord& file);
 // `run` for the file named `file`; none when it is damaged or another run's.
 std::optional<FileRecord> parse_journal(std::string_view text, std::string_view run, std::string_view file);
 
+// The run that wrote the entry `text` for the file named `file`, when it is
+// well formed; none when it is damaged (torn, garbled, or another file's):
+// a rerun tells another command's entry from one it cannot read.
+std::optional<std::string> journal_run(std::string_view text, std::string_view file);
+
 }  // namespace mb::specs

@@ -33,10 +33,22 @@ Error system_error(const std::string& what) { return Error(what + ": " + errno_t
 
 }  // namespace
 
+namespace {
+
+// A journal entry's temporary (..microbatch-00003.h5.journal.tmp-PID): a run killed as it wrote the
+// entry leaves one, for the next claim to remove with the other temporaries.
+bool is_journal_temporary(const std::string& name) {
+  const auto tmp = name.rfind(".tmp-");
+  return name.starts_with("..") && tmp != std::string::npos &&
+         specs::is_journal_name(std::string_view(name).substr(1, tmp - 1));
+}
+
+}  // namespace
+
 bool is_split_output(const std::string& name) {
   const bool microbatch = specs::is_output_file_name(name);
   const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".rank-", 0) == 0 ||
-                         name.rfind(".cp-", 0) == 0 ||
+                         name.rfind(".cp-", 0) == 0 || is_journal_temporary(name) ||
                          name.rfind(".manifest.json.tmp-", 0) == 0 || name.rfind(".part-", 0) == 0;
   // split --shard's part records (part-00001-of-00004.json)
   const bool part = name.rfind("part-", 0) == 0 && name.ends_with(".json");

@@ -138,14 +138,16 @@ class Uploads {
   void upload(remote::Client& client, std::size_t index) {
     const UploadItem& item = plan_.files[index];
     try {
-      const remote::Uploaded up = remote::put_file(client, item.address, item.path);
-      if (item.remove) ::unlink(item.path.c_str());
       std::string journal;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         journal = journals_[index];
       }
+      // The entry before its file: a kill between the two leaves an entry without its object, which a
+      // rerun drops, never an object no entry vouches for.
       if (!journal.empty()) remote::put_text(client, item.journal, journal);
+      const remote::Uploaded up = remote::put_file(client, item.address, item.path);
+      if (item.remove) ::unlink(item.path.c_str());
       confirmed_[index] = 1;
       report(fmt::format("ok {} {}", index, up.size));
     } catch (const Error& e) {

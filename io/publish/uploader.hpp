@@ -34,7 +34,7 @@ struct UploadItem {
   std::string path;
   RemoteAddress address;
   bool remove = true;
-  RemoteAddress journal;  // where its journal entry goes (split --resume), once it is up
+  RemoteAddress journal;  // where its journal entry goes (split --resume), before the file
 };
 
 struct UploadPlan {
@@ -58,8 +58,8 @@ class Uploader {
   Uploader(const Uploader&) = delete;
   Uploader& operator=(const Uploader&) = delete;
 
-  // File `index` is complete: upload it, then (split --resume) its journal
-  // entry `journal`.
+  // File `index` is complete: (split --resume) put its journal entry
+  // `journal`, then upload it.
   void upload(std::size_t index, const std::string& journal = "");
   // Waits until at most `at_most` uploads are unconfirmed; throws the first
   // upload's failure, as an mb::Error naming the object.

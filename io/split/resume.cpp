@@ -99,25 +99,68 @@ Finished check_part(const store::Store& place, const ResumeRequest& request) {
 }
 
 // What the journal says of the run's files: the records of those it
-// published (still to be checked), and whether any entry is the run's.
+// published (still to be checked), and what its entries tell of whose the
+// place is: any entry of this run (its files without entries are then
+// written again, as are those with damaged ones), another run's, or only
+// entries that cannot be read.
 struct Journal {
   std::vector<std::optional<specs::FileRecord>> recorded;  // by index of the split
   bool ours = false;
+  std::size_t others = 0;   // well-formed entries of another run
+  std::size_t damaged = 0;  // torn or garbled entries
 };
+
+// Reads the entry of file `index` into `journal`; returns its record, when it is this run's.
+std::optional<specs::FileRecord> read_entry(const store::Store& place, const ResumeRequest& request,
+                                            std::uint64_t index, Journal& journal) {
+  const std::string& file = request.planned.files[index].name;
+  const auto text = place.read_text(specs::journal_name(file));
+  if (!text) return std::nullopt;  // gone meanwhile (another rank's, taken back)
+  const auto run = specs::journal_run(*text, file);
+  if (!run) {
+    ++journal.damaged;
+    return std::nullopt;
+  }
+  if (*run != request.run) {
+    ++journal.others;
+    return std::nullopt;
+  }
+  journal.ours = true;
+  return specs::parse_journal(*text, request.run, file);
+}
 
 Journal read_journal(const store::Store& place, const ResumeRequest& request, const std::set<std::string>& present) {
   Journal journal;
   journal.recorded.resize(request.planned.files.size());
   for (std::uint64_t i = request.mine.begin; i < request.mine.end; ++i) {
     const std::string& file = request.planned.files[i].name;
-    const std::string entry = specs::journal_name(file);
-    if (!present.contains(entry)) continue;
-    const auto text = place.read_text(entry);
-    const auto record = text ? specs::parse_journal(*text, request.run, file) : std::nullopt;
-    journal.ours = journal.ours || record.has_value();
+    if (!present.contains(specs::journal_name(file))) continue;
+    const auto record = read_entry(place, request, i, journal);
     if (present.contains(file)) journal.recorded[i] = record;
   }
   return journal;
+}
+
+// Whether the entries of the split's other files (other ranks' or shards')
+// hold one of this run's: evidence that the place is this command's, when
+// the run's own share holds none (each share publishes on its own).
+bool ours_elsewhere(const store::Store& place, const ResumeRequest& request, const std::set<std::string>& present) {
+  Journal elsewhere;
+  for (std::uint64_t i = 0; i < request.planned.files.size() && !elsewhere.ours; ++i)
+    if ((i < request.mine.begin || i >= request.mine.end) &&
+        present.contains(specs::journal_name(request.planned.files[i].name)))
+      read_entry(place, request, i, elsewhere);
+  return elsewhere.ours;
+}
+
+// The run's files are there but no entry says they are this run's: another
+// command's, or entries that cannot tell.
+[[noreturn]] void refuse_unproven(const store::Store& place, const Journal& journal) {
+  if (journal.others != 0 || journal.damaged == 0)
+    refuse_other(place, "the output of an earlier split, unfinished");
+  throw Error(fmt::format("{}: holds the output of an earlier split, unfinished, but its journal entries are damaged "
+                          "({}): cannot tell whether it was this command; use --force to replace it",
+                          place.shown(), journal.damaged));
 }
 
 // Keeps the recorded files whose bytes match their entries; removes every
@@ -220,10 +263,12 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
     if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || mine(file_of(e.name));
     // A killed shard's temporaries of its files: its lock, now held, tells that no live run writes them.
     const auto tmp = e.name.find(".tmp-");
-    if (request.part && e.name.starts_with(".") && tmp != std::string::npos && mine(e.name.substr(1, tmp - 1)))
+    if (request.part && e.name.starts_with(".") && tmp != std::string::npos &&
+        mine(file_of(e.name.substr(1, tmp - 1))))
       place.remove(e.name);
   }
-  if (earlier && !journal.ours) refuse_other(place, "the output of an earlier split, unfinished");
+  if (earlier && !journal.ours) journal.ours = ours_elsewhere(place, request, present);
+  if (earlier && !journal.ours) refuse_unproven(place, journal);
   if (!request.part && !parts.empty() && !journal.ours)
     refuse_other(place, "the part records of a split by shards (" + parts.front() + ")");
   if (!request.part)

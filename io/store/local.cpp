@@ -49,7 +49,7 @@ class DirectoryClaim final : public Claim {
 // A run's files published in their directory: written under temporaries
 // beside their final names, renamed all at once at the commit, then the
 // commit object written; or, for split --resume, each renamed as soon as it
-// is complete, followed by its journal entry. The claim (the directory's
+// is complete, after its journal entry. The claim (the directory's
 // lock, and the directories it made) is declared first, so that it goes last.
 class DirectoryPublication final : public Publication {
  public:
@@ -87,11 +87,13 @@ class DirectoryPublication final : public Publication {
     for (std::uint64_t i = done.begin; i < done.end; ++i) {
       if (handed_[i]) continue;
       handed_[i] = true;
-      files_.publish(i);
-      // Not synced: an entry lost or torn in a crash is not trusted, and one that outlived its file's bytes
-      // does not match them; either way the file is written again.
+      // The entry before its file: a kill between the two leaves an entry without its file, which a rerun
+      // drops, never a file no entry vouches for. Not synced: an entry lost or torn in a crash is not
+      // trusted, and one that outlived its file's bytes does not match them; either way the file is
+      // written again.
       const std::string entry = (fs::path(files_.directory()) / specs::journal_name(names_[i])).string();
       publish::write_text_atomically(entry, journal_(i), publish::Sync::No);
+      files_.publish(i);
     }
   }
 

@@ -83,7 +83,7 @@ struct PublicationPlan {
   std::optional<std::string> keep_local;
   unsigned uploads = 4;
   std::function<void(std::uint64_t bytes)> uploaded;  // bytes of files up so far
-  // split --resume: each file is published as soon as it is complete, then
+  // split --resume: each file is published as soon as it is complete, after
   // its journal entry (specs/journal.hpp), whose text this gives; what is
   // published stays when the run fails, for a rerun to keep. Empty: the
   // files are published together by commit().

@@ -192,8 +192,27 @@ static void hold(void) {
 }
 hid_t H5Fcreate(const char* name, unsigned flags, hid_t fcpl, hid_t fapl) {
   hid_t id = ((create_fn)dlsym(RTLD_NEXT, "H5Fcreate"))(name, flags, fcpl, fapl);
-  if (!getenv("MB_TEST_PAUSE_CLOSE")) hold();
+  if (!getenv("MB_TEST_PAUSE_CLOSE") && !getenv("MB_TEST_PAUSE_RENAME")) hold();
   return id;
+}
+/* MB_TEST_PAUSE_RENAME: held before the first rename (or its hard-link fallback) onto a path that holds it. */
+static void before_rename(const char* to) {
+  const char* which = getenv("MB_TEST_PAUSE_RENAME");
+  if (which && to && strstr(to, which)) hold();
+}
+typedef int (*renameat2_fn)(int, const char*, int, const char*, unsigned);
+int renameat2(int olddirfd, const char* from, int newdirfd, const char* to, unsigned flags) {
+  before_rename(to);
+  return ((renameat2_fn)dlsym(RTLD_NEXT, "renameat2"))(olddirfd, from, newdirfd, to, flags);
+}
+typedef int (*rename_fn)(const char*, const char*);
+int rename(const char* from, const char* to) {
+  before_rename(to);
+  return ((rename_fn)dlsym(RTLD_NEXT, "rename"))(from, to);
+}
+int link(const char* from, const char* to) {
+  before_rename(to);
+  return ((rename_fn)dlsym(RTLD_NEXT, "link"))(from, to);
 }
 herr_t H5Fclose(hid_t id) {
   const char* which = getenv("MB_TEST_PAUSE_CLOSE");
@@ -232,15 +251,18 @@ def pause_shim(directory):
     return shim
 
 
-def held_run(tmp_path, argv, during, env=None, close=None, resume=True):
+def held_run(tmp_path, argv, during, env=None, close=None, resume=True, rename=None):
     """Runs `argv` (a command line: microbatch's, or mpirun's) under the pause shim, held after it
     created its first output file (or, with `close`, before it closes the first file whose name holds
-    it); runs `during(proc)` then, and lets it go on (without `resume`, only a signal that reaches the
-    held process does: `during` sends one). Returns its Result."""
+    it; with `rename`, before it renames something onto the first path that holds it); runs
+    `during(proc)` then, and lets it go on (without `resume`, only a signal that reaches the held
+    process does: `during` sends one). Returns its Result."""
     held = dict(env or ENV, LD_PRELOAD=pause_shim(tmp_path), MB_TEST_PAUSED=str(tmp_path / "paused"),
                 MB_TEST_RESUME=str(tmp_path / "resume"))
     if close:
         held["MB_TEST_PAUSE_CLOSE"] = close
+    if rename:
+        held["MB_TEST_PAUSE_RENAME"] = rename
     proc = subprocess.Popen([str(a) for a in argv], env=held, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

@@ -132,6 +132,62 @@ def test_a_tampered_file_or_a_damaged_entry_is_written_again(tmp_path, batch):
     assert_same_as(out, batch[2])
 
 
+def unvouched(out):
+    """The microbatch files under their final names without a journal entry beside them."""
+    return sorted(n for n in listing(out) if n.startswith("microbatch-") and f".{n}.journal" not in listing(out))
+
+
+@pytest.mark.parametrize("held", [f".{names(0)}.journal", f"/{names(1)}"],
+                         ids=["before the first entry", "before a file, after its entry"])
+def test_a_kill_as_a_file_is_published_leaves_what_a_rerun_heals(tmp_path, batch, held):
+    """Killed as file 0's entry goes into place, or as file 1 does after its entry: never a file without
+    its entry (a rerun could not tell it is this command's); an entry without its file is dropped."""
+    out = tmp_path / "out"
+    src, spec, ref = batch
+    argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", out, "--resume", "-q"]
+    res = held_run(tmp_path, argv, kill_all, rename=held, resume=False)
+    assert res.code == -signal.SIGKILL, res
+    assert unvouched(out) == [] and "manifest.json" not in listing(out), listing(out)
+    published = stamps(out)
+    assert sorted(published) == ([] if held.endswith(".journal") else [names(0)])
+    report = resumed(batch, out)
+    assert report["kept_files"] == len(published)
+    assert {n: v for n, v in stamps(out).items() if n in published} == published
+    assert_same_as(out, ref)
+
+
+def test_files_without_entries_beside_this_runs_entries_are_written_again(tmp_path, batch):
+    out = tmp_path / "out"
+    stopped_run(tmp_path, batch, out, kill_all, at=7)  # files 0..5 published
+    for i in (0, 2, 3):  # their entries lost (a crash before they reached the disk)
+        os.remove(out / f".{names(i)}.journal")
+    before = stamps(out)
+    assert resumed(batch, out)["kept_files"] == 3  # files 1, 4 and 5
+    after = stamps(out)
+    assert [n for n in before if after[n] == before[n]] == [names(1), names(4), names(5)]
+    assert_same_as(out, batch[2])
+
+
+def test_a_rerun_over_entries_that_are_all_torn_says_so_and_changes_nothing(tmp_path, batch):
+    out = tmp_path / "out"
+    stopped_run(tmp_path, batch, out, kill_all)  # files 0..2 published
+    entries = journal(out)
+    assert len(entries) == 3, listing(out)
+    for entry in entries:
+        text = open(out / entry).read()
+        open(out / entry, "w").write(text[:len(text) // 2])
+    def kept():  # the published files and journal (the killed run's temporaries go at any claim)
+        return {n: os.stat(out / n).st_mtime_ns for n in listing(out) if not n.startswith(".") or n in entries}
+
+    before = kept()
+    src, spec, _ = batch
+    res = run("split", src, "-s", spec, "-n", FILES, "-o", out, "--resume")
+    assert_one_line_error(res, 1, "its journal entries are damaged (3)", "cannot tell whether it was this command",
+                          "--force")
+    assert "another input" not in res.err, res.err
+    assert kept() == before
+
+
 def test_over_the_same_commands_finished_split_a_rerun_does_nothing(tmp_path, batch):
     out = tmp_path / "out"
     first = resumed(batch, out)  # no earlier run: a plain split
@@ -284,6 +340,42 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
     assert (summary(again, "split-summary")["kept_files"], summary(again, "split-summary")["data_bytes"]) == (FILES, 0)
 
 
+def test_on_a_prefix_a_kill_as_the_first_file_goes_up_leaves_what_a_rerun_heals(s3, tmp_path, batch):
+    """The first PUT of file 0's (its entry, which goes first) is done by the store and its answer held;
+    the run is killed then: no object without its entry, and the rerun ends with the whole split."""
+    src, spec, ref = batch
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    prefix = "resume-between"
+    with servers.s3_proxy(s3) as proxy:
+        env = dict(s3.env(ENV), TMPDIR=str(spool), AWS_ENDPOINT_URL=proxy.endpoint)
+        proxy.fault("PUT", names(0), "held")
+        argv = [str(a) for a in [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"),
+                                 "--resume", "-q", "--uploads", "1"]]
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: proxy.holding.is_set() or proc.poll() is not None, "no PUT of file 0 was held")
+            assert proxy.holding.is_set(), proc.communicate()
+            kill_all(proc)
+        finally:
+            proxy.release.set()
+            proc.kill()
+            proc.communicate()
+        proxy.wait_idle()
+        up = objects(s3, prefix)
+        assert "manifest.json" not in up and names(0) not in up, sorted(up)
+        assert [n for n in up if n.startswith("microbatch-") and f".{n}.journal" not in up] == [], sorted(up)
+        res = run("split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "--json",
+                  env=env, check=0)
+    assert summary(res, "split-summary")["kept_files"] == 0
+    got = objects(s3, prefix)
+    assert sorted(got) == listing(ref)
+    for name, path in got.items():
+        assert filecmp.cmp(path, ref / name, shallow=False), name
+    run("verify", s3.s3_url(f"{prefix}/"), env=s3.env(ENV), check=0)
+
+
 def test_merge_of_a_prefixs_unfinished_split_refuses_unless_allowed(s3, tmp_path, batch):
     src, spec, _ = batch
     spool = tmp_path / "spool"
@@ -291,9 +383,14 @@ def test_merge_of_a_prefixs_unfinished_split_refuses_unless_allowed(s3, tmp_path
     env = dict(s3.env(ENV), TMPDIR=str(spool))
     prefix = s3.s3_url("unfinished/")
     argv = [BINARY, "split", src, "-s", spec, "-n", FILES, "-o", prefix, "--resume", "-q", "--uploads", "1"]
-    held_run(tmp_path, argv, kill_all, env=env, close=f".{names(6)}.tmp-", resume=False)
+    with servers.s3_proxy(s3) as proxy:  # what the killed run had sent is done (or not) on the store by now
+        held_run(tmp_path, argv, kill_all, env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint),
+                 close=f".{names(6)}.tmp-", resume=False)
+        proxy.wait_idle()
     up = objects(s3, "unfinished")
-    kept = sorted(n for n in up if f".{n}.journal" in up)
+    # An entry goes up before its file: the files whose entry is up and whose bytes are all there.
+    kept = sorted(n for n in up if f".{n}.journal" in up and
+                  os.path.getsize(up[n]) == json.load(open(up[f".{n}.journal"]))["size"])
     assert kept and "manifest.json" not in up, sorted(up)
     res = run("merge", prefix, "-o", tmp_path / "m.h5", env=env)
     assert_one_line_error(res, 1, prefix, "an unfinished split", "with --resume")
@@ -396,3 +493,34 @@ def test_a_team_with_a_killed_rank_is_finished_by_a_rerun(tmp_path, batch, mpi_b
     third = subprocess.run(argv, capture_output=True, text=True, env=MPI_ENV, timeout=600, stdin=subprocess.DEVNULL)
     assert third.returncode == 0, third.stderr  # over the team's finished split: nothing to do
     assert {n: os.stat(out / n).st_mtime_ns for n in listing(out)} == before
+
+
+def test_a_ranks_files_without_entries_beside_the_teams_entries_are_written_again(tmp_path, batch, mpi_binary):
+    """Rank 1 (files 4..7) held closing file 7 (4 and 5 published), killed once rank 0 published file 0;
+    rank 1's entries then lost: its share holds files and no entry, the other rank's entries say whose
+    the place is, and the rerun writes rank 1's files again."""
+    src, spec, ref = batch
+    out = tmp_path / "out"
+    argv = [str(a) for a in ["mpirun", "--oversubscribe", "-np", "2", mpi_binary, "split", src, "-s", spec, "-n",
+                             FILES, "-o", out, "--resume", "-q"]]
+    ranks = []
+
+    def kill_the_team(proc):
+        wait_until(lambda: {names(0), f".{names(0)}.journal"} <= set(listing(out)), "rank 0 published nothing")
+        ranks.extend(children(proc.pid))
+        for pid in ranks + [proc.pid]:
+            os.kill(pid, signal.SIGKILL)
+
+    held_run(tmp_path, argv, kill_the_team, env=MPI_ENV, close=f".{names(7)}.tmp-", resume=False)
+    wait_until(lambda: not any(alive(r) for r in ranks), "a rank outlived mpirun")
+    for i in (4, 5):
+        assert names(i) in listing(out), listing(out)
+        os.remove(out / f".{names(i)}.journal")
+    published = {n: v for n, v in stamps(out).items() if f".{n}.journal" in listing(out)}
+    assert names(0) in published and "manifest.json" not in listing(out), listing(out)
+    again = subprocess.run(argv + ["--json"], capture_output=True, text=True, env=MPI_ENV, timeout=600,
+                           stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["kept_files"] == len(published)
+    assert {n: v for n, v in stamps(out).items() if n in published} == published
+    assert_same_as(out, ref)

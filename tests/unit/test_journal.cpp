@@ -49,3 +49,13 @@ TEST_CASE("a damaged journal entry is never trusted") {
     CHECK_FALSE(parse_journal(bad, kRun, kFile.name));
   }
 }
+
+TEST_CASE("a journal entry tells its run when well formed, and nothing when it is damaged") {
+  const std::string text = journal_text(kRun, kFile);
+  CHECK(mb::specs::journal_run(text, kFile.name) == kRun);
+  CHECK(mb::specs::journal_run(journal_text("ffffffffffffffffffffffffffffffff", kFile), kFile.name) ==
+        "ffffffffffffffffffffffffffffffff");  // another run's: still well formed
+  CHECK_FALSE(mb::specs::journal_run(text.substr(0, text.size() / 2), kFile.name));  // torn
+  CHECK_FALSE(mb::specs::journal_run(text, "microbatch-00004.h5"));                 // another file's
+  CHECK_FALSE(mb::specs::journal_run("", kFile.name));
+}
