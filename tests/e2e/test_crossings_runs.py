@@ -23,6 +23,10 @@ from crossings import runs
 from crossings.profiles import settings_for
 from crossings.strategies import Batch, Leaf, Options, Storage, packed_cases, row_cases, write_batch
 from crossings.runs import How
+from crossings.crashes import checked
+
+held_run = checked(held_run)  # no generated case may crash (crossings/crashes.py)
+run = checked(run)  # no generated case may crash (crossings/crashes.py)
 
 # Examples per property. CI: the whole file within about 2.5 minutes on two cores (MPI and S3 examples are
 # the slow ones); the counts are kept off the decorators, whose text keys Hypothesis's example database.

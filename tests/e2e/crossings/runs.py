@@ -22,6 +22,10 @@ from hypothesis.errors import InvalidArgument
 import servers
 from conftest import BINARY, ENV, Result, alive, children, h5diff, held_run, listing, run, wait_until
 from test_mpi import MPI_BINARY, MPI_ENV
+from crossings.crashes import checked
+
+held_run = checked(held_run)  # no generated case may crash (crossings/crashes.py)
+run = checked(run)  # no generated case may crash (crossings/crashes.py)
 
 S3_OBJECT = "._S3rver_object"
 _UNIQUE = itertools.count()
@@ -158,6 +162,7 @@ def mpirun_argv(ranks, argv):
     return ["mpirun", "--oversubscribe", "-np", str(ranks), MPI_BINARY, *map(str, argv)]
 
 
+@checked
 def run_mpi(ranks, argv, env):
     proc = subprocess.run(mpirun_argv(ranks, argv), capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL, env=env)
