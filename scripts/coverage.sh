@@ -29,6 +29,6 @@ mkdir -p "$out"
 gcovr -r . build-cov -j"$(nproc)" \
   --filter 'core/' --filter 'specs/' --filter 'io/' --filter 'cli/' \
   --exclude-throw-branches --exclude-unreachable-branches \
-  --json-summary-pretty "$out/summary.json" --txt "$out/coverage.txt" >/dev/null
+  --json-summary "$out/summary.json" --json-summary-pretty --txt "$out/coverage.txt" >/dev/null
 python3 scripts/coverage_rooms.py "$out/summary.json" | tee "$out/rooms.txt"
 exit "$status"
