@@ -261,16 +261,7 @@ class Options:
             a += ["--on-short", self.on_short]
         if self.drop_last:
             a += ["--drop-last"]
-        if self.dp != 1:
-            a += ["--dp-degree", self.dp]
-        if self.align:
-            a += ["--align"]
-        if self.layout:
-            a += ["--layout", self.layout]
-        if self.cp != 1:
-            a += ["--cp-degree", self.cp]
-        if self.cp_pad:
-            a += ["--cp-pad"]
+        a += self.merge_argv()
         if self.balance:
             a += ["--balance", self.balance]
         if self.jobs != 1:
@@ -278,7 +269,7 @@ class Options:
         return [str(x) for x in a]
 
     def merge_argv(self):
-        """The layout flags merge needs for files away from their manifest."""
+        """The layout flags merge needs for files away from their manifest (split takes them too)."""
         a = []
         if self.dp != 1:
             a += ["--dp-degree", self.dp]
