@@ -1,8 +1,10 @@
 #include "io/run/identity.hpp"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -77,6 +79,12 @@ class Watch {
   std::map<std::string, Watched> inputs_;
 };
 
+// The thread that added the watch's first input (0: none yet). A signal
+// handler reads the watch only on that thread (stopped in a library call,
+// not adding to it) and never before it exists (its static's first use
+// would run its initialisation inside the handler).
+constinit std::atomic<pthread_t> g_watcher{0};
+
 Watch& watch() {
   static Watch w;
   return w;
@@ -109,7 +117,10 @@ std::string identity_term(const std::string& path) {
 }
 
 void watch_input(const Source& input) {
-  if (!input.is_remote()) watch().add(input);
+  if (input.is_remote()) return;
+  watch().add(input);
+  pthread_t none{};
+  g_watcher.compare_exchange_strong(none, pthread_self());
 }
 
 void check_inputs_unchanged() {
@@ -118,6 +129,10 @@ void check_inputs_unchanged() {
 
 std::optional<Error> input_change() { return watch().change(); }
 
-ChangedInput changed_input_in_handler() { return watch().change_in_handler(); }
+ChangedInput changed_input_in_handler() {
+  const pthread_t watcher = g_watcher.load();
+  if (watcher == pthread_t{} || !pthread_equal(watcher, pthread_self())) return {};
+  return watch().change_in_handler();
+}
 
 }  // namespace mb::io::run

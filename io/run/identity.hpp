@@ -47,9 +47,10 @@ std::optional<Error> input_change();
 
 // The first watched input that changed, for a fatal-signal handler: a read
 // of changed bytes can crash libhdf5, and the change, not the file, is then
-// the cause. Async-signal-safe (stat(2), no allocation, no lock), so called
-// only on the thread that adds to the watch, stopped in a library call
-// (none there: `shown` is null).
+// the cause. Async-signal-safe (stat(2), no allocation, no lock): it looks
+// only from the thread that adds to the watch, stopped in a library call;
+// on any other thread, or before any input is watched, it finds none
+// (`shown` is null).
 struct ChangedInput {
   const char* shown = nullptr;  // the input as the user named it
   const char* how = nullptr;    // "it was written to", ...
