@@ -695,6 +695,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
     def relay_request(self, owner):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if len(body) < length:  # the client died mid-send: a store never sees half a request
+            self.close_connection = True
+            return None
         mode = owner.choose(self.command, self.path)
         owner.record((self.command, self.path, mode))
         with owner.lock:

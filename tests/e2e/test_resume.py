@@ -9,7 +9,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import types
 
 import h5py
 import numpy as np
@@ -338,6 +340,24 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
     again = run("split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "--json",
                 env=s3.env(ENV), check=0)  # the finished split, its manifest written within the input's second
     assert (summary(again, "split-summary")["kept_files"], summary(again, "split-summary")["data_bytes"]) == (FILES, 0)
+
+
+def test_the_proxy_drops_a_request_whose_client_died_mid_send(tmp_path):
+    """The harness the prefix tests stand on: a run killed while sending a body must not leave the proxy
+    relaying half a request (with the whole request's Content-Length) to a store that waits for the rest
+    while the proxy waits for its answer. The store here is a socket that never answers."""
+    with socket.create_server(("127.0.0.1", 0)) as store:
+        store.setblocking(False)
+        target = types.SimpleNamespace(port=store.getsockname()[1], root=str(tmp_path))
+        with servers.s3_proxy(target) as proxy:
+            port = int(proxy.endpoint.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                client.sendall(b"PUT /bkt/half HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n" +
+                               b"x" * 10)
+                wait_until(lambda: proxy.in_flight == 1, what="the proxy reading the body")
+            proxy.wait_idle(timeout=10)
+        with pytest.raises(BlockingIOError):  # nothing was relayed
+            store.accept()
 
 
 def test_on_a_prefix_a_kill_as_the_first_file_goes_up_leaves_what_a_rerun_heals(s3, tmp_path, batch):
