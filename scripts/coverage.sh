@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Line and branch coverage of the whole suite, per room (core/, specs/, io/,
 # cli/), measured with gcovr from Debian:
-#   1. a Debug build with --coverage into build-cov/ (microbatch and
-#      microbatch-mpi, so the MPI team's code counts too);
+#   1. a Debug build with MB_COVERAGE (--coverage) into build-cov/
+#      (microbatch and microbatch-mpi, so the MPI team's code counts too;
+#      forked helpers and the stop handler write their counters too);
 #   2. every test through ctest (unit, end-to-end, MPI, Slurm, S3, HTTP);
 #   3. gcovr over the sources, branches the compiler adds for exceptions and
 #      branches on lines without code left out (they are not decisions of
@@ -18,9 +19,7 @@ out=build-cov/coverage
 status=0
 if [ "${1:-}" != "--report" ]; then
   scripts/install-deps.sh test
-  cmake -S . -B build-cov -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DMB_MPI=ON \
-    -DCMAKE_CXX_FLAGS=--coverage -DCMAKE_C_FLAGS=--coverage \
-    -DCMAKE_EXE_LINKER_FLAGS=--coverage >/dev/null
+  cmake -S . -B build-cov -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DMB_MPI=ON -DMB_COVERAGE=ON >/dev/null
   cmake --build build-cov -j"$(nproc)"
   find build-cov -name '*.gcda' -delete
   ctest --test-dir build-cov --output-on-failure -j"$(nproc)" || status=$?

@@ -21,6 +21,7 @@
 #include "io/merge/verified.hpp"
 #include "io/merge/walk.hpp"
 #include "io/publish/outputs.hpp"
+#include "io/store/place.hpp"
 #include "io/tree/prepare.hpp"
 #include "io/tree/reader.hpp"
 
@@ -162,6 +163,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   finish_output(ctx, state, tree, out.get());
   if (!lead) out.close({temp, ""});
   close_own_scratch(state.team);
+  store::ready_to_commit();  // what this rank read is what stood when it began
   if (job.team) job.team->agree();  // every rank's share is written
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
@@ -172,6 +174,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   out.close({job.output, ""});
   if (job.team) job.team->agree();  // the output is complete
   // The merge is done: the progress line stays at its total and counts the upload, if any.
+  store::ready_to_commit();
   const std::uint64_t size = output->publish([&](std::uint64_t sent) { meter.uploaded(sent); });
   if (job.team) job.team->agree();  // published
   output->keep();

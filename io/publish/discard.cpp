@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/run/exit.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::publish {
@@ -30,7 +31,7 @@ namespace {
   std::size_t held = 0;
   for (;;) {
     const ssize_t n = run::retry_on_eintr([&] { return ::read(fd, buffer + held, sizeof buffer - held); });
-    if (n <= 0) ::_exit(0);
+    if (n <= 0) run::exit_now(0);
     held += static_cast<std::size_t>(n);
     std::size_t start = 0;
     for (std::size_t i = 0; i < held; ++i) {
@@ -41,7 +42,7 @@ namespace {
     }
     std::memmove(buffer, buffer + start, held - start);
     held -= start;
-    if (held == sizeof buffer) ::_exit(1);  // no name is that long (PATH_MAX is 4096)
+    if (held == sizeof buffer) run::exit_now(1);  // no name is that long (PATH_MAX is 4096)
   }
 }
 

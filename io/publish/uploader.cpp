@@ -23,6 +23,7 @@
 
 #include "core/error.hpp"
 #include "io/remote/upload.hpp"
+#include "io/run/exit.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 
@@ -236,7 +237,7 @@ class Uploads {
     if (status != 0 && ::getppid() != parent && !plan.spool.empty()) std::filesystem::remove_all(plan.spool, ec);
   } catch (...) {
   }
-  ::_exit(status);
+  run::exit_now(status);
 }
 
 }  // namespace

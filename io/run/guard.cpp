@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/exit.hpp"
 #include "io/run/fault.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/identity.hpp"
@@ -190,7 +191,7 @@ void write_all(int fd, const char* text) {
   // temporaries; killed, it could not: the next run into the output does.
   if (killed) write_all(fd, ", but for those of workers that did not stop in time (the next run removes them)");
   if (parent < 0) write_all(fd, "\n");
-  ::_exit(status);
+  run::exit_now(status);
 }
 
 // The grace runs from the first stop request: repeating the signal (a parent

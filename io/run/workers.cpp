@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/run/exit.hpp"
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 
@@ -48,7 +49,7 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     // remove, as the parent's do. (run_workers runs on the main thread, whose
     // end is the process's.)
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(128 + SIGKILL);  // it died before prctl
+    if (::getppid() != parent) exit_now(128 + SIGKILL);  // it died before prctl
     enter_worker(write_end.get());  // a forced exit tells this process, which reports once
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
     int status = 0;
@@ -71,7 +72,7 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
       status = 1;
     }
     if (!message.empty()) (void)!::write(write_end.get(), message.data(), message.size());
-    ::_exit(status);
+    exit_now(status);
   }
   write_end.reset();  // the worker holds it: its end is the pipe's end of file
   register_worker(pid);

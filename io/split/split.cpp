@@ -9,6 +9,7 @@
 #include "io/split/parts.hpp"
 #include "io/split/resume.hpp"
 #include "io/split/writer.hpp"
+#include "io/store/place.hpp"
 #include "specs/emit.hpp"
 #include "specs/journal.hpp"
 #include "specs/manifest.hpp"
@@ -264,8 +265,10 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   try {
     write_rounds(job, prepared, files, *publication, meter, records);
     for (std::uint64_t i = mine.begin; i < mine.end; ++i) result.files.push_back(*records[i]);
+    store::ready_to_commit();
     if (job.before_publish) job.before_publish();
     const std::string text = last_text(job, planned, part, result.files);
+    store::ready_to_commit();  // the team's vote took time: the last look before the commit point
     publication->commit(text);
     // A shard's entries stay until finish writes the manifest.
     if (job.resume && !job.shard) remove_journal(*job.place, recorded_names(result.files));

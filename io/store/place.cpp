@@ -22,9 +22,13 @@ void refuse_reading(const Store& store, std::string_view name, const std::vector
       throw Error(store.shown(name) + ": the output would replace " + source.shown() + ", which this run reads");
 }
 
-void commit(Store& store, std::string_view name, const std::string& text) {
+void ready_to_commit() {
   run::throw_if_interrupted();
   run::check_inputs_unchanged();
+}
+
+void commit(Store& store, std::string_view name, const std::string& text) {
+  ready_to_commit();
   try {
     store.put_text(name, text);
   } catch (const Error& e) {

@@ -22,6 +22,13 @@ std::vector<Entry> split_outputs(const Store& store);
 // `read`, the files the run reads (its inputs, a manifest beside them).
 void refuse_reading(const Store& store, std::string_view name, const std::vector<Source>& read);
 
+// Throws (mb::Error) when the run must not commit: a stop was asked for, or
+// a watched input changed since the run began to read it (exit 3: the
+// outputs may mix two versions of it). Every commit calls it just before its
+// commit point, whatever the kind of place: a split's manifest or part
+// record, a merged file; each member of a team before the team's vote.
+void ready_to_commit();
+
 // Writes `text` as member `name` (the commit point of a run: nothing passes
 // for finished before it), once every watched input is checked unchanged.
 // A failure that a retry may cure can have landed all the same (the store

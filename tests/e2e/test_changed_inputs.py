@@ -16,9 +16,11 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import BINARY, assert_one_line_error, h5diff, held_run, in_a_stuck_read, listing, run
+import servers
+from conftest import BINARY, ENV, assert_one_line_error, h5diff, held_run, in_a_stuck_read, listing, run
 from test_mpi import MPI_BINARY, MPI_ENV
 from test_reliability import CORRUPT, LIBRARY_FAULT_ENV
+from test_upload import objects, s3  # noqa: F401  (fixtures)
 
 
 def make(path, seed=0, rows=64):
@@ -144,8 +146,10 @@ def test_a_microbatch_file_cut_while_merge_reads_says_it_changed(tmp_path, chang
 
 @pytest.mark.skipif(not MPI_BINARY or shutil.which("mpirun") is None, reason="needs microbatch-mpi and mpirun")
 @pytest.mark.parametrize("command", ["split", "merge"])
-def test_a_team_whose_input_was_cut_while_read_says_it_changed(tmp_path, command):
-    # Every rank that meets the cut, or finds the input changed, says so; mpirun passes exit 3 on.
+@pytest.mark.parametrize("change", ["truncate", "touch"])
+def test_a_team_whose_input_changed_while_read_says_so(tmp_path, command, change):
+    # Every rank that meets the cut, or finds the input changed, says so; mpirun passes exit 3 on. Touched
+    # (written to, its bytes as they were), it reads without error: each rank looks before the team commits.
     src = make_deep(tmp_path / "in.h5")
     if command == "split":
         victim, out, args = src, tmp_path / "mb", ["split", src, "-n", 4, "--buffer-size", 1, "-o", tmp_path / "mb"]
@@ -154,7 +158,7 @@ def test_a_team_whose_input_was_cut_while_read_says_it_changed(tmp_path, command
         victim, out, args = tmp_path / "mb" / "microbatch-00002.h5", tmp_path / "m.h5", ["merge", tmp_path / "mb",
                                                                                            "-o", tmp_path / "m.h5"]
     argv = ["mpirun", "--oversubscribe", "-np", "2", MPI_BINARY, *args]
-    res = held_run(tmp_path, argv, lambda _: truncate(victim), env=MPI_ENV)
+    res = held_run(tmp_path, argv, lambda _: globals()[change](victim), env=MPI_ENV)
     assert res.code == 3, res
     errors = [line for line in res.err.splitlines() if line.startswith("microbatch: error: ")]
     assert errors and all("changed while it was read" in e or "failed (its own message says why)" in e
@@ -197,3 +201,38 @@ def test_a_stalled_read_of_an_input_changed_meanwhile_says_it_changed(tmp_path):
                           f"{src}: changed while it was read (it was written to)")
     assert "seems stuck" not in res.err
     assert not out.exists() or listing(out) == [], listing(out)
+
+
+def rewrite_a_byte_with_itself(path):
+    """A byte of the file written again with its own value: the bytes are the same, the file was written to
+    all the same (its modification time moves), and the run cannot know what the write changed."""
+    at = last_row_offset(path)
+    with open(path, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(byte)
+    later = os.stat(path).st_mtime_ns + 2_000_000_000  # past any timestamp granularity, without waiting
+    os.utime(path, ns=(later, later))
+
+
+@pytest.mark.skipif(not servers.s3_installed(), reason="s3rver is not installed (install-deps.sh)")
+@pytest.mark.parametrize("change", [overwrite_in_place, rewrite_a_byte_with_itself])
+@pytest.mark.parametrize("command", ["split", "merge"])
+def test_onto_an_s3_prefix_a_changed_input_commits_nothing(s3, tmp_path, change, command):
+    """The guarantee holds onto an object store as into a directory: exit 3, no manifest, no merged
+    object, no object of the run left."""
+    src = make(tmp_path / "in.h5")
+    env = dict(s3.env(ENV), TMPDIR=str(tmp_path))
+    if command == "split":
+        argv = [BINARY, "split", src, "-n", 4, "--buffer-size", 1, "-o", s3.s3_url(f"changed-{change.__name__}/")]
+        changed = src
+    else:
+        run("split", src, "-n", 4, "-o", tmp_path / "mb", check=0)
+        changed = tmp_path / "mb" / "microbatch-00003.h5"
+        argv = [BINARY, "merge", tmp_path / "mb", "--buffer-size", 1,
+                "-o", s3.s3_url(f"merged-{change.__name__}/m.h5")]
+    res = held_run(tmp_path, argv, lambda _: change(changed), env=env)
+    assert_one_line_error(res, 3, str(changed), "changed while it was read")
+    prefix = f"changed-{change.__name__}" if command == "split" else f"merged-{change.__name__}"
+    assert objects(s3, prefix) == {}
