@@ -53,6 +53,12 @@ struct Failure {
   int argc;
   char** argv;
   int report(const std::string& message, int status, const mb::Where& where = {}) const {
+    // A stop removes the run's temporaries as it arrives: a step still under way may then fail on one that
+    // is gone. The stop is what ended the run.
+    if (const std::optional<mb::Error> stop = mb::io::run::interruption(); stop && status != stop->exit_code()) {
+      spdlog::debug("the run failed with: {}", mb::scrub_urls(message));
+      return say(stop->what(), stop->exit_code(), {});
+    }
     if (status == static_cast<int>(mb::ErrorKind::Data))
       if (const std::optional<mb::Error> changed = mb::io::run::input_change()) {
         spdlog::debug("the run failed with: {}", mb::scrub_urls(message));

@@ -17,6 +17,7 @@
 #include <future>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -147,13 +148,48 @@ bool kill_workers() {
 }
 
 // The registry is changed by the main thread under the mutex and read by the
-// watchdog under it; the signal handlers read it without locking, which is
-// safe because they run on the main thread (see BlockedInWatchdog) while it is
-// stopped in a library call.
+// watchdog under it. A signal handler cannot take a mutex, and may have
+// interrupted the main thread halfway through a change: every change also
+// holds `g_temps_busy`, which a handler only tries to take (Registry), so it
+// never reads a list being changed; a handler that finds it taken leaves the
+// temporaries to the run's unwinding, or to the next run's cleaner.
 std::mutex g_temps_mutex;
+constinit std::atomic<bool> g_temps_busy{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 std::vector<std::string>& temps() {
   static std::vector<std::string> list;
   return list;
+}
+
+// Holds `g_temps_busy`: a change waits (a handler on another thread holds it
+// for a few system calls); a handler tries once (try_hold).
+class Registry {
+ public:
+  Registry() {
+    while (g_temps_busy.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    held_ = true;
+  }
+  explicit Registry(std::nothrow_t) : held_(!g_temps_busy.exchange(true, std::memory_order_acquire)) {}
+  ~Registry() {
+    if (held_) g_temps_busy.store(false, std::memory_order_release);
+  }
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  bool held_ = false;
+};
+
+// A stopped run publishes nothing (each publication looks at the stop
+// first), so its temporary files and its lock can go as the stop arrives,
+// before a launcher's SIGKILL (mpirun's, a second after its SIGTERM, while
+// the ranks wait in a collective) keeps them from going at all; the
+// directories it created go when the run has ended. Async-signal-safe.
+void unlink_at_stop() {
+  const Registry registry(std::nothrow);
+  if (!registry.held()) return;
+  for (const auto& path : temps()) ::unlink(path.c_str());  // a directory stays: EISDIR
 }
 
 // A worker's forced exit tells its parent, through the pipe run_workers
@@ -175,9 +211,11 @@ void write_all(int fd, const char* text) {
 // registered first: files go before the directory a split created for them.
 [[noreturn]] void remove_temporaries_and_exit(const char* what, int status) {
   const bool killed = kill_workers();  // first: their writes end before the lock is released
-  const auto& list = temps();
-  for (auto it = list.rbegin(); it != list.rend(); ++it)
-    if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
+  if (const Registry registry(std::nothrow); registry.held()) {
+    const auto& list = temps();
+    for (auto it = list.rbegin(); it != list.rend(); ++it)
+      if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
+  }
   char activity[Activity::kSize];
   g_activity.load(activity);
   const int parent = g_report_fd.load();
@@ -197,7 +235,9 @@ void write_all(int fd, const char* text) {
 // The grace runs from the first stop request: repeating the signal (a parent
 // passing it on, a user pressing Ctrl-C again) does not extend it.
 extern "C" void on_stop_signal(int sig) {
-  if (g_signal.exchange(sig, std::memory_order_relaxed) == 0) alarm(g_grace.load(std::memory_order_relaxed));
+  if (g_signal.exchange(sig, std::memory_order_relaxed) != 0) return;
+  unlink_at_stop();
+  alarm(g_grace.load(std::memory_order_relaxed));
 }
 
 extern "C" void on_grace_expired(int) {
@@ -370,11 +410,15 @@ void install_interrupt_handlers() {
   set_handler(SIGALRM, on_grace_expired);
 }
 
-void throw_if_interrupted() {
+std::optional<Error> interruption() {
   const int sig = g_signal.load(std::memory_order_relaxed);
-  if (sig != 0)
-    throw Error(fmt::format("interrupted by signal {} ({}); partial outputs removed", sig, strsignal(sig)),
-                ErrorKind::Interrupted);
+  if (sig == 0) return std::nullopt;
+  return Error(fmt::format("interrupted by signal {} ({}); partial outputs removed", sig, strsignal(sig)),
+               ErrorKind::Interrupted);
+}
+
+void throw_if_interrupted() {
+  if (std::optional<Error> stop = interruption()) throw *stop;
 }
 
 bool interrupted() { return g_signal.load(std::memory_order_relaxed) != 0; }
@@ -480,6 +524,7 @@ void unregister_worker(pid_t pid) {
 void enter_worker(int report_fd) {
   {
     std::lock_guard<std::mutex> lock(g_temps_mutex);
+    const Registry registry;
     temps().clear();  // the parent's (its lock among them): a worker's forced exit must not remove them
   }
   for (auto& slot : g_workers) slot.store(0);  // its siblings are the parent's to stop
@@ -489,11 +534,13 @@ void enter_worker(int report_fd) {
 
 void register_temporary(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_temps_mutex);
+  const Registry registry;
   temps().push_back(path);
 }
 
 void unregister_temporary(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_temps_mutex);
+  const Registry registry;
   // Searched from the end: outputs are unregistered in the reverse order of
   // their registration (AtomicOutputs), so a split of 64,000 files removes
   // each from the back instead of scanning them all (quadratic).

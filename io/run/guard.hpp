@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/error.hpp"
 
 namespace mb::io::run {
 
@@ -19,6 +22,8 @@ void install_interrupt_handlers();
 
 // Throws mb::Error (exit 130) when a signal asked us to stop.
 void throw_if_interrupted();
+// The error throw_if_interrupted would throw, if any, without throwing.
+std::optional<Error> interruption();
 bool interrupted();
 
 // Crash containment. libhdf5 1.10.8 can crash on corrupt metadata (its
@@ -82,8 +87,10 @@ std::string out_of_memory_message();
 // for worker processes, which have watchdogs of their own).
 void note_progress();
 
-// Temporaries to remove on a forced exit, last registered first: files, and
-// directories a run created (removed only when empty by then).
+// Temporaries to remove on a forced exit, last registered first: files (an
+// output's lock among them), and directories a run created (removed only
+// when empty by then). A stop signal removes the files at once, before the
+// run unwinds: a stopped run never publishes what it wrote.
 void register_temporary(const std::string& path);
 void unregister_temporary(const std::string& path);
 
