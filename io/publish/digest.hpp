@@ -26,6 +26,7 @@
 
 #include "core/source.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/fork.hpp"
 #include "io/transfer/policy.hpp"
 #include "specs/manifest.hpp"
 
@@ -60,10 +61,10 @@ std::vector<FileDigest> digest_files(const std::vector<Source>& files, unsigned 
 // library writes only its metadata, and the data of other datasets,
 // elsewhere), so the digest is the file's.
 //
-// No process may fork while a Hasher lives (a forked child would inherit
-// its locks, not its thread): split uses one only when it forks no workers.
-// A child that makes system calls only (publish::release_in_background's)
-// takes no lock, and may.
+// No whole process may be forked while a Hasher lives (a forked child would
+// inherit its locks, not its thread): split uses one only when it forks no
+// workers, and run::fork_helper refuses otherwise (its ForkUnsafe). A child
+// of system calls only takes no lock, and may.
 class Hasher final : public transfer::CopyTap {
  public:
   Hasher();
@@ -100,6 +101,7 @@ class Hasher final : public transfer::CopyTap {
   // Blocks hashed as copies made them whole, by file and block number (the hashing thread's alone).
   std::map<FileKey, std::map<std::uint64_t, std::array<unsigned char, 16>>> blocks_;
   std::atomic<bool> stopping_{false};
+  run::ForkUnsafe fork_unsafe_;  // its thread takes locks
   std::thread thread_;  // last: started once the rest exists
 };
 

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "io/run/exit.hpp"
+#include "io/run/fork.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::publish {
@@ -24,9 +25,9 @@ namespace {
 
 // The removing process: unlinks each name it reads (a name that cannot be
 // removed stays a leftover for the next run) until the socket closes. It
-// stops when the run does not: stop signals are the parent's to act on.
+// stops when the run does not: stop signals are the parent's to act on
+// (run::fork_helper leaves them ignored). System calls only.
 [[noreturn]] void remove_names(int fd) {
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_IGN);
   char buffer[8192];
   std::size_t held = 0;
   for (;;) {
@@ -46,23 +47,12 @@ namespace {
   }
 }
 
-// Closes every descriptor from `low` to `high` (system calls only).
-void close_from_to(unsigned low, unsigned high) {
-  if (low > high) return;
-  if (::syscall(SYS_close_range, low, high, 0u) == 0) return;
-  for (unsigned fd = low; fd <= std::min(high, 65535u); ++fd) ::syscall(SYS_close, fd);  // kernels before 5.9
-}
-
-// The releasing process: drops every descriptor but `held` and the gate at
-// once, waits until the run has dropped its own copy of `held` (the gate's
-// end of file: the run closes its end after that copy), then drops `held`,
-// the last reference. System calls only, no allocation, no lock: it was
-// forked from a run that may have other threads.
+// The releasing process, holding no descriptor but `held` and the gate (and
+// the standard streams): waits until the run has dropped its own copy of
+// `held` (the gate's end of file: the run closes its end after that copy),
+// then drops `held`, the last reference. System calls only, no allocation,
+// no lock: it was forked from a run that may have other threads.
 [[noreturn]] void release(int held, int gate) {
-  const auto low = static_cast<unsigned>(std::min(held, gate)), high = static_cast<unsigned>(std::max(held, gate));
-  if (low > 0) close_from_to(0, low - 1);
-  close_from_to(low + 1, high - 1);
-  close_from_to(high + 1, ~0u);
   char byte = 0;
   while (::syscall(SYS_read, gate, &byte, 1) != 0 && errno == EINTR) {
   }
@@ -78,19 +68,20 @@ void release_in_background(run::Fd held) {
   int gate[2];
   if (::pipe2(gate, O_CLOEXEC) != 0) return;
   run::Fd gate_out(gate[0]), gate_in(gate[1]);
-  // Forked with every signal blocked, which the processes keep: a Ctrl-C
-  // meant for the run never runs the run's handlers (which remove its
-  // temporaries) in them. The run's own wait until the mask is restored.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const pid_t child = ::fork();
+  // Both processes keep every signal blocked (run::fork_helper): a Ctrl-C
+  // meant for the run never runs the run's handlers in them.
+  pid_t child = -1;
+  try {
+    child = run::fork_helper({.kind = run::Helper::Kind::system_calls,
+                              .keep = {held.get(), gate_out.get()},
+                              .what = "a process to release the replaced file"});
+  } catch (const Error&) {
+    return;  // the run frees the file itself, as it closes it
+  }
   if (child == 0) {  // forks the releasing process and ends, so that it is no child of the run's
     if (::syscall(SYS_fork) == 0) release(held.get(), gate_out.get());
     ::syscall(SYS_exit_group, 0);
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (child < 0) return;
   int status = 0;
   run::retry_on_eintr([&] { return ::waitpid(child, &status, 0); });
   held.reset();  // before the gate's end: the releasing process keeps the last reference
@@ -113,13 +104,10 @@ void Discards::start() {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw Error(fmt::format("cannot create a socket: {}", std::strerror(errno)));
   run::Fd ours(fds[0]), theirs(fds[1]);
-  pid_ = ::fork();
-  if (pid_ < 0) throw Error(fmt::format("cannot start a process to remove files: {}", std::strerror(errno)));
-  if (pid_ == 0) {
-    run::enter_worker();
-    ours.reset();
-    remove_names(theirs.get());
-  }
+  pid_ = run::fork_helper({.kind = run::Helper::Kind::system_calls,
+                           .keep = {theirs.get()},
+                           .what = "a process to remove files"});
+  if (pid_ == 0) remove_names(theirs.get());
   pipe_ = std::move(ours);
 }
 

@@ -25,6 +25,7 @@
 #include "io/remote/upload.hpp"
 #include "io/run/exit.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/fork.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::publish {
@@ -225,10 +226,9 @@ class Uploads {
   std::string manifest_;
 };
 
+// The parent decides when to stop: a stop signal reaches it (run::fork_helper
+// leaves them ignored here), and it closes the socket.
 [[noreturn]] void run_uploads(const UploadPlan& plan, int fd, pid_t parent) {
-  run::enter_worker();
-  // The parent decides when to stop: a stop signal reaches it, and it closes the socket.
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_IGN);
   int status = 1;
   try {
     status = Uploads(plan, fd).serve();
@@ -248,12 +248,10 @@ Uploader::Uploader(UploadPlan plan) : plan_(std::move(plan)) {
     throw Error(fmt::format("cannot create a socket for the uploads: {}", std::strerror(errno)));
   run::Fd ours(fds[0]), theirs(fds[1]);
   const pid_t parent = ::getpid();
-  pid_ = ::fork();
-  if (pid_ < 0) throw Error(fmt::format("cannot start the uploading process: {}", std::strerror(errno)));
-  if (pid_ == 0) {
-    ours.reset();  // the child's copy: the parent's end stays open in the parent
-    run_uploads(plan_, theirs.get(), parent);  // ends in _exit: no destructor runs in the child
-  }
+  pid_ = run::fork_helper({.keep = {theirs.get()},
+                           .prepare = [] { run::enter_worker(); },
+                           .what = "the uploading process"});
+  if (pid_ == 0) run_uploads(plan_, theirs.get(), parent);  // ends in _exit: no destructor runs in the child
   fd_ = std::move(ours);  // `theirs` closes on return: the child holds that end
 }
 

@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "io/run/exit.hpp"
 #include "io/run/fd.hpp"
+#include "io/run/fork.hpp"
 #include "io/run/guard.hpp"
 
 namespace mb::io::run {
@@ -36,10 +37,11 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
   if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
   Fd read_end(fds[0]), write_end(fds[1]);
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("cannot start a worker process: {}", std::strerror(errno)));
-  if (pid == 0) {
-    // The child ends in _exit: no destructor runs here, so it closes only what it closes itself.
+  // A worker handles stop signals as the run does, for its own temporaries;
+  // it keeps what it inherited: its work may use what this process opened
+  // for it. It becomes a worker before it takes a signal.
+  const auto become_worker = [&] {
+    // The child ends in _exit: no destructor runs there, so it closes only what it closes itself.
     read_end.reset();
     // A worker must not outlive this process: killed with SIGKILL (scancel
     // --batch --signal=KILL, the OOM killer), it cannot stop the workers, and
@@ -51,6 +53,12 @@ Worker start_worker(const std::function<void()>& work, unsigned stall_seconds) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) exit_now(128 + SIGKILL);  // it died before prctl
     enter_worker(write_end.get());  // a forced exit tells this process, which reports once
+  };
+  const pid_t pid = fork_helper({.stops = Helper::Stops::handled,
+                                 .close_others = false,
+                                 .prepare = become_worker,
+                                 .what = "a worker process"});
+  if (pid == 0) {
     start_stall_watchdog(stall_seconds);  // threads do not survive fork()
     int status = 0;
     std::string message;
