@@ -7,27 +7,46 @@
 
 #include "core/error.hpp"
 #include "core/packed.hpp"
+#include "core/plan_steps.hpp"
 
 namespace mb {
+
+using planning::CutLength;
+using planning::Leaves;
+using planning::Sequences;
+using planning::cells_of;
+
+namespace planning {
+
+// The cells (data-parallel rank, microbatch) base file `base` holds, in
+// order: in the per-microbatch layout, cell (d, base) of every rank d; in
+// the per-rank layout (and with one rank), cell `base` alone.
+std::vector<Range> cells_of(const SplitPlan& plan, std::uint64_t base) {
+  const SequencePlan& seq = *plan.sequences;
+  if (plan.layout == FileLayout::PerRank || seq.ranks == 1) return {seq.runs.at(base)};
+  std::vector<Range> out;
+  for (std::uint64_t d = 0; d < seq.ranks; ++d) out.push_back(seq.runs.at(d * plan.count + base));
+  return out;
+}
+
+// A split that writes a twin beside every offsets dataset (`flag` says
+// which: PATH_padded, PATH_dp_bounds) refuses a batch that holds one
+// already rather than shadow it.
+void check_twins_free(const NodeInfo& root, const Leaves& leaves, std::string (*named)(const std::string&),
+                      const char* flag) {
+  for (const NodeInfo* o : leaves.offsets) {
+    const std::string name = named(o->path);
+    for_each_node(root, [&](const NodeInfo& n) {
+      if (n.path == name)
+        throw Error(fmt::format("{} writes {} beside {}, but the batch holds a {} already", flag, name, o->path,
+                                name));
+    });
+  }
+}
+
+}  // namespace planning
+
 namespace {
-
-// Something whose length decides how many microbatches there can be: a
-// split axis (per data-parallel slice), or the packed sequence count.
-struct CutLength {
-  std::string path;
-  std::uint64_t length;
-  const char* unit;  // "rows on its split axis", "sequences"
-  // The netCDF dimension of the split axis (NodeInfo::dimensions), "" when
-  // none: every dataset along it shares the length, and the user knows the
-  // dimension by name rather than the first dataset that happens to be cut.
-  std::string dimension;
-};
-
-struct Leaves {
-  std::vector<CutLength> split;  // Split leaves
-  std::vector<const NodeInfo*> offsets, packed, per_sequence;
-  std::vector<const NodeInfo*> sequence_axis;  // Split leaves with a sequence axis
-};
 
 std::uint64_t axis_length(const NodeInfo& n, const LeafRule& rule) {
   return n.shape.at(static_cast<std::size_t>(rule.axis));
@@ -198,14 +217,6 @@ std::uint64_t microbatch_count(std::vector<CutLength>& cuts, const SplitOptions&
   return count;
 }
 
-// The packed sequences of the input, checked: the offsets by path, and the
-// tokens per sequence summed over them.
-struct Sequences {
-  SequencePlan plan;  // without runs
-  std::map<std::string, Offsets> offsets;
-  std::vector<std::uint64_t> tokens;
-};
-
 // Checks the offsets datasets and the packed / per-sequence lengths against
 // them (merge checks each input by the same rules).
 Sequences check_sequences(const Leaves& leaves, const Resolution& resolution, const OffsetsValues& values) {
@@ -233,17 +244,6 @@ Sequences check_sequences(const Leaves& leaves, const Resolution& resolution, co
   }
   out.tokens = sequence_tokens(sets);
   for (auto t : out.tokens) seq.tokens += t;  // exact: sequence_tokens checked the total
-  return out;
-}
-
-// The cells (data-parallel rank, microbatch) base file `base` holds, in
-// order: in the per-microbatch layout, cell (d, base) of every rank d; in
-// the per-rank layout (and with one rank), cell `base` alone.
-std::vector<Range> cells_of(const SplitPlan& plan, std::uint64_t base) {
-  const SequencePlan& seq = *plan.sequences;
-  if (plan.layout == FileLayout::PerRank || seq.ranks == 1) return {seq.runs.at(base)};
-  std::vector<Range> out;
-  for (std::uint64_t d = 0; d < seq.ranks; ++d) out.push_back(seq.runs.at(d * plan.count + base));
   return out;
 }
 
@@ -309,131 +309,6 @@ void plan_sequence_runs(const Leaves& leaves, const Resolution& resolution, cons
   cut_sequences(leaves, resolution, sequences, plan);
 }
 
-std::uint64_t sequence_length(const NodeInfo& n, const Resolution& resolution) {
-  return n.shape.at(static_cast<std::size_t>(*resolution.dataset_rule(n.path).sequence_axis));
-}
-
-// A split that writes a twin beside every offsets dataset (`flag` says
-// which: PATH_padded, PATH_dp_bounds) refuses a batch that holds one
-// already rather than shadow it.
-void check_twins_free(const NodeInfo& root, const Leaves& leaves, std::string (*named)(const std::string&),
-                      const char* flag) {
-  for (const NodeInfo* o : leaves.offsets) {
-    const std::string name = named(o->path);
-    for_each_node(root, [&](const NodeInfo& n) {
-      if (n.path == name)
-        throw Error(fmt::format("{} writes {} beside {}, but the batch holds a {} already", flag, name, o->path,
-                                name));
-    });
-  }
-}
-
-// --cp-pad writes PATH_padded beside every offsets dataset.
-void check_padding(const NodeInfo& root, const Leaves& leaves) {
-  if (leaves.packed.empty())
-    throw usage_error("--cp-pad pads packed documents, but no dataset's spec is {\"packed\": ...}");
-  check_twins_free(root, leaves, padded_offsets_name, "--cp-pad");
-}
-
-// Context parallelism needs something to cut, and lengths that 2C divides:
-// they are refused, never rounded down (packed documents are padded with
-// --cp-pad).
-void check_context_parallel(const NodeInfo& root, const Leaves& leaves, const Resolution& resolution,
-                            const Sequences& sequences, const SplitOptions& options) {
-  const std::uint64_t degree = options.cp_degree;
-  if (leaves.sequence_axis.empty() && leaves.packed.empty())
-    throw Error(fmt::format("--cp-degree {} has nothing to cut: no dataset's spec marks a sequence axis "
-                            "({{\"split_axis\": 0, \"sequence_axis\": 1}}) and no dataset is packed",
-                            degree));
-  if (options.cp_pad) check_padding(root, leaves);
-  for (const NodeInfo* o : leaves.offsets)
-    if (!options.cp_pad) require_documents_divisible(sequences.offsets.at(o->path), degree, o->path);
-  for (const NodeInfo* n : leaves.sequence_axis)
-    require_zigzag_divisible(sequence_length(*n, resolution), degree,
-                             fmt::format("{} has {} positions on its sequence axis {}", n->path,
-                                         sequence_length(*n, resolution),
-                                         *resolution.dataset_rule(n->path).sequence_axis));
-}
-
-// How evenly the CP ranks share the attention work: of every offsets
-// dataset's documents, and of one sequence of each marked length.
-std::vector<CpLoad> cp_loads(const Leaves& leaves, const Resolution& resolution, const Sequences& sequences,
-                             std::uint64_t degree) {
-  std::vector<CpLoad> out;
-  for (const NodeInfo* o : leaves.offsets) {
-    const Offsets& offsets = sequences.offsets.at(o->path);
-    std::vector<std::uint64_t> lengths;  // padded (--cp-pad): what the ranks' attention runs over
-    for (std::size_t s = 0; s + 1 < offsets.size(); ++s)
-      lengths.push_back(padded_length(offsets[s + 1] - offsets[s], degree));
-    out.push_back(cp_load(o->path, lengths, degree));
-  }
-  std::map<std::uint64_t, std::string> names;  // the datasets of each sequence length
-  for (const NodeInfo* n : leaves.sequence_axis) {
-    std::string& of = names[sequence_length(*n, resolution)];
-    of += (of.empty() ? "" : ", ") + n->path;
-  }
-  for (const auto& [length, of] : names)
-    out.push_back(cp_load(fmt::format("one sequence of {} positions ({})", length, of), {length}, degree));
-  return out;
-}
-
-// A padded file can hold more rows than the whole input (a short batch cut
-// for many ranks). A fixed max dim shorter than that would have to grow, and
-// merge could not give the input's back: refused, not changed.
-void require_max_dim_holds(const NodeInfo& p, const LeafRule& rule, const FileRows& file) {
-  const auto axis = static_cast<std::size_t>(rule.axis);
-  const auto& max = p.storage.max_shape;
-  if (p.storage.layout != "chunked" || axis >= max.size() || !max[axis] || file.length <= *max[axis]) return;
-  throw Error(fmt::format("{}: --cp-pad gives a file {} rows on axis {}, more than its fixed max dims allow ({}); "
-                          "merge could not restore them: give it unlimited max dims (maxshape=None)",
-                          p.path, file.length, rule.axis, *max[axis]),
-              ErrorKind::Data);
-}
-
-// Context parallelism: every file of the plan so far becomes one file per
-// CP rank. A dataset with a sequence axis keeps its rows and takes the
-// rank's zigzag positions along that axis; packed data takes, of every
-// document, the rank's zigzag tokens; everything else is the same for every
-// CP rank.
-void cut_context_parallel(const NodeInfo& root, const Leaves& leaves, const Resolution& resolution,
-                          const Sequences& sequences, const SplitOptions& options, SplitPlan& plan) {
-  const std::uint64_t degree = options.cp_degree;
-  check_context_parallel(root, leaves, resolution, sequences, options);
-  const FileGrid grid{plan.ranks, degree, plan.count};
-  for (auto& entry : plan.pieces) {
-    std::vector<RowMap> maps(grid.files());
-    for (std::uint64_t f = 0; f < grid.files(); ++f) maps[f] = entry.second[grid.base_of(f)];
-    entry.second = std::move(maps);
-  }
-  for (const NodeInfo* p : leaves.packed) {
-    const Offsets& offsets = sequences.offsets.at(resolution.dataset_rule(p->path).offsets);
-    std::vector<RowMap>& maps = plan.pieces.at(p->path);
-    for (std::uint64_t f = 0; f < grid.files(); ++f) {
-      std::vector<Range> documents;
-      for (const Range& cell : cells_of(plan, grid.base_of(f))) {
-        const auto of_cell = documents_of(offsets, cell);
-        documents.insert(documents.end(), of_cell.begin(), of_cell.end());
-      }
-      if (!options.cp_pad) {
-        maps[f] = zigzag(documents, degree, grid.cp_rank_of(f));
-        continue;
-      }
-      PaddedCut cut = padded_zigzag(documents, degree, grid.cp_rank_of(f));
-      require_max_dim_holds(*p, resolution.dataset_rule(p->path), cut.file);
-      maps[f] = std::move(cut.batch);
-      plan.padded[p->path].push_back(std::move(cut.file));
-    }
-  }
-  for (const NodeInfo* n : leaves.sequence_axis) {
-    std::vector<RowMap>& maps = plan.positions[n->path];
-    for (std::uint64_t f = 0; f < grid.files(); ++f)
-      maps.push_back(zigzag({{0, sequence_length(*n, resolution)}}, degree, grid.cp_rank_of(f)));
-  }
-  plan.cp_loads = cp_loads(leaves, resolution, sequences, degree);
-  plan.cp = degree;
-  plan.cp_pad = options.cp_pad;
-}
-
 }  // namespace
 
 const char* reducer_name(Reducer r) {
@@ -469,7 +344,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
     plan.sequences->ranks = options.dp.degree;
     cuts.push_back({leaves.offsets.front()->path, plan.sequences->sequences, "sequences", {}});
     if (options.dp.degree > 1 && options.layout == FileLayout::PerMicrobatch)
-      check_twins_free(root, leaves, rank_bounds_name, "--dp-degree in the default layout");
+      planning::check_twins_free(root, leaves, rank_bounds_name, "--dp-degree in the default layout");
   }
 
   plan.count = microbatch_count(cuts, options, plan);
@@ -491,7 +366,7 @@ SplitPlan plan_split(const NodeInfo& root, const Resolution& resolution, const S
   if (plan.sequences) plan_sequence_runs(leaves, resolution, sequences, cuts.back().length, options, plan);
   if (options.cp_pad && options.cp_degree == 1)
     throw usage_error("--cp-pad pads documents for context parallelism: it needs --cp-degree C > 1");
-  if (options.cp_degree > 1) cut_context_parallel(root, leaves, resolution, sequences, options, plan);
+  if (options.cp_degree > 1) planning::cut_context_parallel(root, leaves, resolution, sequences, options, plan);
   return plan;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Inputs named by URL (s3://, http://, https://): where a name points, how
 // requests to it are signed, how it is shown in messages, and names
-// relative to it. Pure: the settings are passed in, nothing is fetched.
+// relative to it. No request goes to the place named: the settings are
+// passed in, and credentials come from settings.aws(), whose source may run
+// a credential process or ask a metadata endpoint (resolve_remote).
 #include <memory>
 #include <optional>
 #include <string>

@@ -72,10 +72,10 @@ constinit std::atomic<int> g_not_stalled{0};  // NotStalled objects alive
 // counter load, which then differs from the first: retry. And the first
 // counter load (acquire) makes the last complete rewrite of its copy visible.
 // On x86 these orderings are plain moves, so the per-block cost stays that of
-// copying the text twice (what snprintf did once).
+// copying the text twice.
 class Activity {
  public:
-  static constexpr std::size_t kSize = 1024;  // longer texts are cut, as snprintf did
+  static constexpr std::size_t kSize = 1024;  // longer texts are cut
 
   // One writer only: the main thread of this process (workers are processes).
   void store(std::string_view file, std::string_view path) {

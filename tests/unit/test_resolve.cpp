@@ -101,7 +101,7 @@ TEST_CASE("a misspelt leaf key suggests the key a leaf takes") {
   CHECK(error_of(tree, R"({"*": null, "out": {"split_axs": 0}})") ==
         "s.json:1:34: spec key \"split_axs\" names nothing in the file: /out has no member /out/split_axs; did you "
         "mean \"split_axis\" (a leaf's key)?");
-  // A close member wins over a leaf's key; nothing close to either: the message as before.
+  // A close member wins over a leaf's key; nothing close to either: no suggestion.
   CHECK(error_of(tree, R"({"*": null, "out": {"logit": 0, "*": null}})").find("(a leaf's key)") == std::string::npos);
   CHECK(error_of(tree, R"({"*": null, "input_ids": {"a": 0}})") ==
         "s.json:1:26: spec gives an object (a group) for /input_ids, which is a dataset");
