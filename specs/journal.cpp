@@ -3,16 +3,6 @@
 #include <nlohmann/json.hpp>
 
 namespace mb::specs {
-namespace {
-constexpr std::string_view kSuffix = ".journal";
-}  // namespace
-
-std::string journal_name(std::string_view file) { return "." + std::string(file) + std::string(kSuffix); }
-
-bool is_journal_name(std::string_view name) {
-  if (!name.starts_with(".") || !name.ends_with(kSuffix)) return false;
-  return is_output_file_name(name.substr(1, name.size() - 1 - kSuffix.size()));
-}
 
 std::string journal_text(std::string_view run, const FileRecord& file) {
   nlohmann::ordered_json j{{"format", kJournalFormat}, {"version", kJournalVersion}, {"run", run},

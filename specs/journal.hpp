@@ -11,17 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "specs/file_names.hpp"  // journal_name, is_journal_name
 #include "specs/manifest.hpp"
 
 namespace mb::specs {
 
 inline constexpr const char* kJournalFormat = "microbatch-journal";
 inline constexpr int kJournalVersion = 1;
-
-// The entry's name for a file: .microbatch-00003.h5.journal
-std::string journal_name(std::string_view file);
-// Whether `name` is one journal_name gives.
-bool is_journal_name(std::string_view name);
 
 // The entry of file `file`, published by run `run`.
 std::string journal_text(std::string_view run, const FileRecord& file);

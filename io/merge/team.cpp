@@ -26,6 +26,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
+#include "specs/file_names.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -120,7 +121,7 @@ std::vector<SegmentPlace> clip_places(const std::vector<SegmentPlace>& places, s
 }
 
 std::string ScratchPlace::path(std::uint64_t rank) const {
-  return (std::filesystem::path(dir) / fmt::format(".{}.rank-{}-of-{}.scratch", name, rank, size)).string();
+  return (std::filesystem::path(dir) / specs::scratch_name(name, rank, size)).string();
 }
 
 ScratchPlace scratch_place(const MergeJob& job, const std::string& written) {

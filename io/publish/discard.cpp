@@ -19,6 +19,7 @@
 #include "io/run/exit.hpp"
 #include "io/run/fork.hpp"
 #include "io/run/guard.hpp"
+#include "specs/file_names.hpp"
 
 namespace mb::io::publish {
 namespace {
@@ -88,16 +89,10 @@ void release_in_background(run::Fd held) {
   gate_in.reset();
 }
 
-namespace {
-std::string aside_suffix() { return fmt::format(".aside-{}", ::getpid()); }
-}  // namespace
-
 std::string aside_name(const std::string& path) {
   const std::filesystem::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + aside_suffix())).string();
+  return (p.parent_path() / specs::aside_name(p.filename().string(), ::getpid())).string();
 }
-
-bool is_own_aside(const std::string& name) { return name.starts_with(".") && name.ends_with(aside_suffix()); }
 
 void Discards::start() {
   int fds[2];  // a socket, not a pipe: a write to a process that is gone fails instead of raising SIGPIPE

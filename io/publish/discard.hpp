@@ -47,9 +47,7 @@ class Discards {
 // Where a process cannot be made, `held` is dropped here, as if not asked.
 void release_in_background(run::Fd held);
 
-// .NAME.aside-PID beside `path`.
+// Where this process sets `path` aside: specs::aside_name beside it.
 std::string aside_name(const std::string& path);
-// Whether a directory entry's name is one this process set aside.
-bool is_own_aside(const std::string& name);
 
 }  // namespace mb::io::publish

@@ -13,7 +13,7 @@
 
 #include "core/error.hpp"
 #include "io/run/fd.hpp"
-#include "specs/journal.hpp"
+#include "specs/file_names.hpp"
 
 namespace mb::io::publish {
 namespace fs = std::filesystem;
@@ -28,19 +28,9 @@ bool is_held(const fs::path& path) {
   return ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
-bool digits(std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; }
-
 // .NAME.tmp-PID or .NAME.rank-R-of-P.scratch, for `name` NAME.
 bool is_merge_leftover(const std::string& entry, const std::string& name) {
-  const std::string stem = "." + name + ".";
-  if (!entry.starts_with(stem)) return false;
-  const std::string_view rest = std::string_view(entry).substr(stem.size());
-  if (rest.starts_with("tmp-")) return digits(rest.substr(4));
-  unsigned long long r = 0, p = 0;
-  int used = 0;
-  const std::string tail(rest);
-  return std::sscanf(tail.c_str(), "rank-%llu-of-%llu.scratch%n", &r, &p, &used) == 2 &&
-         static_cast<std::size_t>(used) == tail.size();
+  return specs::temporary_of(entry) == name || specs::scratch_of(entry) == name;
 }
 
 void remove_leftover(const fs::path& path) {
@@ -53,25 +43,27 @@ void remove_leftover(const fs::path& path) {
 }  // namespace
 
 std::size_t remove_split_leftovers(const std::string& dir) {
-  const std::string shard_lock = fmt::format("{}.shard-", kDirectoryLockName);
   std::vector<fs::path> temporaries;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with(shard_lock) && is_held(entry.path()))
+    if (specs::is_shard_lock_name(name) && is_held(entry.path()))
       throw environment_error(fmt::format("{}: a shard run (split --shard) is writing into it (it holds {}); wait "
                                           "for it to finish or choose another output directory",
                                           dir, name));
     std::error_code type;  // the listing's own error stays in `ec`
     // A journal entry is no temporary: it tells a --resume run what to keep.
-    if (name.starts_with(".") && is_split_output(name) && !specs::is_journal_name(name) && entry.is_regular_file(type))
+    if (name.starts_with(".") && specs::is_split_name(name) && !specs::is_journal_name(name) &&
+        entry.is_regular_file(type))
       temporaries.push_back(entry.path());
   }
   if (ec) throw Error(dir + ": cannot list the output directory: " + ec.message());
   std::size_t lost = 0;
   for (const auto& p : temporaries) {
     remove_leftover(p);
-    lost += p.filename().string().find(".tmp-") != std::string::npos;  // not an .aside: an earlier split's file
+    // A file's work: not an .aside (an earlier split's file), a journal entry's or a manifest's temporary.
+    const std::optional<std::string> of = specs::temporary_of(p.filename().string());
+    lost += of && specs::is_output_file_name(*of);
   }
   return lost;
 }
@@ -80,7 +72,7 @@ OutputLock lock_merge_output(const std::string& output) {
   const fs::path out(output);
   const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   const std::string name = out.filename().string();
-  OutputLock lock((dir / ("." + name + ".lock")).string(), output);
+  OutputLock lock((dir / specs::file_lock_name(name)).string(), output);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::error_code type;  // the listing's own error stays in `ec`

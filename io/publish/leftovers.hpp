@@ -12,11 +12,12 @@
 
 namespace mb::io::publish {
 
-// Split's output directory, whose lock (kDirectoryLockName) the caller
+// Split's output directory, whose lock (specs::kLockName) the caller
 // holds: removes the hidden temporaries of split outputs there, unless a
 // shard run (split --shard, which takes its own shard's lock only) holds
 // its lock, which is an error naming it. Returns how many of the removed
-// files were a killed run's temporaries (.NAME.tmp-PID), the work it lost.
+// files were a killed run's temporaries of output files (.NAME.tmp-PID),
+// the work it lost.
 std::size_t remove_split_leftovers(const std::string& dir);
 
 // Merge's output, locked for the run (DIR/.NAME.lock: every merge onto

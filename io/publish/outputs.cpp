@@ -35,30 +35,6 @@ Error system_error(const std::string& what) { return Error(what + ": " + errno_t
 
 namespace {
 
-// A journal entry's temporary (..microbatch-00003.h5.journal.tmp-PID): a run killed as it wrote the
-// entry leaves one, for the next claim to remove with the other temporaries.
-bool is_journal_temporary(const std::string& name) {
-  const auto tmp = name.rfind(".tmp-");
-  return name.starts_with("..") && tmp != std::string::npos &&
-         specs::is_journal_name(std::string_view(name).substr(1, tmp - 1));
-}
-
-}  // namespace
-
-bool is_split_output(const std::string& name) {
-  const bool microbatch = specs::is_output_file_name(name);
-  const bool temporary = name.rfind(".microbatch-", 0) == 0 || name.rfind(".rank-", 0) == 0 ||
-                         name.rfind(".cp-", 0) == 0 || is_journal_temporary(name) ||
-                         name.rfind(".manifest.json.tmp-", 0) == 0 || name.rfind(".part-", 0) == 0;
-  // split --shard's part records (part-00001-of-00004.json)
-  const bool part = name.rfind("part-", 0) == 0 && name.ends_with(".json");
-  return microbatch || temporary || part || name == specs::kManifestName;
-}
-
-bool is_final_output(const std::string& name) { return !name.starts_with(".") && is_split_output(name); }
-
-namespace {
-
 // What stands at `path`, not following a symbolic link: "" for nothing.
 std::string what_is_at(const std::string& path) {
   struct stat st {};
@@ -135,8 +111,7 @@ bool same_file(int fd, const std::string& path) {
 
 std::string temporary_name(const std::string& final_path) {
   const fs::path p(final_path);
-  const std::string name = fmt::format(".{}.tmp-{}", p.filename().string(), getpid());
-  return (p.parent_path() / name).string();
+  return (p.parent_path() / specs::temporary_name(p.filename().string(), getpid())).string();
 }
 
 std::string AtomicOutputs::add(const std::string& final_path, std::optional<run::FileIdentity> replaces) {
@@ -291,8 +266,8 @@ void check_directory_unchanged(const std::string& dir, const std::vector<std::st
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     // This run's own: its temporaries, journal entries, and the earlier split's files it set aside.
-    if (is_own_aside(name)) continue;
-    if (is_split_output(name) && !specs::is_journal_name(name) && !own.contains(name))
+    if (specs::aside_of(name, getpid())) continue;
+    if (specs::is_split_name(name) && !specs::is_journal_name(name) && !own.contains(name))
       throw Error(fmt::format("{}: {} appeared while this split was writing (another run in the same directory?); "
                               "nothing was published",
                               dir, name));

@@ -131,9 +131,6 @@ struct OutputDirectory {
   void keep() { created.keep(); }
 };
 
-// The lock file of split's output directory; not a split output.
-inline constexpr const char* kDirectoryLockName = ".microbatch.lock";
-
 // Hidden temporary name next to `final_path`: DIR/.NAME.tmp-PID
 std::string temporary_name(const std::string& final_path);
 
@@ -149,13 +146,6 @@ void write_text_atomically(const std::string& path, const std::string& text, Syn
 // (the run's temporaries). Anything else appeared while the run wrote.
 void check_directory_unchanged(const std::string& dir, const std::vector<std::string>& ours);
 
-// A name split writes or removes in its output directory: microbatch
-// files, manifest.json, split --shard's part records, their temporaries.
-bool is_split_output(const std::string& name);
-
-// A split output under its final name: not the hidden temporary of a
-// writer running, or killed.
-bool is_final_output(const std::string& name);
 
 // Refuses (mb::Error) anything at `path` but a regular file or nothing.
 void refuse_unless_regular(const std::string& path);

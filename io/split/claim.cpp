@@ -14,7 +14,7 @@
 namespace mb::io::split {
 namespace {
 
-bool is_part_record(const std::string& name) { return name.starts_with("part-"); }
+bool is_part_record(const std::string& name) { return specs::part_record_count(name) > 0; }
 
 // How the split in a manifest was asked for: "-n 4", "--micro-batch-size 8 --dp-degree 2".
 std::string split_flags(const SplitOptions& o, std::uint64_t microbatches) {
@@ -57,33 +57,33 @@ void say_what_resume_keeps(const store::Store& place, std::size_t removed) {
 void refuse_input_among(const store::Store& place, const std::vector<store::Entry>& earlier, const Source& input) {
   for (const auto& entry : earlier) {
     if (!entry.regular) publish::refuse_unless_regular(place.shown(entry.name));
-    if (publish::is_final_output(entry.name) && place.holds(input, entry.name))
+    if (specs::is_final_split_name(entry.name) && place.holds(input, entry.name))
       throw Error(place.shown() + ": the input " + input.shown() +
                   " has a microbatch file name in the output directory; choose another output directory");
   }
 }
 
 Claimed claim_for_team(store::Store& place, const Source& input) {
-  Claimed out{place.claim(publish::kDirectoryLockName), {}};
+  Claimed out{place.claim(specs::kLockName), {}};
   std::vector<store::Entry> seen;
   for (auto& entry : place.list())
-    if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
+    if (specs::is_split_name(entry.name)) seen.push_back(std::move(entry));
   refuse_input_among(place, seen, input);
   return out;
 }
 
 Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
-  Claimed out{place.claim(publish::kDirectoryLockName), {}};
+  Claimed out{place.claim(specs::kLockName), {}};
   if (out.claim) say_what_resume_keeps(place, out.claim->removed_temporaries());
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them
   for (auto& entry : place.list())
-    if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
+    if (specs::is_split_name(entry.name)) seen.push_back(std::move(entry));
   refuse_input_among(place, seen, input);
   std::vector<store::Entry> earlier;
   std::vector<std::string> journal;  // a resumable run's entries (split --resume)
   for (auto& entry : seen) {
     if (specs::is_journal_name(entry.name)) journal.push_back(entry.name);
-    if (publish::is_final_output(entry.name)) earlier.push_back(std::move(entry));
+    if (specs::is_final_split_name(entry.name)) earlier.push_back(std::move(entry));
   }
   if (earlier.empty() && journal.empty()) return out;
   const auto manifest = std::find_if(earlier.begin(), earlier.end(),

@@ -20,6 +20,7 @@
 #include "io/remote/driver.hpp"
 #include "io/store/place.hpp"
 #include "specs/emit.hpp"
+#include "specs/file_names.hpp"
 #include "specs/parse.hpp"
 
 namespace mb::io::split {
@@ -39,18 +40,7 @@ std::vector<std::string> listed_names(const json& head) {
 
 }  // namespace
 
-std::uint64_t shards_in_name(const std::string& name) {
-  unsigned long long k = 0, p = 0;
-  int used = 0;
-  if (std::sscanf(name.c_str(), "part-%llu-of-%llu.json%n", &k, &p, &used) != 2 ||
-      static_cast<std::size_t>(used) != name.size())
-    return 0;
-  return p;
-}
-
-std::string shard_lock_name(const Shard& shard) {
-  return fmt::format("{}.shard-{:05}-of-{:05}", publish::kDirectoryLockName, shard.index, shard.count);
-}
+std::string shard_lock_name(const Shard& shard) { return specs::shard_lock_name(shard.index, shard.count); }
 
 namespace {
 
@@ -87,7 +77,7 @@ Found classify(const std::string& name, const std::unordered_map<std::string, bo
                const PartRecord& ours, const std::string& shown) {
   if (name == specs::kManifestName) return Found::Finished;
   if (const auto it = outputs.find(name); it != outputs.end()) return it->second ? Found::Mine : Found::Theirs;
-  if (shards_in_name(name) == ours.shard.count) return Found::OtherPart;
+  if (specs::part_record_count(name) == ours.shard.count) return Found::OtherPart;
   throw Error(fmt::format("{}: holds {}, which is not an output of this split (another split, or other shard "
                           "counts?); use another output directory",
                           shown, name));
@@ -102,7 +92,7 @@ void refuse_earlier(const std::string& name, bool force, const std::string& show
 
 }  // namespace
 
-std::string part_name(const Shard& shard) { return fmt::format("part-{:05}-of-{:05}.json", shard.index, shard.count); }
+std::string part_name(const Shard& shard) { return specs::part_record_name(shard.index, shard.count); }
 
 std::string part_text(const PartRecord& p) {
   auto files = json::array();
@@ -183,10 +173,10 @@ std::unique_ptr<store::Claim> claim_shard(store::Store& place, bool force, const
   std::vector<std::string> remove_first, remove_then;  // manifest; then our part record and files
   for (const auto& entry : place.list()) {
     const std::string& name = entry.name;
-    if (!publish::is_split_output(name)) continue;
+    if (!specs::is_split_name(name)) continue;
     if (name.starts_with(".")) {  // a temporary: of a running shard, or left by a killed one
-      const auto tmp = name.rfind(".tmp-");
-      const auto own = tmp == std::string::npos ? outputs.end() : outputs.find(name.substr(1, tmp - 1));
+      const std::optional<std::string> of = specs::temporary_of(name);
+      const auto own = of ? outputs.find(*of) : outputs.end();
       if (own != outputs.end() && own->second && force) remove_then.push_back(name);
       continue;
     }
@@ -260,9 +250,9 @@ std::uint64_t shard_count(const store::Store& place, const Outputs& outputs) {
   std::uint64_t count = 0;
   std::string seen;
   for (const auto& [name, size] : outputs) {
-    if (!name.starts_with("part-") || !name.ends_with(".json")) continue;
-    const std::uint64_t p = shards_in_name(name);
-    if (p == 0 || (count != 0 && p != count))
+    const std::uint64_t p = specs::part_record_count(name);
+    if (p == 0) continue;
+    if (count != 0 && p != count)
       throw Error(fmt::format("{}: is not a part record of the same split as {} (the shard counts differ)",
                               place.shown(name), seen));
     count = p;
@@ -322,7 +312,7 @@ std::string finished_manifest(const store::Store& place) {
 std::string finish(store::Store& place) {
   place.list();  // a directory that is not there is no split to finish, and claiming it would create it
   // finish and split both write the manifest: one at a time where the place has a lock.
-  const auto claim = place.claim(publish::kDirectoryLockName);
+  const auto claim = place.claim(specs::kLockName);
   return finish_claimed(place);
 }
 
@@ -341,7 +331,7 @@ void remove_split_outputs(store::Store& place) {
   std::vector<std::string> parts, files;
   for (const auto& entry : store::split_outputs(place)) {
     if (entry.name == specs::kManifestName) continue;
-    (shards_in_name(entry.name) != 0 ? parts : files).push_back(entry.name);
+    (specs::part_record_count(entry.name) != 0 ? parts : files).push_back(entry.name);
   }
   // Part records first: a place half cleared never holds a complete set of parts without their files.
   for (const auto* names : {&parts, &files})

@@ -37,8 +37,6 @@ struct PartRecord {
 
 // part-00001-of-00004.json
 std::string part_name(const Shard& shard);
-// P of a part record's name part-K-of-P.json; 0 for any other name.
-std::uint64_t shards_in_name(const std::string& name);
 // The lock a shard holds in a directory (.microbatch.lock.shard-K-of-P).
 std::string shard_lock_name(const Shard& shard);
 

@@ -186,12 +186,6 @@ std::vector<std::optional<specs::FileRecord>> keep_matching(store::Store& place,
   return journal.recorded;
 }
 
-// The file a split output's name stands for: NAME for .NAME.journal.
-std::string file_of(const std::string& name) {
-  if (!specs::is_journal_name(name)) return name;
-  return name.substr(1, name.size() - 1 - std::string_view(".journal").size());
-}
-
 // What else is there besides this split's files and journal: part records
 // (a whole split removes those of shards of its split; a shard leaves the
 // other shards' to finish), or a stranger, refused.
@@ -201,9 +195,9 @@ std::vector<std::string> part_records(const store::Store& place, const ResumeReq
   for (const auto& f : request.planned.files) planned.insert(f.name);
   std::vector<std::string> parts;
   for (const auto& entry : seen) {
-    if (!publish::is_final_output(entry.name) && !specs::is_journal_name(entry.name)) continue;
-    if (planned.contains(file_of(entry.name))) continue;
-    const std::uint64_t count = shards_in_name(entry.name);
+    if (!specs::is_final_split_name(entry.name) && !specs::is_journal_name(entry.name)) continue;
+    if (planned.contains(specs::journaled_file(entry.name))) continue;
+    const std::uint64_t count = specs::part_record_count(entry.name);
     if (count != 0 && (!request.part || count == request.part->shard.count)) {
       parts.push_back(entry.name);
       continue;
@@ -238,12 +232,12 @@ std::string run_identity(const Source& input, const std::string& planned_manifes
 }
 
 Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
-  Resumed out{place.claim(request.part ? shard_lock_name(request.part->shard) : publish::kDirectoryLockName),
+  Resumed out{place.claim(request.part ? shard_lock_name(request.part->shard) : specs::kLockName),
               std::nullopt,
               {}};
   std::vector<store::Entry> seen;
   for (auto& entry : place.list())
-    if (publish::is_split_output(entry.name)) seen.push_back(std::move(entry));
+    if (specs::is_split_name(entry.name)) seen.push_back(std::move(entry));
   refuse_input_among(place, seen, request.input);
   std::set<std::string> present;
   for (const auto& entry : seen) present.insert(entry.name);
@@ -260,11 +254,10 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
   const Mine mine(request);
   bool earlier = false;  // a file of the run's there, or its journal entry
   for (const auto& e : seen) {
-    if (publish::is_final_output(e.name) || specs::is_journal_name(e.name)) earlier = earlier || mine(file_of(e.name));
+    if (specs::is_final_split_name(e.name) || specs::is_journal_name(e.name))
+      earlier = earlier || mine(specs::journaled_file(e.name));
     // A killed shard's temporaries of its files: its lock, now held, tells that no live run writes them.
-    const auto tmp = e.name.find(".tmp-");
-    if (request.part && e.name.starts_with(".") && tmp != std::string::npos &&
-        mine(file_of(e.name.substr(1, tmp - 1))))
+    if (const auto of = specs::temporary_of(e.name); request.part && of && mine(specs::journaled_file(*of)))
       place.remove(e.name);
   }
   if (earlier && !journal.ours) journal.ours = ours_elsewhere(place, request, present);

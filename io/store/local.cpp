@@ -18,6 +18,7 @@
 #include "io/publish/outputs.hpp"
 #include "io/store/place.hpp"
 #include "io/store/written.hpp"
+#include "specs/file_names.hpp"
 #include "specs/journal.hpp"
 
 namespace mb::io::store {
@@ -241,7 +242,7 @@ class LocalDirectory final : public Store {
     // The directory's own lock is held by every writer of a whole split and
     // by finish: holding it proves whatever temporaries are there dead.
     const std::size_t removed =
-        lock_name == publish::kDirectoryLockName ? publish::remove_split_leftovers(dir_) : 0;
+        lock_name == specs::kLockName ? publish::remove_split_leftovers(dir_) : 0;
     return std::make_unique<DirectoryClaim>(publish::OutputDirectory{std::move(created), std::move(lock)}, removed);
   }
 

@@ -6,13 +6,14 @@
 #include "io/run/identity.hpp"
 #include "io/publish/outputs.hpp"
 #include "io/run/guard.hpp"
+#include "specs/file_names.hpp"
 
 namespace mb::io::store {
 
 std::vector<Entry> split_outputs(const Store& store) {
   std::vector<Entry> out;
   for (auto& entry : store.list())
-    if (publish::is_final_output(entry.name)) out.push_back(std::move(entry));
+    if (specs::is_final_split_name(entry.name)) out.push_back(std::move(entry));
   return out;
 }
 

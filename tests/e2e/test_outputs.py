@@ -179,12 +179,18 @@ def test_a_killed_splits_temporaries_are_removed_by_the_next_split(tmp_path, inp
     out = tmp_path / "mb"
     out.mkdir()
     left = [out / ".microbatch-00001.h5.tmp-4194000", out / ".manifest.json.tmp-4194000",
-            out / ".microbatch-00000.h5.aside-4194000"]  # an earlier split's file a killed --force set aside
+            out / ".microbatch-00000.h5.aside-4194000",  # an earlier split's file a killed --force set aside
+            out / "..microbatch-00000.h5.journal.tmp-4194000",  # a journal entry being written (--resume)
+            out / ".part-00000-of-00002.json.tmp-4194000"]
     for f in left:
         f.write_bytes(b"\0" * 4096)
-    run("split", inputs["a"], "-n", 2, "-o", out, check=0)
-    assert [n for n in listing(out) if n.startswith(".")] == []
+    (out / ".notes.txt.tmp-1").write_text("not a split's")
+    res = run("split", inputs["a"], "-n", 2, "-o", out, check=0)
+    assert [n for n in listing(out) if n.startswith(".")] == [".notes.txt.tmp-1"]  # not a split's: left alone
+    (out / ".notes.txt.tmp-1").unlink()
     assert assert_one_split(out, tmp_path / "m.h5") == str(inputs["a"])
+    # The work lost is the one microbatch file's: not the manifest, journal entry or part record being written.
+    assert f"{out}: removed 1 temporary file a killed split left" in res.err, res
 
 
 @pytest.mark.parametrize("flags,shown", [(["-n", 2], "-n 2"),

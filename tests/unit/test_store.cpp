@@ -22,6 +22,7 @@
 #include "io/store/local.hpp"
 #include "io/store/place.hpp"
 #include "io/store/store.hpp"
+#include "specs/file_names.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -177,9 +178,9 @@ TEST_CASE("store: a member set aside is gone from its place at once, and its byt
 TEST_CASE("store: a name set aside is told as this process's, not another's") {
   const std::string aside = fs::path(mb::io::publish::aside_name("/d/microbatch-00000.h5")).filename().string();
   CHECK(aside == ".microbatch-00000.h5.aside-" + std::to_string(::getpid()));
-  CHECK(mb::io::publish::is_own_aside(aside));
-  CHECK_FALSE(mb::io::publish::is_own_aside(".microbatch-00000.h5.aside-1"));
-  CHECK_FALSE(mb::io::publish::is_own_aside("microbatch-00000.h5"));
+  CHECK(mb::specs::aside_of(aside, ::getpid()) == "microbatch-00000.h5");
+  CHECK_FALSE(mb::specs::aside_of(".microbatch-00000.h5.aside-1", ::getpid()));
+  CHECK_FALSE(mb::specs::aside_of("microbatch-00000.h5", ::getpid()));
 }
 
 TEST_CASE("store: --force replaces only the file the run found there") {
