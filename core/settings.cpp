@@ -37,6 +37,13 @@ std::vector<std::string> S3Options::creation_headers() const {
   return out;
 }
 
+std::vector<std::string> Settings::assignments() const {
+  std::vector<std::string> out;
+  if (variables_)
+    for (const auto& [name, value] : *variables_) out.push_back(name + "=" + value);
+  return out;
+}
+
 Environment Settings::environment() const {
   return [held = *this](const char* name) { return held.get(name); };
 }

@@ -37,6 +37,9 @@ class Settings {
   // A variable's value, or null when unset.
   const char* get(const char* name) const;
   bool has(const char* name) const { return get(name) != nullptr; }
+  // Every variable as NAME=value, in name order: the environment of a
+  // process the run starts.
+  std::vector<std::string> assignments() const;
   // Lookups in these settings, for the functions that take an Environment;
   // it keeps the variables alive as long as it is held.
   Environment environment() const;

@@ -13,8 +13,6 @@
 #include "io/aws/documents.hpp"
 #include "io/run/fd.hpp"
 
-extern char** environ;  // the process's own: the helper sees what a shell would hand it
-
 namespace mb::io::aws {
 namespace {
 
@@ -31,12 +29,16 @@ std::string read_all(int fd) {
 
 }  // namespace
 
-Credentials process_credentials_of(const std::string& command, const std::string& source) {
+Credentials process_credentials_of(const std::string& command, const std::string& source, const Settings& settings) {
   const std::vector<std::string> words = split_command(command);
   if (words.empty()) throw usage_error(fmt::format("{}: credential_process is empty", source));
   std::vector<char*> argv;
   for (const auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> assignments = settings.assignments();
+  std::vector<char*> envp;
+  for (const auto& a : assignments) envp.push_back(const_cast<char*>(a.c_str()));
+  envp.push_back(nullptr);
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) throw environment_error(fmt::format("{}: cannot make a pipe", source));
   run::Fd read_end(ends[0]), write_end(ends[1]);
@@ -44,7 +46,7 @@ Credentials process_credentials_of(const std::string& command, const std::string
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
   pid_t pid = 0;
-  const int started = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int started = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   write_end.reset();
   if (started != 0)

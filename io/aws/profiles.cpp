@@ -92,10 +92,10 @@ bool has_role(const Profile& p) {
 }
 bool has_keys(const Profile& p) { return p.get("aws_access_key_id").has_value(); }
 
-std::optional<Credentials> profile_process(const Profile& p) {
+std::optional<Credentials> profile_process(const Lookup& at, const Profile& p) {
   const auto command = p.get("credential_process");
   if (!command) return std::nullopt;
-  return process_credentials_of(*command, fmt::format("credential_process of profile {}", p.name));
+  return process_credentials_of(*command, fmt::format("credential_process of profile {}", p.name), at.settings);
 }
 
 Credentials role_of(const Lookup& at, const Profile& p, std::vector<std::string>& visited);
@@ -107,7 +107,7 @@ Credentials source_profile_credentials(const Lookup& at, const Profile& p, std::
   if (role_too && has_role(p) && !has_keys(p)) return role_of(at, p, visited);
   if (auto c = web_identity_of(at, p, false)) return *c;
   if (auto c = keys(p.credentials, in_credentials(at, p.name))) return *c;
-  if (auto c = profile_process(p)) return *c;
+  if (auto c = profile_process(at, p)) return *c;
   if (auto c = keys(p.config, in_config(at, p.name))) return *c;
   throw usage_error(fmt::format("profile {} (a role's source_profile) has no credentials", p.name));
 }
@@ -204,7 +204,7 @@ std::optional<Credentials> credentials_file_keys(const Lookup& at) {
 }
 
 std::optional<Credentials> process_output(const Lookup& at) {
-  return profile_process(at.files.find(at.files.profile));
+  return profile_process(at, at.files.find(at.files.profile));
 }
 
 std::optional<Credentials> config_file_keys(const Lookup& at) {

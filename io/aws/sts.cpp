@@ -8,21 +8,11 @@
 #include "core/error.hpp"
 #include "core/remote.hpp"
 #include "io/aws/documents.hpp"
+#include "io/remote/curl.hpp"
 #include "io/remote/request.hpp"
 
 namespace mb::io::aws {
 namespace {
-
-std::string form_escaped(const std::string& value) {
-  std::string out;
-  for (const unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("%{:02X}", c);
-  }
-  return out;
-}
 
 std::string endpoint(const Settings& settings, const std::string& region) {
   for (const char* name : {"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"})
@@ -44,8 +34,8 @@ std::string form(const char* action, const RoleRequest& role) {
                                              Clock::now().time_since_epoch()).count())
           : role.session_name;
   std::string body = fmt::format("Action={}&Version=2011-06-15&RoleArn={}&RoleSessionName={}", action,
-                                 form_escaped(role.role_arn), form_escaped(session));
-  if (role.duration_seconds) body += "&DurationSeconds=" + form_escaped(*role.duration_seconds);
+                                 remote::escaped(role.role_arn), remote::escaped(session));
+  if (role.duration_seconds) body += "&DurationSeconds=" + remote::escaped(*role.duration_seconds);
   return body;
 }
 
@@ -64,7 +54,7 @@ Credentials call(const RoleRequest& role, const std::string& body, std::optional
 
 Credentials assume_role(const RoleRequest& role, const Credentials& source, const Settings& settings) {
   std::string body = form("AssumeRole", role);
-  if (role.external_id) body += "&ExternalId=" + form_escaped(*role.external_id);
+  if (role.external_id) body += "&ExternalId=" + remote::escaped(*role.external_id);
   const Signing signing{role.region, "sts", std::make_shared<FixedCredentials>(source, role.region)};
   return call(role, body, signing, settings,
               fmt::format("role {} assumed with {}", role.role_arn, source.source));
@@ -72,7 +62,7 @@ Credentials assume_role(const RoleRequest& role, const Credentials& source, cons
 
 Credentials assume_role_with_web_identity(const RoleRequest& role, const std::string& token,
                                           const Settings& settings) {
-  const std::string body = form("AssumeRoleWithWebIdentity", role) + "&WebIdentityToken=" + form_escaped(token);
+  const std::string body = form("AssumeRoleWithWebIdentity", role) + "&WebIdentityToken=" + remote::escaped(token);
   return call(role, body, std::nullopt, settings, fmt::format("role {} assumed with a web identity token", role.role_arn));
 }
 

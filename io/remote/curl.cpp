@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <climits>
+#include <new>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -70,6 +72,17 @@ curl_slist* sign(CURL* curl, const RemoteAddress& address) {
     headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
   if (!c->token.empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + c->token).c_str());
   return headers;
+}
+
+std::string escaped(std::string_view text) {
+  if (text.empty()) return "";  // a length of 0 would have libcurl take strlen(text.data())
+  if (text.size() > static_cast<std::size_t>(INT_MAX)) throw Error("a text too long to percent-encode");
+  init_curl_once();
+  char* out = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  if (out == nullptr) throw std::bad_alloc();  // libcurl's only failure: no memory
+  std::string result(out);
+  curl_free(out);
+  return result;
 }
 
 bool header_is(std::string_view line, std::string_view name) {

@@ -32,6 +32,11 @@ void configure_handle(CURL* curl, const RemoteAddress& address, const Settings& 
 // list (curl_slist_free_all).
 curl_slist* sign(CURL* curl, const RemoteAddress& address);
 
+// `text` percent-encoded by libcurl (every byte but RFC 3986's unreserved
+// letters, digits and -._~), for a query or an
+// application/x-www-form-urlencoded body.
+std::string escaped(std::string_view text);
+
 // A response header line is `name` (lower case): "ETag: x" is "etag".
 bool header_is(std::string_view line, std::string_view name);
 // Its value, without surrounding blanks.

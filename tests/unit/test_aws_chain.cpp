@@ -152,6 +152,20 @@ TEST_CASE("aws chain: credential_process runs without a shell, before the config
   CHECK(e.find("exit status 3") != std::string::npos);
 }
 
+TEST_CASE("aws chain: credential_process sees the run's settings as its environment") {
+  Home home;
+  const fs::path helper = home.path / "helper.sh";
+  std::ofstream(helper) << "#!/bin/sh\n[ -z \"$MB_TEST_NOT_IN_SETTINGS\" ] || exit 4\n"
+                           "echo \"{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"$MB_TEST_KEY\\\", "
+                           "\\\"SecretAccessKey\\\": \\\"SK\\\"}\"\n";
+  fs::permissions(helper, fs::perms::owner_all);
+  home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
+  ::setenv("MB_TEST_NOT_IN_SETTINGS", "1", 1);  // the process's own environment: not the run's settings
+  const auto c = home.chain({{"MB_TEST_KEY", "AKFROMSETTINGS"}, {"PATH", "/usr/bin:/bin"}})->current();
+  ::unsetenv("MB_TEST_NOT_IN_SETTINGS");
+  CHECK(c->key_id == "AKFROMSETTINGS");
+}
+
 TEST_CASE("aws chain: a source that is there but cannot serve is an error before any request") {
   Home home;
   const std::string role = "[default]\nrole_arn = arn:aws:iam::1:role/r\n";

@@ -55,3 +55,10 @@ TEST_CASE("remote: elements of S3's XML answers, entities decoded") {
   CHECK(xml_element(doc, "Key") == "a&b<c");
   CHECK(xml_element(doc, "UploadId").empty());
 }
+
+TEST_CASE("escaped: libcurl percent-encodes all but the unreserved bytes, for queries and form bodies") {
+  CHECK(mb::io::remote::escaped("a b/c~d.e_f-g+h=&") == "a%20b%2Fc~d.e_f-g%2Bh%3D%26");
+  CHECK(mb::io::remote::escaped("arn:aws:iam::1:role/x") == "arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fx");
+  CHECK(mb::io::remote::escaped("\xc3\xa9") == "%C3%A9");  // bytes, not characters
+  CHECK(mb::io::remote::escaped(std::string_view("xyz", 0)) == "");
+}
