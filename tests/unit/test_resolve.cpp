@@ -164,6 +164,16 @@ TEST_CASE("every name of a hard-linked object needs the same rule") {
   CHECK(error_of(tree, R"({"g": {"@n": {"reduce": "sum"}, "*": null}, "*": null})")
             .find("/g@n and /h@n are one object (hard links), but the spec gives them different rules (reduce sum vs "
                   "replicate)") != std::string::npos);
+  // Each rule as the message names it.
+  const auto rules_of = [&](const std::string& rule_of_a) {
+    const std::string e = error_of(tree, R"({"a": )" + rule_of_a + R"(, "*": null})");
+    const auto open = e.find("different rules (");
+    return open == std::string::npos ? e : e.substr(open + 17, e.find(')', open + 17) - open - 17);
+  };
+  CHECK(rules_of(R"("drop")") == "drop vs split on axis 0");
+  CHECK(rules_of(R"("replicate")") == "replicate vs split on axis 0");
+  CHECK(rules_of(R"({"reduce": "max"})") == "reduce max vs split on axis 0");
+  CHECK(rules_of(R"({"reduce": "mean", "weight": "/g@n"})") == "reduce mean weighted by /g@n vs split on axis 0");
 }
 
 TEST_CASE("stack and weighted means resolve on datasets and attributes, weights must be rank 0") {
