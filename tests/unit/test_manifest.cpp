@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "specs/manifest.hpp"
@@ -282,4 +284,17 @@ TEST_CASE("manifest: what is refused, naming the manifest") {
   other = j;
   other["datasets"]["/x"]["rows"][0][0] = nlohmann::json::object();
   refused(other, "dataset /x holds an object where a number or list belongs");
+  for (const auto& [wrong, named] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {1.5, "a fraction"}, {true, "a boolean"}, {nullptr, "null"}}) {
+    other = j;
+    other["datasets"]["/x"]["rows"][0][0][1] = wrong;
+    refused(other, ("dataset /x has " + named).c_str());
+  }
+  // Two records of one path (only text can say it twice).
+  std::string twice = j.dump();
+  const auto y = twice.find("\"/y\":");
+  REQUIRE(y != std::string::npos);
+  twice.replace(y, 5, "\"/x\":");
+  dir.write(twice);
+  CHECK(error_of(dir).find("dataset /x is listed twice") != std::string::npos);
 }

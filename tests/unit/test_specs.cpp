@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -137,6 +138,21 @@ TEST_CASE("a resolved spec emits JSON that parses back to the same rules") {
   CHECK(mb::specs::rule_json(LeafRule::reduce(mb::Reducer::Sum)).dump() == "{\"reduce\":\"sum\"}");
   for (auto rule : {LeafRule::split(2), LeafRule::replicate(), LeafRule::reduce(mb::Reducer::Min)})
     CHECK(parse_spec(mb::specs::rule_json(rule).dump(), "s").leaf == rule);
+  CHECK(mb::specs::rule_json(LeafRule::per_sequence("/cu", 1)).dump() == R"({"per_sequence":"/cu","axis":1})");
+  // The rules only merge gives (to what a split wrote beside offsets), in inspect's object form.
+  LeafRule twin;
+  twin.offsets = "/cu";
+  twin.mode = LeafRule::Mode::PaddedOffsets;
+  CHECK(mb::specs::rule_json(twin, mb::specs::RuleForm::Object).dump() ==
+        R"({"mode":"padded_offsets","offsets":"/cu"})");
+  twin.mode = LeafRule::Mode::RankBounds;
+  CHECK(mb::specs::rule_json(twin, mb::specs::RuleForm::Object).dump() == R"({"mode":"rank_bounds","offsets":"/cu"})");
+}
+
+TEST_CASE("a spec names an attribute once, however its key is spelt") {
+  CHECK_THROWS_WITH_AS(parse_spec(R"({"@a": "replicate", "@\\x61": "replicate"})", "s"),
+                       doctest::Contains("names the same attribute as an earlier key"), mb::Error);
+  CHECK_THROWS_WITH_AS(mb::specs::unescape_name("\\xZ1"), doctest::Contains("\\x"), mb::Error);
 }
 
 // HDF5 names in JSON: any bytes but NUL, written back exactly.
@@ -334,6 +350,10 @@ TEST_CASE("spec files: regular files and FIFOs are read, the rest refused by wha
   CHECK(read_error(dir.path) == dir.path + ": cannot read the spec: it is a directory");
   CHECK(read_error("/dev/zero").find("/dev/zero: cannot read the spec: it is a character device") == 0);
   CHECK(read_error(file + "/x").find("not a directory") != std::string::npos);
+  // Any other failure (a loop of symbolic links): the C library's words.
+  std::filesystem::create_symlink(dir.path + "/loop-b", dir.path + "/loop-a");
+  std::filesystem::create_symlink(dir.path + "/loop-a", dir.path + "/loop-b");
+  CHECK(read_error(dir.path + "/loop-a") == dir.path + "/loop-a: cannot read the spec: " + std::strerror(ELOOP));
   CHECK(mb::specs::spec_file_name("-") == "<stdin>");
   CHECK(mb::specs::spec_file_name("s.json") == "s.json");
 }
