@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "core/error.hpp"
 #include "io/aws/metadata.hpp"
@@ -38,11 +39,25 @@ class Chain final : public CredentialSource {
 
   std::optional<Credentials> current() const override {
     if (options_.no_sign_request) return std::nullopt;
-    const std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     load();
     if (!held_) return held_ = find();
     const Freshness f = freshness(*held_, Clock::now());
-    if (f != Freshness::Fresh) refresh(f);
+    if (f == Freshness::Fresh) return held_;
+    if (f == Freshness::Required) {
+      held_ = fetch_again(held_->source);  // every caller waits: the held ones expire within minutes
+      return held_;
+    }
+    // Advised, as botocore's advisory refresh: one caller fetches, outside
+    // the lock; the others go on with the held ones, which serve a while yet.
+    if (refreshing_) return held_;
+    refreshing_ = true;
+    const std::string source = held_->source;
+    lock.unlock();
+    std::optional<Credentials> next = advised_fetch(source);
+    lock.lock();
+    refreshing_ = false;
+    if (next) held_ = std::move(next);
     return held_;
   }
 
@@ -89,17 +104,23 @@ class Chain final : public CredentialSource {
     return c;
   }
 
-  // Fetched again from the source that gave them: a failure while they
-  // still serve for a while (advised, not required) keeps them.
-  void refresh(Freshness f) const {
+  // Fetched again from `source`, the one that gave the held ones. Safe
+  // without the lock: the shared files, the region and the source were set
+  // once, before any refresh.
+  Credentials fetch_again(const std::string& source) const {
+    auto next = kLinks[found_].fetch(lookup());
+    if (!next) throw usage_error(fmt::format("{} gives no credentials any more", source));
+    spdlog::debug("credentials from {} refreshed", source);
+    return usable(std::move(*next));
+  }
+
+  // An advised refresh: none when it fails, the held ones serving a while yet.
+  std::optional<Credentials> advised_fetch(const std::string& source) const {
     try {
-      auto next = kLinks[found_].fetch(lookup());
-      if (!next) throw usage_error(fmt::format("{} gives no credentials any more", held_->source));
-      held_ = usable(std::move(*next));
-      spdlog::debug("credentials from {} refreshed", held_->source);
+      return fetch_again(source);
     } catch (const Error& e) {
-      if (f == Freshness::Required) throw;
       spdlog::warn("refreshing the credentials failed ({}); the current ones serve a while yet", e.what());
+      return std::nullopt;
     }
   }
 
@@ -110,6 +131,7 @@ class Chain final : public CredentialSource {
   mutable std::string region_;
   mutable std::optional<Credentials> held_;
   mutable std::size_t found_ = 0;
+  mutable bool refreshing_ = false;  // a caller is fetching new ones, outside the lock
 };
 
 }  // namespace

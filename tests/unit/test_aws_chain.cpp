@@ -6,10 +6,14 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "core/error.hpp"
 #include "io/aws/chain.hpp"
@@ -164,6 +168,38 @@ TEST_CASE("aws chain: credential_process sees the run's settings as its environm
   const auto c = home.chain({{"MB_TEST_KEY", "AKFROMSETTINGS"}, {"PATH", "/usr/bin:/bin"}})->current();
   ::unsetenv("MB_TEST_NOT_IN_SETTINGS");
   CHECK(c->key_id == "AKFROMSETTINGS");
+}
+
+TEST_CASE("aws chain: an advised refresh holds no other caller; the held credentials serve meanwhile") {
+  Home home;
+  const fs::path dir = home.path;
+  // Expiring in 12 minutes: within the advised window (15), not yet the required one (10).
+  const std::time_t soon = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
+                                                                std::chrono::minutes(12));
+  char expires[32];
+  std::strftime(expires, sizeof expires, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&soon));
+  const fs::path helper = dir / "helper.sh";
+  std::ofstream(helper) << "#!/bin/sh\nn=$(cat " << (dir / "count").string() << " 2>/dev/null || echo 0)\n"
+                        << "echo $((n + 1)) > " << (dir / "count").string() << "\n"
+                        << "if [ \"$n\" = 0 ]; then echo '{\"Version\": 1, \"AccessKeyId\": \"AKOLD\", "
+                        << "\"SecretAccessKey\": \"S\", \"Expiration\": \"" << expires << "\"}'; exit 0; fi\n"
+                        << "touch " << (dir / "refreshing").string() << "\n"
+                        << "while [ ! -e " << (dir / "go").string() << " ]; do sleep 0.05; done\n"
+                        << "echo '{\"Version\": 1, \"AccessKeyId\": \"AKNEW\", \"SecretAccessKey\": \"S\", "
+                        << "\"Expiration\": \"2099-01-01T00:00:00Z\"}'\n";
+  fs::permissions(helper, fs::perms::owner_all);
+  home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
+  const auto chain = home.chain({{"PATH", "/usr/bin:/bin"}});
+  CHECK(chain->current()->key_id == "AKOLD");
+  auto refreshing = std::async(std::launch::async, [&] { return chain->current()->key_id; });
+  while (!fs::exists(dir / "refreshing")) std::this_thread::yield();  // the refresh waits in the helper
+  auto other = std::async(std::launch::async, [&] { return chain->current()->key_id; });
+  const bool served = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  std::ofstream(dir / "go").flush();
+  CHECK(served);  // without waiting for the refresh
+  CHECK(other.get() == "AKOLD");
+  CHECK(refreshing.get() == "AKNEW");
+  CHECK(chain->current()->key_id == "AKNEW");
 }
 
 TEST_CASE("aws chain: a source that is there but cannot serve is an error before any request") {
