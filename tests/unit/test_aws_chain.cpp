@@ -170,7 +170,7 @@ TEST_CASE("aws chain: credential_process sees the run's settings as its environm
   CHECK(c->key_id == "AKFROMSETTINGS");
 }
 
-TEST_CASE("aws chain: an advised refresh holds no other caller; the held credentials serve meanwhile") {
+TEST_CASE("aws chain: an advised refresh holds no other caller, the held credentials serve meanwhile") {
   Home home;
   const fs::path dir = home.path;
   // Expiring in 12 minutes: within the advised window (15), not yet the required one (10).
