@@ -163,8 +163,10 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   finish_output(ctx, state, tree, out.get());
   if (!lead) out.close({temp, ""});
   close_own_scratch(state.team);
-  store::ready_to_commit();  // what this rank read is what stood when it began
-  if (job.team) job.team->agree();  // every rank's share is written
+  if (job.team) {
+    store::ready_to_commit();  // what this rank read is what stood when it began
+    job.team->agree();         // every rank's share is written
+  }
   if (!lead) {
     job.team->agree();  // rank 0 has moved it into the output
     job.team->agree();  // and published it: a rank 0 stopped before that fails every rank
