@@ -192,7 +192,12 @@ TEST_CASE("aws chain: an advised refresh holds no other caller, the held credent
   const auto chain = home.chain({{"PATH", "/usr/bin:/bin"}});
   CHECK(chain->current()->key_id == "AKOLD");
   auto refreshing = std::async(std::launch::async, [&] { return chain->current()->key_id; });
-  while (!fs::exists(dir / "refreshing")) std::this_thread::yield();  // the refresh waits in the helper
+  // The refresh waits in the helper (the deadline only bounds a run that never gets there).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(dir / "refreshing") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!fs::exists(dir / "refreshing")) std::ofstream(dir / "go").flush();  // lets the helper end before failing
+  REQUIRE(fs::exists(dir / "refreshing"));
   auto other = std::async(std::launch::async, [&] { return chain->current()->key_id; });
   const bool served = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   std::ofstream(dir / "go").flush();
