@@ -120,6 +120,41 @@ def test_strings_of_variable_length_compared_by_value(tmp_path):
     assert differences(res) == ["/w: at [1]: 'beta' vs 'betA'"], res
 
 
+@pytest.mark.parametrize("build_b, line", [
+    (lambda f: f.create_dataset("x", data=np.arange(6.0), chunks=(3,), maxshape=(None,)),
+     "/x: max dims [6] vs [unlimited]"),
+    (lambda f: f.create_dataset("x", data=np.arange(6.0), chunks=(3,), compression="gzip"),
+     "/x: filters none vs 1(4)"),  # the filter id (1: deflate) and its parameters (level 4)
+    (lambda f: f.create_dataset("x", data=np.arange(6.0), chunks=(2,)), "/x: chunks [3] vs [2]"),
+], ids=["max-dims", "filters", "chunks"])
+def test_storage_differences_are_named_when_asked(tmp_path, build_b, line):
+    a = make(tmp_path / "a.h5", lambda f: f.create_dataset("x", data=np.arange(6.0), chunks=(3,)))
+    b = make(tmp_path / "b.h5", build_b)
+    run("diff", a, b, check=0)  # the same values
+    res = run("diff", "--storage", a, b, check=1)
+    assert differences(res) == [line], res
+
+
+def test_a_virtual_dataset_and_named_datatypes_are_compared_as_what_they_are(tmp_path):
+    def virtual(f):
+        f["src"] = np.arange(4.0)
+        layout = h5py.VirtualLayout(shape=(4,), dtype="f8")
+        layout[:] = h5py.VirtualSource(f["src"])
+        f.create_virtual_dataset("x", layout)
+        f["t"] = np.dtype("int32")  # a named (committed) datatype
+    a = make(tmp_path / "a.h5", virtual)
+    b = make(tmp_path / "b.h5", lambda f: (f.create_dataset("src", data=np.arange(4.0)),
+                                           f.create_dataset("x", data=np.arange(4.0)),
+                                           f.__setitem__("t", np.dtype("int64"))))
+    res = run("diff", "--storage", a, b, check=1)
+    assert differences(res) == ["/t: dtype int32 vs int64", "/x: layout virtual vs contiguous"], res
+    c = make(tmp_path / "c.h5", lambda f: (f.create_dataset("src", data=np.arange(4.0)),
+                                           f.create_dataset("x", data=np.arange(4.0)),
+                                           f.create_dataset("t", data=np.int32(0))))
+    res = run("diff", a, c, check=1)
+    assert differences(res)[0] == f"/t: a named datatype in {a}, a dataset in {c}", res
+
+
 def test_links_compared_by_what_they_hold(tmp_path):
     def links(target, soft=True):
         def build(f):
@@ -133,6 +168,11 @@ def test_links_compared_by_what_they_hold(tmp_path):
     assert differences(res) == ["/l: a soft link to /d vs to /e"], res
     res = run("diff", a, make(tmp_path / "hard.h5", links("/d", soft=False)), check=1)
     assert differences(res)[0].startswith("/l: a soft link in "), res
+    external = make(tmp_path / "external.h5", lambda f: (f.create_dataset("d", data=np.arange(3)),
+                                                         f.create_dataset("e", data=np.arange(3)),
+                                                         f.__setitem__("l", h5py.ExternalLink("a.h5", "/d"))))
+    res = run("diff", a, external, check=1)
+    assert differences(res) == [f"/l: a soft link in {a}, an external link in {external}"], res
 
 
 def test_one_object_with_two_names_is_not_two_equal_objects(tmp_path):
