@@ -235,6 +235,35 @@ def test_finish_refuses_a_malformed_part_record(tmp_path, setup, damage):
     assert not (out / "manifest.json").exists()
 
 
+def other_shard(j):
+    j["shard"] = 0
+
+
+def other_share(j):
+    j["first_file"], j["end_file"] = j["first_file"] - 1, j["end_file"] - 1
+
+
+def other_name(j):
+    j["files"][0]["name"] = "microbatch-00000.h5"
+
+
+@pytest.mark.parametrize("edit, says", [(other_shard, "records shard 0 of 2, not 1 of 2"),
+                                        (other_share, "not this shard's share"),
+                                        (other_name, "lists microbatch-00000.h5 where the split has")],
+                         ids=["shard", "share", "name"])
+def test_finish_refuses_a_part_record_that_says_something_else(tmp_path, setup, edit, says):
+    # Well-formed records that do not agree with their name, their share or the split's file names.
+    src, spec = setup
+    out = tmp_path / "sh"
+    write_shards(src, spec, out, 2)
+    part = out / "part-00001-of-00002.json"
+    j = json.loads(part.read_text())
+    edit(j)
+    part.write_text(json.dumps(j))
+    assert_one_line_error(run("finish", out), 1, "part-00001-of-00002.json", says)
+    assert not (out / "manifest.json").exists()
+
+
 def test_a_killed_shard_leaves_no_part_and_a_rerun_lets_finish_succeed(tmp_path):
     src = tmp_path / "in.h5"
     with h5py.File(src, "w") as f:
