@@ -32,6 +32,12 @@ struct Home {
   }
   ~Home() { fs::remove_all(path); }
   void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
+  // A shell script `name` in this home, executable, as a credential_process; its path.
+  fs::path script(const std::string& name, const std::string& body) const {
+    std::ofstream(path / name) << "#!/bin/sh\n" << body;
+    fs::permissions(path / name, fs::perms::owner_all);
+    return path / name;
+  }
   // A chain over this home; the instance metadata service is never asked.
   std::shared_ptr<const mb::CredentialSource> chain(std::map<std::string, std::string> vars = {}) const {
     vars.emplace("HOME", path.string());
@@ -139,11 +145,10 @@ TEST_CASE("aws chain: half-given keys are an error naming what is missing, never
 
 TEST_CASE("aws chain: credential_process runs without a shell, before the config file's keys") {
   Home home;
-  const fs::path helper = home.path / "helper.sh";
-  std::ofstream(helper) << "#!/bin/sh\n[ \"$1\" = \"a b\" ] || exit 3\n"
-                           "echo '{\"Version\": 1, \"AccessKeyId\": \"AKPROC\", \"SecretAccessKey\": \"SKPROC\", "
-                           "\"SessionToken\": \"TPROC\", \"Expiration\": \"2099-01-01T00:00:00Z\"}'\n";
-  fs::permissions(helper, fs::perms::owner_all);
+  const fs::path helper =
+      home.script("helper.sh", "[ \"$1\" = \"a b\" ] || exit 3\n"
+                               "echo '{\"Version\": 1, \"AccessKeyId\": \"AKPROC\", \"SecretAccessKey\": \"SKPROC\", "
+                               "\"SessionToken\": \"TPROC\", \"Expiration\": \"2099-01-01T00:00:00Z\"}'\n");
   home.write(".aws/config", "[default]\ncredential_process = " + helper.string() +
                                 " 'a b'\naws_access_key_id=AKCFG\naws_secret_access_key=SKCFG\n"
                                 "[profile broken]\ncredential_process = " + helper.string() + " other\n");
@@ -158,11 +163,10 @@ TEST_CASE("aws chain: credential_process runs without a shell, before the config
 
 TEST_CASE("aws chain: credential_process sees the run's settings as its environment") {
   Home home;
-  const fs::path helper = home.path / "helper.sh";
-  std::ofstream(helper) << "#!/bin/sh\n[ -z \"$MB_TEST_NOT_IN_SETTINGS\" ] || exit 4\n"
-                           "echo \"{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"$MB_TEST_KEY\\\", "
-                           "\\\"SecretAccessKey\\\": \\\"SK\\\"}\"\n";
-  fs::permissions(helper, fs::perms::owner_all);
+  const fs::path helper =
+      home.script("helper.sh", "[ -z \"$MB_TEST_NOT_IN_SETTINGS\" ] || exit 4\n"
+                               "echo \"{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"$MB_TEST_KEY\\\", "
+                               "\\\"SecretAccessKey\\\": \\\"SK\\\"}\"\n");
   home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
   ::setenv("MB_TEST_NOT_IN_SETTINGS", "1", 1);  // the process's own environment: not the run's settings
   const auto c = home.chain({{"MB_TEST_KEY", "AKFROMSETTINGS"}, {"PATH", "/usr/bin:/bin"}})->current();
@@ -178,16 +182,15 @@ TEST_CASE("aws chain: an advised refresh holds no other caller, the held credent
                                                                 std::chrono::minutes(12));
   char expires[32];
   std::strftime(expires, sizeof expires, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&soon));
-  const fs::path helper = dir / "helper.sh";
-  std::ofstream(helper) << "#!/bin/sh\nn=$(cat " << (dir / "count").string() << " 2>/dev/null || echo 0)\n"
-                        << "echo $((n + 1)) > " << (dir / "count").string() << "\n"
-                        << "if [ \"$n\" = 0 ]; then echo '{\"Version\": 1, \"AccessKeyId\": \"AKOLD\", "
-                        << "\"SecretAccessKey\": \"S\", \"Expiration\": \"" << expires << "\"}'; exit 0; fi\n"
-                        << "touch " << (dir / "refreshing").string() << "\n"
-                        << "while [ ! -e " << (dir / "go").string() << " ]; do sleep 0.05; done\n"
-                        << "echo '{\"Version\": 1, \"AccessKeyId\": \"AKNEW\", \"SecretAccessKey\": \"S\", "
-                        << "\"Expiration\": \"2099-01-01T00:00:00Z\"}'\n";
-  fs::permissions(helper, fs::perms::owner_all);
+  const std::string count = (dir / "count").string();
+  const fs::path helper = home.script(
+      "helper.sh", "n=$(cat " + count + " 2>/dev/null || echo 0)\necho $((n + 1)) > " + count + "\n" +
+                       "if [ \"$n\" = 0 ]; then echo '{\"Version\": 1, \"AccessKeyId\": \"AKOLD\", " +
+                       "\"SecretAccessKey\": \"S\", \"Expiration\": \"" + expires + "\"}'; exit 0; fi\n" +
+                       "touch " + (dir / "refreshing").string() + "\n" +  // then waits for the test's go
+                       "while [ ! -e " + (dir / "go").string() + " ]; do sleep 0.05; done\n" +
+                       "echo '{\"Version\": 1, \"AccessKeyId\": \"AKNEW\", \"SecretAccessKey\": \"S\", " +
+                       "\"Expiration\": \"2099-01-01T00:00:00Z\"}'\n");
   home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
   const auto chain = home.chain({{"PATH", "/usr/bin:/bin"}});
   CHECK(chain->current()->key_id == "AKOLD");
@@ -229,10 +232,9 @@ TEST_CASE("aws chain: a source that is there but cannot serve is an error before
 
 TEST_CASE("aws chain: credentials that have expired already are refused, not sent") {
   Home home;
-  const fs::path helper = home.path / "old.sh";
-  std::ofstream(helper) << "#!/bin/sh\necho '{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\", "
-                           "\"SessionToken\": \"T\", \"Expiration\": \"2001-01-01T00:00:00Z\"}'\n";
-  fs::permissions(helper, fs::perms::owner_all);
+  const fs::path helper =
+      home.script("old.sh", "echo '{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\", "
+                            "\"SessionToken\": \"T\", \"Expiration\": \"2001-01-01T00:00:00Z\"}'\n");
   home.write(".aws/config", "[default]\ncredential_process = " + helper.string() + "\n");
   try {
     home.chain()->current();
