@@ -28,20 +28,24 @@ void ready_to_commit() {
   run::check_inputs_unchanged();
 }
 
+void undo_lost(const Error& failed, const std::function<void()>& remove) {
+  if (failed.kind() != ErrorKind::Environment) throw failed;  // refused: nothing landed, and what stands is not ours
+  try {
+    remove();
+  } catch (const Error& undo) {
+    throw Error(fmt::format("{}; it may have been stored all the same and could not be removed ({}): remove it",
+                            failed.what(), undo.what()),
+                failed.kind(), failed.where());
+  }
+  throw failed;
+}
+
 void commit(Store& store, std::string_view name, const std::string& text) {
   ready_to_commit();
   try {
     store.put_text(name, text);
   } catch (const Error& e) {
-    if (e.kind() != ErrorKind::Environment) throw;  // refused: nothing landed, and what stands is not ours
-    try {
-      store.remove(name);
-    } catch (const Error& undo) {
-      throw Error(fmt::format("{}; it may have been stored all the same and could not be removed ({}): remove it",
-                              e.what(), undo.what()),
-                  e.kind(), e.where());
-    }
-    throw;
+    undo_lost(e, [&] { store.remove(name); });
   }
 }
 

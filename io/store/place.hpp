@@ -5,6 +5,7 @@
 // the run's inputs, not even with --force; a commit object (a manifest, a
 // part record) whose answer was lost is undone, so the exit status tells
 // the truth; a split's outputs are told from everything else by name.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,12 @@ void refuse_reading(const Store& store, std::string_view name, const std::vector
 // commit point, whatever the kind of place: a split's manifest or part
 // record, a merged file; each member of a team before the team's vote.
 void ready_to_commit();
+
+// After `failed`, the failure of a write that a retry may cure (the store
+// may have kept the object although its answer was lost): runs `remove`,
+// then throws `failed` (with what `remove` could not do added). Any other
+// failure is thrown as it is: nothing landed, and what stands is not ours.
+[[noreturn]] void undo_lost(const Error& failed, const std::function<void()>& remove);
 
 // Writes `text` as member `name` (the commit point of a run: nothing passes
 // for finished before it), once every watched input is checked unchanged.

@@ -18,6 +18,7 @@
 #include "io/remote/settings.hpp"
 #include "io/remote/upload.hpp"
 #include "io/store/local.hpp"
+#include "io/store/place.hpp"
 #include "io/store/written.hpp"
 #include "specs/journal.hpp"
 
@@ -173,10 +174,16 @@ class PrefixFile final : public FilePublication {
   std::uint64_t publish(const std::function<void(std::uint64_t)>& uploaded) override {
     remote::Client client(remote::settings_from(address_.env));
     std::uint64_t sent = 0;
-    const remote::Uploaded up = remote::put_file(client, address_, file_.path(), [&](std::uint64_t n) {
-      sent += n;
-      if (uploaded) uploaded(sent);
-    });
+    remote::Uploaded up;
+    try {
+      up = remote::put_file(client, address_, file_.path(), [&](std::uint64_t n) {
+        sent += n;
+        if (uploaded) uploaded(sent);
+      });
+    } catch (const Error& e) {
+      // The object is the commit: one that may have landed goes, so that a failed merge leaves none.
+      store::undo_lost(e, [&] { remote::delete_object(client, address_); });
+    }
     spdlog::debug("{}: {} uploaded", shown_name(address_.name), byte_text(static_cast<double>(up.size)));
     return up.size;
   }

@@ -79,3 +79,23 @@ def test_finish_undoes_a_manifest_whose_answer_was_lost(s3, env, mixed, tmp_path
     run("split", src, "-s", spec, "-n", 5, "-o", tmp_path / "plain", check=0)
     assert filecmp.cmp(objects(s3, "lost-finish")["manifest.json"], tmp_path / "plain" / "manifest.json",
                        shallow=False)
+
+
+@pytest.mark.parametrize("command", ["split", "merge"])
+def test_a_commit_whose_answer_was_lost_is_undone(s3, env, mixed, tmp_path, command):
+    # The store keeps every PUT of the commit object (a split's manifest, a merged object) but each answer is a
+    # 500: the run fails (exit 3), the object it put is deleted, and nothing passes for finished.
+    src, spec = mixed
+    prefix = f"lost-{command}"
+    if command == "split":
+        argv, committed = ["split", src, "-s", spec, "-n", 3, "-o", s3.s3_url(f"{prefix}/")], f"{prefix}/manifest.json"
+    else:
+        run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", check=0)
+        argv, committed = ["merge", tmp_path / "mb", "-o", s3.s3_url(f"{prefix}/m.h5")], f"{prefix}/m.h5"
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", committed, "lost", times=100)
+        proxy.fault("POST", committed, "lost", times=100)  # a multipart upload's completion
+        res = run(*argv, env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+        assert any(m == "lost" for _, _, m in proxy.requests()), proxy.requests()
+    assert_one_line_error(res, 3, f"s3://bkt/{committed}")
+    assert committed.split("/")[1] not in objects(s3, prefix), objects(s3, prefix)
