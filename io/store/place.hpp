@@ -3,8 +3,9 @@
 // Store interface so that a directory, an S3 prefix and whatever comes next
 // keep the same guarantees (docs/behavior.md): an output is never one of
 // the run's inputs, not even with --force; a commit object (a manifest, a
-// part record) whose answer was lost is undone, so the exit status tells
-// the truth; a split's outputs are told from everything else by name.
+// part record, a merged object) whose answer was lost is undone, so the
+// exit status tells the truth; a split's outputs are told from everything
+// else by name.
 #include <functional>
 #include <string>
 #include <string_view>
