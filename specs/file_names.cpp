@@ -32,7 +32,8 @@ bool take_number(std::string_view& rest, char end) {
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return !s.empty() && std::all_of(s.begin(), s.end(), digit);
 }
 
 // NAME of .NAME<infix>TAIL, when TAIL passes `tail_ok`.

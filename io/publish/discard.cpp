@@ -1,16 +1,13 @@
 #include "io/publish/discard.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,7 +15,7 @@
 #include "core/error.hpp"
 #include "io/run/exit.hpp"
 #include "io/run/fork.hpp"
-#include "io/run/guard.hpp"
+#include "io/run/fd.hpp"
 #include "specs/file_names.hpp"
 
 namespace mb::io::publish {

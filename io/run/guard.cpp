@@ -162,7 +162,8 @@ std::vector<std::string>& temps() {
 }
 
 // Holds `g_temps_busy`: a change waits (a handler on another thread holds it
-// for a few system calls); a handler tries once (try_hold).
+// for a few system calls); a handler tries once (the std::nothrow form) and
+// reads the list only if it got it.
 class Registry {
  public:
   Registry() {

@@ -265,10 +265,12 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   try {
     write_rounds(job, prepared, files, *publication, meter, records);
     for (std::uint64_t i = mine.begin; i < mine.end; ++i) result.files.push_back(*records[i]);
-    store::ready_to_commit();
-    if (job.before_publish) job.before_publish();
+    if (job.before_publish) {
+      store::ready_to_commit();  // what this rank read is what stood when it began
+      job.before_publish();      // the team's vote
+    }
     const std::string text = last_text(job, planned, part, result.files);
-    store::ready_to_commit();  // the team's vote took time: the last look before the commit point
+    store::ready_to_commit();  // the last look before the commit point
     publication->commit(text);
     // A shard's entries stay until finish writes the manifest.
     if (job.resume && !job.shard) remove_journal(*job.place, recorded_names(result.files));

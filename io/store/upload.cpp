@@ -146,15 +146,16 @@ void PrefixPublication::commit(const std::string& last_text) {
   spool_claim_->keep();
 }
 
-// Whether the object exists: one byte asked for, so that a missing bucket
-// is told from a missing key.
-bool exists(remote::Client& client, const RemoteAddress& address) {
+// The ETag of the object at the address as the store has it now (never a
+// cached answer), none when there is none: one byte asked for, so that a
+// missing bucket is told from a missing key.
+std::optional<std::string> etag_at(remote::Client& client, const RemoteAddress& address) {
   const remote::Answer a = client.send(address, {.method = "GET", .headers = {"Range: bytes=0-0"}, .absent_ok = true});
-  if (a.status != 404) return true;
+  if (a.status != 404) return a.etag;
   if (const std::string code = remote::xml_element(a.body, "Code"); !code.empty() && code != "NoSuchKey")
     throw Error(fmt::format("{}: HTTP 404 ({}: {})", shown_name(address.name), code,
                             remote::xml_element(a.body, "Message")));
-  return false;
+  return std::nullopt;
 }
 
 // The object checked before any work (the store, the bucket and the
@@ -164,7 +165,8 @@ bool exists(remote::Client& client, const RemoteAddress& address) {
 class PrefixFile final : public FilePublication {
  public:
   PrefixFile(const RemoteAddress& address, bool force)
-      : address_(checked(address, force)),
+      : address_(address),
+        earlier_(standing(address, force)),
         spool_dir_(spool_name(address.env)),
         spool_(spool_dir_),
         file_(spool_dir_ + "/" + address.name.substr(address.name.rfind('/') + 1)) {}
@@ -181,8 +183,11 @@ class PrefixFile final : public FilePublication {
         if (uploaded) uploaded(sent);
       });
     } catch (const Error& e) {
-      // The object is the commit: one that may have landed goes, so that a failed merge leaves none.
-      store::undo_lost(e, [&] { remote::delete_object(client, address_); });
+      // The object is the commit: one that may have landed goes, so that a failed merge leaves none; the
+      // object --force was to replace stays when it is still the one there.
+      store::undo_lost(e, [&] {
+        if (const auto now = etag_at(client, address_); now && now != earlier_) remote::delete_object(client, address_);
+      });
     }
     spdlog::debug("{}: {} uploaded", shown_name(address_.name), byte_text(static_cast<double>(up.size)));
     return up.size;
@@ -191,14 +196,19 @@ class PrefixFile final : public FilePublication {
   void keep() override {}
 
  private:
-  static const RemoteAddress& checked(const RemoteAddress& address, bool force) {
+  // The ETag of the object at the key before any work (none: nothing
+  // there); without --force, an object there is refused. A failed upload
+  // removes what is there then only if it is another object: this run's.
+  static std::optional<std::string> standing(const RemoteAddress& address, bool force) {
     remote::Client client(remote::settings_from(address.env));
-    if (exists(client, address) && !force)
+    std::optional<std::string> etag = etag_at(client, address);
+    if (etag && !force)
       throw Error(fmt::format("{}: the output exists; use --force to replace it", shown_name(address.name)));
-    return address;
+    return etag;
   }
 
   RemoteAddress address_;
+  std::optional<std::string> earlier_;
   std::string spool_dir_;
   publish::CreatedDirectories spool_;
   publish::ScratchFile file_;

@@ -99,3 +99,19 @@ def test_a_commit_whose_answer_was_lost_is_undone(s3, env, mixed, tmp_path, comm
         assert any(m == "lost" for _, _, m in proxy.requests()), proxy.requests()
     assert_one_line_error(res, 3, f"s3://bkt/{committed}")
     assert committed.split("/")[1] not in objects(s3, prefix), objects(s3, prefix)
+
+
+def test_a_forced_merge_whose_upload_failed_leaves_the_earlier_object(s3, env, mixed, tmp_path):
+    # Every PUT of the new object is refused before it reaches the store (HTTP 500): the run fails (exit 3) and
+    # the object --force was to replace is still the one at the key, byte for byte.
+    src, spec = mixed
+    run("split", src, "-s", spec, "-n", 3, "-o", tmp_path / "mb", check=0)
+    url = s3.s3_url("forced/m.h5")
+    run("merge", tmp_path / "mb", "-o", url, env=env, check=0)
+    before = open(objects(s3, "forced")["m.h5"], "rb").read()
+    with servers.s3_proxy(s3) as proxy:
+        proxy.fault("PUT", "forced/m.h5", "500", times=100)
+        res = run("merge", tmp_path / "mb", "-o", url, "--force", env=dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
+        assert any(m == "500" for _, _, m in proxy.requests()), proxy.requests()
+    assert_one_line_error(res, 3, url)
+    assert open(objects(s3, "forced")["m.h5"], "rb").read() == before
