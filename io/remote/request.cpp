@@ -75,10 +75,25 @@ std::size_t on_read(char* out, std::size_t size, std::size_t count, void* user) 
   return static_cast<std::size_t>(n);
 }
 
-int on_request_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+bool cancelled(const std::atomic<bool>* cancel) { return run::interrupted() || (cancel && cancel->load()); }
+
+// The request's body has gone whole to libcurl (a PUT's, read through our
+// callbacks) or onto the wire (a POST's fields, which libcurl sends itself).
+bool body_sent(const Exchange& x, curl_off_t upload_total, curl_off_t uploaded) {
+  const Call& c = *x.call;
+  if (c.method == "POST") return upload_total > 0 && uploaded >= upload_total;
+  const std::uint64_t length = c.fd >= 0 ? c.length : c.text.size();
+  return c.method == "PUT" && length > 0 && x.sent >= length;
+}
+
+// A stop or a cancel ends a request at once, but one whose body is sent:
+// the store may still do it after the connection is gone (and after the
+// delete that undoes it), so its answer is awaited, within the request's
+// time limits.
+int on_request_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total, curl_off_t uploaded) {
   const auto& x = *static_cast<Exchange*>(user);
-  if (x.call->cleanup) return 0;
-  return run::interrupted() || (x.cancel && x.cancel->load()) ? 1 : 0;
+  if (x.call->cleanup || body_sent(x, upload_total, uploaded)) return 0;
+  return cancelled(x.cancel) ? 1 : 0;
 }
 
 void set_method(CURL* curl, const Call& c) {
@@ -203,7 +218,11 @@ std::optional<Failure> Client::State::attempt(const RemoteAddress& address, cons
 Answer Client::send(const RemoteAddress& address, const Call& call) {
   const std::string shown = shown_name(address.name);
   for (unsigned attempt_no = 1;; ++attempt_no) {
-    if (!call.cleanup) run::throw_if_interrupted();
+    if (!call.cleanup) {
+      run::throw_if_interrupted();
+      if (cancelled(s_->cancel))
+        throw Error(fmt::format("{}: upload abandoned", shown), ErrorKind::Environment);
+    }
     Answer answer;
     const auto failure = s_->attempt(address, call, answer);
     if (!failure) return answer;
