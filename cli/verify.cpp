@@ -64,12 +64,9 @@ void run_verify(const VerifyCommand& cmd) {
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
   const Source target = input_source(manifest_of_prefix(cmd.target));
-  // The place the split is in: the directory named, or the one holding the manifest a URL names.
-  const std::unique_ptr<io::store::Store> place = target.is_remote()
-                                                      ? io::store::open_member(target.name(), process_settings()).store
-                                                      : io::store::open_store(target.name(), process_settings());
+  const std::optional<io::store::Member> split = io::store::open_split(target);
   const io::verify::Report report =
-      io::verify::verify(target, *place, std::max(1u, std::thread::hardware_concurrency()));
+      io::verify::verify(target, split, std::max(1u, std::thread::hardware_concurrency()));
   std::uint64_t bad = 0;
   std::uint64_t bytes = 0;
   for (const auto& f : report.files) {
@@ -80,7 +77,7 @@ void run_verify(const VerifyCommand& cmd) {
   }
   for (const auto& name : report.extra)
     spdlog::error("{}: not listed in {}: a file of another split, which a glob of the split's files would pick up",
-                  place->shown(name),
+                  split->store->shown(name),
                   report.manifest);
   if (!report.listed)
     spdlog::info("{}: {}: files besides the manifest's are not looked for", target.shown(),

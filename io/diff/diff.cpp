@@ -19,7 +19,7 @@
 #include "io/h5/space.hpp"
 #include "io/h5/types.hpp"
 #include "io/run/identity.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 
 namespace mb::io::diff {
 namespace {
@@ -349,8 +349,8 @@ std::optional<std::string> Walk::block(Pair& pair, const Selection& part) {
 
 // Both trees walked; the files closed (checked) before the verdict is given.
 Report walk_both(const Source& a, const Source& b, const Options& options) {
-  Side sa{a, tree::open_input(a, h5::Cache::Keep), {}};
-  Side sb{b, tree::open_input(b, h5::Cache::Keep), {}};
+  Side sa{a, source::open(a, h5::Cache::Keep), {}};
+  Side sb{b, source::open(b, h5::Cache::Keep), {}};
   Report report;
   Walk walk(sa, sb, options, report);
   try {

@@ -22,7 +22,7 @@ enum class Cache {
 };
 
 // Opens a local input read-only; refuses what is not an existing regular
-// HDF5 file before HDF5 sees it. (Inputs are opened by io/tree/input.hpp.)
+// HDF5 file before HDF5 sees it. (Inputs are opened by io/source/input.hpp.)
 Id open_local(const std::string& path, Cache cache);
 
 // Opens `name` read-only through a file driver of ours, selected by

@@ -9,7 +9,7 @@
 #include "core/values.hpp"
 #include "io/h5/buffer.hpp"
 #include "io/h5/dataset.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/h5/virtual.hpp"
@@ -199,7 +199,7 @@ void compare_with_twin(const Context& ctx, const DatasetPair& in) {
   const std::size_t twin = ctx.plan.twin(ctx.input);
   const Source& twin_source = ctx.job.inputs[twin].source;
   const std::string& twin_path = twin_source.shown();
-  const h5::Id file = twin == 0 ? h5::Id() : tree::open_input(twin_source);
+  const h5::Id file = twin == 0 ? h5::Id() : source::open(twin_source);
   const h5::Id other =
       h5::open_object(twin == 0 ? ctx.model_file : file.get(), in.node.path, {twin_path, in.node.path});
   const h5::SpaceInfo space = h5::dataset_space(other.get(), {twin_path, in.node.path});

@@ -25,6 +25,7 @@
 #include "io/merge/concat.hpp"
 #include "io/merge/copies.hpp"
 #include "io/merge/state.hpp"
+#include "io/source/input.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -184,7 +185,7 @@ bool copies_possible(const Context& ctx) {
   const MergeJob& job = ctx.job;
   if (!job.policy.clones || job.team || job.virtual_datasets || ctx.plan.grid.cp > 1) return false;
   for (const auto& input : job.inputs)
-    if (input.source.is_remote()) return false;
+    if (!source::local_path(input.source)) return false;
   for (const auto& [path, rule] : ctx.resolution.datasets)
     if (rule.mode != LeafRule::Mode::Split && rule.mode != LeafRule::Mode::Replicate) return false;
   for (const auto& [key, rule] : ctx.resolution.attributes)

@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/remote.hpp"
-#include "io/remote/http.hpp"
 #include "io/store/place.hpp"
 #include "specs/journal.hpp"
 
@@ -24,47 +23,28 @@ struct Listing {
   std::size_t index = 0;
 };
 
-// Manifests are small; this bounds what a wrong URL can make us fetch.
-constexpr std::uint64_t kManifestLimit = 1u << 30;
-
-specs::Manifest read_remote_manifest(const Source& manifest) {
-  const std::string text = remote::fetch_text(manifest.address(), remote::settings_from(manifest.address().env), kManifestLimit);
-  return specs::parse_manifest(text, manifest.name());
+// The manifest `place` holds as `name`, or none when it is not there.
+std::optional<specs::Manifest> manifest_in(const store::Store& place, const std::string& name) {
+  const std::optional<std::string> text = place.read_text(name);
+  if (!text) return std::nullopt;
+  return specs::parse_manifest(*text, place.source(name).name());
 }
 
-// The manifest a remote file would be listed in, if one is there. A
-// presigned URL (one with a query) signs that one object: its neighbours
-// cannot be asked for, so it is merged as a plain file.
-std::optional<specs::Manifest> remote_manifest_beside(const Source& file) {
-  if (file.name().find('?') != std::string::npos) return std::nullopt;
-  try {
-    return read_remote_manifest(file.beside(specs::kManifestName));
-  } catch (const remote::Missing&) {
-    return std::nullopt;
-  }
-}
-
+// The manifest beside a file, if one is there. A presigned URL (one with a
+// query) signs that one object: its neighbours cannot be asked for, so it
+// is merged as a plain file.
 class ManifestCache {
  public:
   std::optional<Listing> listing(const Source& file) {
-    const bool remote = file.is_remote();
-    const fs::path dir = fs::path(file.name()).parent_path().empty() ? fs::path(".") : fs::path(file.name()).parent_path();
-    const std::string path = remote ? file.beside(specs::kManifestName).name() : (dir / specs::kManifestName).string();
+    if (file.name().find('?') != std::string::npos) return std::nullopt;
+    const store::Member member = store::open_member(file.name(), file.settings());
+    const std::string path = member.store->source(specs::kManifestName).name();
     auto it = manifests_.find(path);
-    if (it == manifests_.end()) {
-      std::error_code ec;
-      std::optional<specs::Manifest> m;
-      if (remote)
-        m = remote_manifest_beside(file);
-      else if (fs::exists(path, ec))
-        m = specs::read_manifest(dir.string());
-      it = manifests_.emplace(path, std::move(m)).first;
-    }
+    if (it == manifests_.end()) it = manifests_.emplace(path, manifest_in(*member.store, specs::kManifestName)).first;
     if (!it->second) return std::nullopt;
     const auto& files = it->second->files;
-    const std::string name = file.file_name();
     for (std::size_t i = 0; i < files.size(); ++i)
-      if (files[i].name == name) return Listing{path, i};
+      if (files[i].name == member.name) return Listing{path, i};
     return std::nullopt;
   }
   const specs::Manifest& at(const std::string& path) const { return *manifests_.at(path); }
@@ -146,51 +126,40 @@ void refuse_unfinished_files(const std::vector<Source>& files) {
   }
 }
 
-}  // namespace
-
-// A split directory named by URL (its manifest's, or the directory's
-// ending in "/"): its manifest.
-std::optional<Source> remote_manifest(const Source& in) {
-  if (!in.is_remote()) return std::nullopt;
-  const std::optional<std::string> name = remote_manifest_name(in.name(), specs::kManifestName);
-  if (!name) return std::nullopt;
-  return *name == in.name() ? in : in.beside(specs::kManifestName);
+// A split named as a whole (a directory, or a prefix): its manifest and
+// every file it lists, in its order.
+MergeSources split_sources(const store::Member& split) {
+  const store::Store& place = *split.store;
+  const std::string shown = place.shown();
+  const Source manifest = place.source(split.name);
+  std::optional<specs::Manifest> found = manifest_in(place, split.name);
+  if (!found) {
+    refuse_unfinished_directory(manifest, shown);
+    throw Error(fmt::format("{}: no manifest (is {} the output of a finished split? merge also takes the files)",
+                            manifest.shown(), shown));
+  }
+  MergeSources out;
+  out.manifest = std::move(found);
+  out.manifest_path = manifest.name();
+  out.read_besides.push_back(manifest);
+  for (const auto& f : out.manifest->files) out.files.push_back(place.source(f.name));
+  return out;
 }
 
+}  // namespace
+
 MergeSources find_sources(const std::vector<Source>& arguments, Unfinished unfinished) {
-  std::error_code ec;
-  const auto is_directory = [&](const Source& in) {
-    return remote_manifest(in).has_value() || (!in.is_remote() && fs::is_directory(in.name(), ec));
-  };
-  const bool from_directory = arguments.size() == 1 && is_directory(arguments[0]);
-  for (const auto& in : arguments)
-    if (!from_directory && is_directory(in))
+  std::vector<std::optional<store::Member>> splits;
+  for (const auto& in : arguments) {
+    splits.push_back(store::open_split(in));
+    if (splits.back() && !splits.back()->store->exists()) splits.back().reset();  // a path to nothing: as a file
+  }
+  if (arguments.size() == 1 && splits[0]) return split_sources(*splits[0]);
+  for (std::size_t i = 0; i < arguments.size(); ++i)
+    if (splits[i])
       throw usage_error("merge: give one directory (with manifest.json) or microbatch files, not both: " +
-                        in.shown());
+                        arguments[i].shown());
   MergeSources out;
-  if (from_directory && arguments[0].is_remote()) {
-    const Source manifest = *remote_manifest(arguments[0]);
-    out.manifest_path = manifest.name();
-    try {
-      out.manifest = read_remote_manifest(manifest);
-    } catch (const remote::Missing&) {
-      refuse_unfinished_directory(manifest, manifest.shown().substr(0, manifest.shown().rfind('/') + 1));
-      throw;
-    }
-    out.read_besides.push_back(manifest);
-    for (const auto& f : out.manifest->files) out.files.push_back(manifest.beside(f.name));
-    return out;
-  }
-  if (from_directory) {
-    const fs::path dir(arguments[0].name());
-    out.manifest_path = (dir / specs::kManifestName).string();
-    if (!fs::exists(out.manifest_path, ec))
-      refuse_unfinished_directory(Source::local(out.manifest_path), arguments[0].shown());
-    out.manifest = specs::read_manifest(dir.string());
-    out.read_besides.push_back(Source::local(out.manifest_path));
-    for (const auto& f : out.manifest->files) out.files.push_back(Source::local((dir / f.name).string()));
-    return out;
-  }
   out.files = arguments;
   ManifestCache cache;
   std::vector<std::optional<Listing>> listings;

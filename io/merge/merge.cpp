@@ -11,7 +11,7 @@
 #include "core/merge_plan.hpp"
 #include "core/resolve.hpp"
 #include "io/tree/derived.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "io/h5/scales.hpp"
 #include "io/merge/copies.hpp"
 #include "io/merge/state.hpp"
@@ -98,7 +98,7 @@ void merge_inputs(Context ctx, MergeState& state, const Pass& pass, hid_t out) {
     ctx.input = i;
     pass.meter.begin(pass.sizes[i]);
     if (!merge_copy(ctx, state, out)) {  // both wait for input i's digest, hashed while input i - 1 was merged
-      const h5::Id file = i == 0 ? h5::Id() : tree::open_input(ctx.verified_source());
+      const h5::Id file = i == 0 ? h5::Id() : source::open(ctx.verified_source());
       merge_input(ctx, state, pass.tree, i == 0 ? ctx.model_file : file.get(), out);
     }
     pass.meter.end();
@@ -130,7 +130,7 @@ MergeResult execute(const MergeJob& unmetered, const tree::SpecRequest& spec) {
   const std::string& first = model_source.shown();
   // The first input is the model: its tree is the output's, and every other
   // input is checked against it, so it stays open throughout.
-  h5::Id model = tree::open_input(model_source);
+  h5::Id model = source::open(model_source);
   const NodeInfo tree = tree::read_tree(model.get(), first);
   const tree::SpecChoice choice = *tree::choose_spec(spec, tree, first);  // the default spec at the least
   const Resolution resolution = tree::about_file(first, [&] {

@@ -7,7 +7,7 @@
 #include "io/run/guard.hpp"
 #include "io/h5/dataset.hpp"
 #include "io/h5/attributes.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
 #include "io/merge/reduce.hpp"
@@ -119,7 +119,7 @@ void reduce_deferred(const Context& ctx, const ReduceState& state, hid_t output)
         run::throw_if_interrupted();
         const Source& input = ctx.job.inputs[i].source;
         const h5::Location at{input.shown(), path};
-        h5::Id file = tree::open_input(input);
+        h5::Id file = source::open(input);
         h5::Id dataset = h5::open_object(file.get(), path, at);
         h5::read(dataset.get(), part, values, at);
         io.add(ctx, acc, values.data(), i);

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/run/guard.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "io/h5/object.hpp"
 #include "io/merge/checks.hpp"
 #include "io/merge/survey.hpp"
@@ -49,7 +49,7 @@ void require_path(const Context& ctx, hid_t file, const std::string& path) {
 
 // Input `ctx.input`'s length along the cut axis of every dataset in `cut`.
 void survey_input(const Context& ctx, const std::vector<const NodeInfo*>& cut, InputLengths& lengths) {
-  h5::Id file = tree::open_input(ctx.verified_source());
+  h5::Id file = source::open(ctx.verified_source());
   for (const NodeInfo* node : cut) {
     const auto axis = static_cast<std::size_t>(ctx.resolution.dataset_rule(node->path).axis);
     require_path(ctx, file.get(), node->path);
@@ -157,7 +157,7 @@ PackedInputs packed_inputs(const Context& ctx) {
     run::throw_if_interrupted();
     Context at = ctx;
     at.input = i;
-    h5::Id file = i == 0 ? h5::Id() : tree::open_input(at.verified_source());
+    h5::Id file = i == 0 ? h5::Id() : source::open(at.verified_source());
     for (const auto& path : paths) {
       in.offsets[path].push_back(read(at, i == 0 ? ctx.model_file : file.get(), path));
       if (!in.sequences.empty()) check_bounds(at, i == 0 ? ctx.model_file : file.get(), path, in.offsets[path].back());

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/shards.hpp"
@@ -26,6 +27,7 @@
 #include "io/h5/file.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/types.hpp"
+#include "io/source/input.hpp"
 #include "specs/file_names.hpp"
 
 namespace mb::io::merge {
@@ -127,9 +129,9 @@ std::string ScratchPlace::path(std::uint64_t rank) const {
 ScratchPlace scratch_place(const MergeJob& job, const std::string& written) {
   std::string beside = written;
   if (!leads(job)) {
-    const Source output = job.place->source(job.output_name);
-    if (output.is_remote()) throw Error(fmt::format("internal: a team merge onto {}, not a local file", job.output));
-    beside = output.name();
+    const std::optional<std::string> path = source::local_path(job.place->source(job.output_name));
+    if (!path) throw Error(fmt::format("internal: a team merge onto {}, not a local file", job.output));
+    beside = *path;
   }
   // A bare name's directory is "" (the current one): its scratch files are named bare too.
   return {std::filesystem::path(beside).parent_path().string(), job.output_name, team_size(job)};

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/merge/steps.hpp"
+#include "io/source/input.hpp"
 
 namespace mb::io::merge {
 namespace {
@@ -25,8 +26,9 @@ void check(const MergeJob& job, std::size_t k, const publish::FileDigest& found,
 }
 
 bool hashed_as_merged(const MergeJob& job) {
-  return job.verify && !job.team &&
-         std::none_of(job.inputs.begin(), job.inputs.end(), [](const MergeInput& in) { return in.source.is_remote(); });
+  return job.verify && !job.team && std::all_of(job.inputs.begin(), job.inputs.end(), [](const MergeInput& in) {
+           return source::local_path(in.source).has_value();
+         });
 }
 
 }  // namespace
@@ -36,7 +38,7 @@ VerifiedInputs::VerifiedInputs(const MergeJob& job) : job_(job), done_(job.input
   if (hashed_as_merged(job)) {
     hasher_.emplace();
     for (std::size_t k = 0; k < job.inputs.size(); ++k) {
-      check(job, k, {publish::size_of(job.inputs[k].source), {}}, false);  // a wrong size fails before any work
+      check(job, k, {source::size(job.inputs[k].source), {}}, false);  // a wrong size fails before any work
       hasher_->add(job.inputs[k].source, job.manifest->digests);
       done_[k] = false;
     }
@@ -53,7 +55,7 @@ VerifiedInputs::VerifiedInputs(const MergeJob& job) : job_(job), done_(job.input
   if (job.verify)
     found = publish::digest_files(files, std::thread::hardware_concurrency(), job.manifest->digests);
   else
-    for (const auto& file : files) found.push_back({publish::size_of(file), {}});
+    for (const auto& file : files) found.push_back({source::size(file), {}});
   for (std::size_t j = 0; j < files.size(); ++j) check(job, index[j], found[j], job.verify);
 }
 

@@ -22,7 +22,7 @@
 #include "io/run/fd.hpp"
 #include "io/run/guard.hpp"
 #include "io/run/threads.hpp"
-#include "io/remote/driver.hpp"
+#include "io/source/input.hpp"
 
 namespace mb::io::publish {
 namespace {
@@ -157,11 +157,10 @@ FileDigest digest_file(const Source& file, DigestKind kind, const std::atomic<bo
   return {size, digest.finish(size)};
 }
 
-// A remote file is hashed as it arrives (io/remote/driver.hpp).
-FileDigest digest_remote(const Source& file, DigestKind kind) {
+// A file not on this machine's disk (an object) is hashed as it arrives.
+FileDigest digest_stream(const Source& file, DigestKind kind) {
   Digest digest(kind);
-  const std::uint64_t size =
-      remote::read_all(file.address(), [&](const char* bytes, std::size_t n) { digest.update(bytes, n); });
+  const std::uint64_t size = source::read_all(file, [&](const char* bytes, std::size_t n) { digest.update(bytes, n); });
   return {size, digest.finish(size)};
 }
 
@@ -175,7 +174,7 @@ std::pair<std::uint64_t, std::uint64_t> completed_blocks(const transfer::CopiedR
 
 FileDigest digest_any(const Source& file, DigestKind kind, const std::atomic<bool>* stop = nullptr,
                       const std::map<std::uint64_t, Block>* hashed = nullptr) {
-  return file.is_remote() ? digest_remote(file, kind) : digest_file(file, kind, stop, hashed);
+  return source::local_path(file) ? digest_file(file, kind, stop, hashed) : digest_stream(file, kind);
 }
 
 }  // namespace
@@ -283,7 +282,8 @@ void Hasher::run() {
     Result result;
     try {
       struct stat st {};
-      const auto hashed = !file.is_remote() && ::stat(file.name().c_str(), &st) == 0
+      const auto path = source::local_path(file);
+      const auto hashed = path && ::stat(path->c_str(), &st) == 0
                               ? blocks_.find({st.st_dev, st.st_ino})
                               : blocks_.end();
       result.digest = digest_any(file, kind, &stopping_, hashed == blocks_.end() ? nullptr : &hashed->second);
@@ -296,14 +296,6 @@ void Hasher::run() {
     done_.push_back(std::move(result));
     changed_.notify_all();
   }
-}
-
-std::uint64_t size_of(const Source& file) {
-  if (file.is_remote()) return remote::describe(file.address()).size;  // whose first block merge then reads from the cache
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(file.name(), ec);
-  if (ec) throw Error(fmt::format("{}: cannot read ({})", file.shown(), ec.message()));
-  return size;
 }
 
 std::string digest_text(const std::string& text) { return hex(XXH3_128bits(text.data(), text.size())); }

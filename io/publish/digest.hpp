@@ -105,9 +105,6 @@ class Hasher final : public transfer::CopyTap {
   std::thread thread_;  // last: started once the rest exists
 };
 
-// The size of a file, local or remote (one small request).
-std::uint64_t size_of(const Source& file);
-
 // Digest of a text (the split id is the digest of what defines a split).
 std::string digest_text(const std::string& text);
 

@@ -19,8 +19,6 @@
 namespace mb::io::remote {
 namespace {
 
-constexpr std::size_t kBodyLimit = 16u << 20;  // an answer's body kept: documents, not data
-
 // One exchange, as the callbacks see it.
 struct Exchange {
   const Call* call = nullptr;
@@ -54,7 +52,9 @@ std::size_t on_request_body(char* data, std::size_t size, std::size_t count, voi
   auto& x = *static_cast<Exchange*>(user);
   const std::size_t n = size * count;
   run::note_progress();
-  x.answer.body.append(data, std::min(n, kBodyLimit - std::min(kBodyLimit, x.answer.body.size())));
+  const std::size_t kept = std::min(n, kBodyLimit - std::min(kBodyLimit, x.answer.body.size()));
+  x.answer.body.append(data, kept);
+  x.answer.cut = x.answer.cut || kept < n;
   return n;
 }
 

@@ -31,6 +31,9 @@ struct Call {
   bool cleanup = false;
 };
 
+// What an answer's body keeps: documents (XML, manifests), not data.
+inline constexpr std::size_t kBodyLimit = 64u << 20;
+
 struct Answer {
   long status = 0;
   std::string etag;         // as sent
@@ -39,7 +42,8 @@ struct Answer {
   // headers say, or made of parts).
   bool etag_is_md5 = true;
   std::uint64_t length = 0;  // Content-Length
-  std::string body;          // at most a few MiB: XML documents, manifests
+  std::string body;          // at most kBodyLimit bytes
+  bool cut = false;          // the body was longer, and is cut there
 };
 
 class Client {

@@ -229,6 +229,8 @@ void delete_object(Client& client, const RemoteAddress& address) { client.send(a
 
 std::optional<std::string> get_text(Client& client, const RemoteAddress& address) {
   Answer a = client.send(address, {.method = "GET", .absent_ok = true});
+  if (a.cut)
+    throw Error(fmt::format("{}: more than the {} bytes expected of it", shown_name(address.name), kBodyLimit));
   if (a.status != 404) return std::move(a.body);
   if (const std::string code = xml_element(a.body, "Code"); code != "NoSuchKey" && !code.empty())
     throw Error(fmt::format("{}: HTTP 404 ({}: {})", shown_name(address.name), code, xml_element(a.body, "Message")));

@@ -117,7 +117,6 @@ std::string identity_term(const std::string& path) {
 }
 
 void watch_input(const Source& input) {
-  if (input.is_remote()) return;
   watch().add(input);
   pthread_t none{};
   g_watcher.compare_exchange_strong(none, pthread_self());

@@ -31,8 +31,9 @@ std::string difference(const FileIdentity& before, const FileIdentity& now);
 // of one shared filesystem); for a directory, its manifest.json's.
 std::string identity_term(const std::string& path);
 
-// Records a local input's identity the first time it is given (a remote
-// input's version is held by io/remote). Process-wide: a job records its
+// Records the identity of an input file on this machine's disk the first
+// time it is given (io/source/input.hpp watch: an object's version is
+// held by io/remote). Process-wide: a job records its
 // inputs before it reads them, and io/publish checks them all before it
 // publishes anything.
 void watch_input(const Source& input);

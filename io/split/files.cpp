@@ -12,7 +12,7 @@
 #include "io/run/workers.hpp"
 #include "io/split/clone.hpp"
 #include "io/split/writer.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 
 namespace mb::io::split {
 namespace {
@@ -105,7 +105,7 @@ std::vector<CopyTarget> copy_targets(const ModelNotes& notes, const OutputFiles&
 void write_files(const SplitJob& job, const tree::Prepared& prepared, const Writing& writing, std::uint64_t begin,
                  std::uint64_t end) {
   const OutputFiles& files = writing.files;
-  h5::Id input = tree::open_input(job.input, h5::Cache::Keep);
+  h5::Id input = source::open(job.input, h5::Cache::Keep);
   const ClonePlan clones = clone_plan(job, prepared, begin, end);
   ModelNotes notes(clones, *prepared.plan, job.policy.buffer_bytes);
   SplitSource source{input.get(), job.input.name(), prepared.tree, *prepared.resolution, *prepared.plan, job.policy, &notes,

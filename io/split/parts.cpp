@@ -17,7 +17,7 @@
 #include "core/error.hpp"
 #include "io/publish/digest.hpp"
 #include "io/publish/outputs.hpp"
-#include "io/remote/driver.hpp"
+#include "io/source/input.hpp"
 #include "io/store/place.hpp"
 #include "specs/emit.hpp"
 #include "specs/file_names.hpp"
@@ -150,20 +150,11 @@ std::string split_of(const PartRecord& p) {
 }
 
 void stat_input(const Source& input, PartRecord& part) {
-  if (input.is_remote()) {  // its version, from the request that opening it would make; never its query
-    const remote::Version version = remote::describe(input.address());
-    part.input = input.shown();
-    part.input_size = version.size;
-    part.input_mtime_ns = version.modified * 1'000'000'000LL;
-    part.input_etag = version.etag;
-    return;
-  }
-  struct stat st {};
-  if (::stat(input.name().c_str(), &st) != 0)
-    throw Error(fmt::format("{}: cannot stat the input: {}", input.shown(), std::strerror(errno)));
-  part.input = input.name();
-  part.input_size = static_cast<std::uint64_t>(st.st_size);
-  part.input_mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  const source::Version version = source::version(input);
+  part.input = input.shown();  // never a URL's query
+  part.input_size = version.size;
+  part.input_mtime_ns = version.modified_ns;
+  part.input_etag = version.etag;
 }
 
 std::unique_ptr<store::Claim> claim_shard(store::Store& place, bool force, const PartRecord& ours,

@@ -175,6 +175,11 @@ class LocalDirectory final : public Store {
   std::string shown() const override { return dir_; }
   std::string shown(std::string_view name) const override { return path(name); }
 
+  bool exists() const override {
+    std::error_code ec;
+    return fs::is_directory(dir_, ec);
+  }
+
   std::vector<Entry> list() const override {
     std::vector<Entry> out;
     std::error_code ec;

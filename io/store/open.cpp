@@ -4,6 +4,7 @@
 #include "io/store/local.hpp"
 #include "io/store/remote.hpp"
 #include "io/store/store.hpp"
+#include "specs/manifest.hpp"
 
 namespace mb::io::store {
 
@@ -25,6 +26,18 @@ Member open_member(const std::string& path, const Settings& settings) {
   // messages name the file as it was given.
   const std::filesystem::path p(path);
   return {open_store(p.parent_path().string(), settings), p.filename().string()};
+}
+
+std::optional<Member> open_split(const Source& argument) {
+  const std::string& name = argument.name();
+  if (is_remote(name)) {
+    const std::optional<std::string> manifest = remote_manifest_name(name, specs::kManifestName);
+    if (!manifest) return std::nullopt;
+    return Member{open_store(sibling(*manifest, ""), argument.settings()), specs::kManifestName};
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(name, ec) && !std::filesystem::is_directory(name, ec)) return std::nullopt;
+  return Member{open_store(name, argument.settings()), specs::kManifestName};
 }
 
 }  // namespace mb::io::store

@@ -111,7 +111,11 @@ class HttpLocation final : public UrlStore {
   }
 
   std::optional<std::string> read_text(std::string_view name) const override {
-    return remote::fetch_text(address(name), requests(), kTextLimit);
+    try {
+      return remote::fetch_text(address(name), requests(), kTextLimit);
+    } catch (const remote::Missing&) {
+      return std::nullopt;
+    }
   }
 
   void put_text(std::string_view name, const std::string&) override { refuse(name); }

@@ -152,6 +152,9 @@ class Store {
   virtual std::string shown() const = 0;
   virtual std::string shown(std::string_view name) const = 0;
 
+  // Whether the place is there: a directory that exists; a prefix or an
+  // HTTP(S) location always is (an empty one has no members).
+  virtual bool exists() const { return true; }
   // Its direct members, by name, with their sizes, in name order. A member
   // that vanishes while listed is left out. Throws where a place cannot be
   // listed (an HTTP(S) location).
@@ -214,5 +217,11 @@ struct Member {
   std::string name;
 };
 Member open_member(const std::string& path, const Settings& settings);
+
+// The split `argument` names as a whole, and its manifest's name there: a
+// local path that is a directory or nothing at all (a split that is not
+// there), or a URL of a prefix ("…/") or of its manifest ("…/manifest.json");
+// none for a file or any other object.
+std::optional<Member> open_split(const Source& argument);
 
 }  // namespace mb::io::store

@@ -7,7 +7,7 @@
 #include "io/run/identity.hpp"
 #include "io/tree/derived.hpp"
 #include "io/tree/held.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "io/tree/offsets.hpp"
 #include "io/tree/reader.hpp"
 
@@ -18,8 +18,8 @@ Prepared prepare(const PrepareRequest& request) {
   Prepared out;
   out.input = request.input;
   const std::string& input = request.input.name();
-  run::watch_input(request.input);  // before the first byte is read: a split publishes only one version
-  h5::Id file = open_input(request.input, h5::Cache::Keep);
+  source::watch(request.input);  // before the first byte is read: a split publishes only one version
+  h5::Id file = source::open(request.input, h5::Cache::Keep);
   if (request.keep_bytes > 0 && request.partition) out.held = std::make_shared<Held>(request.keep_bytes);
   out.tree = request.describe_unreadable && !request.partition ? tree::describe_tree(file.get(), input)
                                                                 : tree::read_tree(file.get(), input, out.held.get());

@@ -3,24 +3,20 @@
 #include <fmt/format.h>
 #include <hdf5.h>
 
-#include <filesystem>
 #include <optional>
 #include <set>
 
 #include "core/error.hpp"
-#include "core/remote.hpp"
 #include "io/h5/object.hpp"
 #include "io/h5/space.hpp"
 #include "io/merge/inputs.hpp"
 #include "io/publish/digest.hpp"
-#include "io/remote/http.hpp"
 #include "io/store/store.hpp"
-#include "io/tree/input.hpp"
+#include "io/source/input.hpp"
 #include "specs/manifest.hpp"
 
 namespace mb::io::verify {
 namespace {
-namespace fs = std::filesystem;
 
 // The length of `path` in `file` along `axis`, or a message saying why it has none.
 struct Length {
@@ -42,7 +38,7 @@ Length length_along(hid_t file, const Source& source, const std::string& path, s
 // The first split dataset of file `index` whose rows (and, with context
 // parallelism, positions) differ from the manifest's; empty when all agree.
 std::string rows_problem(const specs::Manifest& manifest, const Source& source, std::size_t index) {
-  const h5::Id file = tree::open_input(source);
+  const h5::Id file = source::open(source);
   for (const auto& [path, record] : manifest.datasets) {
     struct Axis {
       std::size_t axis;
@@ -152,14 +148,12 @@ bool Report::intact() const {
   return extra.empty();
 }
 
-Report verify(const Source& target, const store::Store& place, unsigned threads) {
-  std::error_code ec;
-  if (target.is_remote() ? !remote_manifest_name(target.name(), specs::kManifestName).has_value()
-                         : fs::exists(target.name(), ec) && !fs::is_directory(target.name(), ec))
+Report verify(const Source& target, const std::optional<store::Member>& split, unsigned threads) {
+  if (!split)
     throw usage_error(fmt::format("verify: {} is not a split directory: give the directory (a URL ending in '/')",
                                   target.shown()));
-  if (!target.is_remote() && !fs::exists(target.name(), ec))
-    throw Error(fmt::format("{}: no such directory", target.shown()));
+  if (!split->store->exists()) throw Error(fmt::format("{}: no such directory", target.shown()));
+  const store::Store& place = *split->store;
   const merge::MergeSources sources = merge::find_sources({target}, merge::Unfinished::Refuse);
   if (!sources.manifest)
     throw Error(fmt::format("{}: no split there: give a split directory, or its URL ending in '/'", target.shown()));

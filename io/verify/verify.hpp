@@ -36,10 +36,11 @@ struct Report {
 
 // Reads the manifest of `target` (a directory, a URL ending in "/", or the
 // manifest's URL) and checks every file it lists, `threads` digests at a
-// time; `place` is the Store the split is in (listed for files the manifest
-// does not list). A manifest that cannot be read, or whose split id does not match
-// its contents, is an mb::Error as for merge; what is wrong with the files
-// is in the report.
-Report verify(const Source& target, const store::Store& place, unsigned threads);
+// time; `split` is the split it names (store::open_split), whose place is
+// listed for files the manifest does not list. A target that names no
+// split is a usage error; a manifest that cannot be read, or whose split id
+// does not match its contents, is an mb::Error as for merge; what is wrong
+// with the files is in the report.
+Report verify(const Source& target, const std::optional<store::Member>& split, unsigned threads);
 
 }  // namespace mb::io::verify

@@ -733,7 +733,7 @@ def test_a_missing_manifest_of_a_remote_split(web, data, tmp_path, key):
     dest = tmp_path / "dest"
     dest.mkdir()
     url = web.url(f"{key}/manifest.json")
-    refused(remote("merge", url, "-o", dest / "m.h5"), url, "404")
+    refused(remote("merge", url, "-o", dest / "m.h5"), url, "no manifest", "the output of a finished split")
     assert listing(dest) == []
 
 
