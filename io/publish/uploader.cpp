@@ -167,9 +167,8 @@ class Uploads {
   }
 
   int finish() {
-    remote::Client client(plan_.settings);
     try {
-      remote::put_text(client, plan_.manifest, manifest_, true);
+      plan_.commit(manifest_);
     } catch (const remote::Exists& e) {
       // Another run's commit stands, over files of the same names: they are left as they are (two runs of one
       // command wrote the same bytes), and verify tells whether the split that stands is whole.
@@ -177,12 +176,12 @@ class Uploads {
                          "verify`",
                          static_cast<int>(e.kind()), one_line(e.what())));
       return 1;
-    } catch (const Error& e) {
+    } catch (const Error& e) {  // the commit undone already, where it may have landed
       report(fmt::format("fail {} {}", static_cast<int>(e.kind()), one_line(e.what())));
-      remove(client, plan_.manifest);  // it may have landed although its answer did not; the key is this run's
       clean_up();
       return 1;
     }
+    remote::Client client(plan_.settings);
     for (const RemoteAddress& old : plan_.stale) remove(client, old);
     report("committed");
     return 0;

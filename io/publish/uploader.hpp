@@ -6,8 +6,9 @@
 // library's own threads are running: the child never calls MPI and ends
 // with _exit (docs/cluster.md says what fork needs of the interconnect). It keeps `concurrency`
 // uploads going while the next files are written, removes each local copy
-// once its upload is confirmed, and uploads the manifest last, only after
-// every file is confirmed: the manifest is the commit point.
+// once its upload is confirmed, and puts the manifest last, only after
+// every file is confirmed (UploadPlan::commit): the manifest is the commit
+// point, and the process that makes it is the one that knows what to undo.
 //
 // A run that ends without commit() (an error, a signal, a crash, SIGKILL:
 // the uploading process sees its socket close) abandons the uploads in
@@ -39,8 +40,13 @@ struct UploadItem {
 
 struct UploadPlan {
   std::vector<UploadItem> files;       // by index
-  RemoteAddress manifest;              // written by commit(): the manifest, or a shard's part record
-  std::vector<RemoteAddress> stale;    // deleted after the manifest: an earlier split's objects (--force)
+  // Puts the commit object (the manifest, or a shard's part record) as
+  // commit() asks, in the uploading process once every file is confirmed:
+  // io/store's commit, which checks the watched inputs and removes a commit
+  // whose answer was lost. Throws remote::Exists when another run's commit
+  // stands there.
+  std::function<void(const std::string& text)> commit;
+  std::vector<RemoteAddress> stale;  // deleted after the commit: an earlier split's objects (--force)
   remote::Settings settings;
   unsigned concurrency = 4;
   std::string spool;  // the run's own spool directory, removed by the process if the run is killed ("": none)

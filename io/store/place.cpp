@@ -29,7 +29,7 @@ void ready_to_commit() {
 }
 
 void undo_lost(const Error& failed, const std::function<void()>& remove) {
-  if (failed.kind() != ErrorKind::Environment) throw failed;  // refused: nothing landed, and what stands is not ours
+  if (failed.kind() != ErrorKind::Environment) throw;  // refused: nothing landed, and what stands is not ours
   try {
     remove();
   } catch (const Error& undo) {
@@ -37,7 +37,7 @@ void undo_lost(const Error& failed, const std::function<void()>& remove) {
                             failed.what(), undo.what()),
                 failed.kind(), failed.where());
   }
-  throw failed;
+  throw;
 }
 
 void commit(Store& store, std::string_view name, const std::string& text) {

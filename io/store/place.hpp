@@ -31,10 +31,11 @@ void refuse_reading(const Store& store, std::string_view name, const std::vector
 // record, a merged file; each member of a team before the team's vote.
 void ready_to_commit();
 
-// After `failed`, the failure of a write that a retry may cure (the store
-// may have kept the object although its answer was lost): runs `remove`,
-// then throws `failed` (with what `remove` could not do added). Any other
-// failure is thrown as it is: nothing landed, and what stands is not ours.
+// In the handler of `failed`, the failure of a write that a retry may cure
+// (the store may have kept the object although its answer was lost): runs
+// `remove`, then rethrows `failed` (or, when `remove` fails, an error that
+// adds what it could not do). Any other failure is rethrown as it is (its
+// type kept: remote::Exists): nothing landed, and what stands is not ours.
 [[noreturn]] void undo_lost(const Error& failed, const std::function<void()>& remove);
 
 // Writes `text` as member `name` (the commit point of a run: nothing passes

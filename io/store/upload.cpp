@@ -40,15 +40,17 @@ std::string spool_directory(const PublicationPlan& plan, const Environment& env)
 // The object each file goes to (from its local copy, "" for those of other
 // shards), the commit object's, and the earlier split's objects that this
 // one does not overwrite.
-publish::UploadPlan upload_plan(const std::string& base, const Settings& settings, const PublicationPlan& plan,
-                                const WrittenFiles& files, const std::vector<std::string>& earlier) {
+publish::UploadPlan upload_plan(Store& prefix, const std::string& base, const Settings& settings,
+                                const PublicationPlan& plan, const WrittenFiles& files,
+                                const std::vector<std::string>& earlier) {
   const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, settings); };
   publish::UploadPlan out;
   for (std::uint64_t i = 0; i < plan.names.size(); ++i)
     out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local,
                          address_of(specs::journal_name(plan.names[i]))});
   out.keep_confirmed = static_cast<bool>(plan.journal);
-  out.manifest = address_of(plan.last);
+  // Run in the uploading process, a copy of this one made by fork: the Store and the watch on inputs are there.
+  out.commit = [&prefix, last = plan.last](const std::string& text) { store::commit(prefix, last, text); };
   for (const auto& old : earlier)
     if (std::find(plan.names.begin(), plan.names.end(), old) == plan.names.end())
       out.stale.push_back(address_of(old));
@@ -78,7 +80,7 @@ class PrefixPublication final : public Publication {
         round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})),
         handed_(plan.names.size(), false) {
     if (plan.uploaded) plan.uploaded(0);
-    uploads_.emplace(upload_plan(base, settings, plan, files_, earlier_));
+    uploads_.emplace(upload_plan(prefix, base, settings, plan, files_, earlier_));
   }
 
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }

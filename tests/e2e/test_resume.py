@@ -20,8 +20,8 @@ import pytest
 import servers
 from test_mpi import MPI_BINARY, MPI_ENV
 from test_upload import objects
-from conftest import (BINARY, ENV, alive, assert_one_line_error, children, held_run, listing, run, summary,
-                      wait_until, write_spec)
+from conftest import (BINARY, ENV, alive, assert_one_line_error, children, h5diff, held_run, listing, run,
+                      summary, wait_until, write_spec)
 
 FILES = 8
 
@@ -340,6 +340,22 @@ def test_on_a_prefix_a_rerun_uploads_only_what_was_not_up(s3, tmp_path, batch, s
     again = run("split", src, "-s", spec, "-n", FILES, "-o", s3.s3_url(f"{prefix}/"), "--resume", "--json",
                 env=s3.env(ENV), check=0)  # the finished split, its manifest written within the input's second
     assert (summary(again, "split-summary")["kept_files"], summary(again, "split-summary")["data_bytes"]) == (FILES, 0)
+
+
+def test_a_manifest_past_16_mib_on_a_prefix_is_read_whole(s3, tmp_path, batch):
+    """A manifest on a prefix is read whole, up to 64 MiB (a split of many files has a large one): verify and
+    merge read it through the prefix. Made large here by 20 MiB of leading whitespace, which JSON allows."""
+    src, spec, ref = batch
+    url, env = s3.s3_url("big-manifest/"), s3.env(ENV)
+    run("split", src, "-s", spec, "-n", FILES, "-o", url, env=env, check=0)
+    padded = tmp_path / "manifest.json"
+    with open(objects(s3, "big-manifest")["manifest.json"], "rb") as f:
+        padded.write_bytes(b" " * (20 << 20) + f.read())
+    s3.put(padded, "big-manifest/manifest.json")
+    run("verify", url, env=env, check=0)
+    run("merge", url, "-o", tmp_path / "m.h5", env=env, check=0)
+    run("merge", ref, "-o", tmp_path / "ref.h5", check=0)
+    assert h5diff(tmp_path / "ref.h5", tmp_path / "m.h5") == 0
 
 
 def test_the_proxy_drops_a_request_whose_client_died_mid_send(tmp_path):
