@@ -59,7 +59,7 @@ void run_finish(const FinishCommand& cmd) {
   if (cmd.json) capture.emplace();
   // One process checks the parts and writes the manifest (under mpirun, split's rank 0 does it itself).
   if (team_launch("finish")) throw usage_error("finish: run it as one process, not as several tasks of a launcher");
-  const auto place = io::store::open_store(cmd.dir, process_settings());
+  const auto place = io::store::open_writable(cmd.dir, process_settings());
   const std::string manifest = io::split::finish(*place);
   spdlog::info("finished the split in {}: wrote {}", cmd.dir, place->shown(specs::kManifestName));
   if (capture) print_finish_summary(*place, cmd, manifest, capture->warnings(), start);

@@ -127,7 +127,7 @@ void merge_once(const MergeCommand& cmd, std::optional<io::merge::MergeTeam> tea
   const io::merge::MergeSources sources = io::merge::find_sources(
       inputs, cmd.allow_unfinished ? io::merge::Unfinished::Allow : io::merge::Unfinished::Refuse);
   require_local_output(cmd, team.has_value());
-  const io::store::Member output = io::store::open_member(cmd.output, process_settings());
+  const io::store::WritableMember output = io::store::open_writable_member(cmd.output, process_settings());
   io::merge::refuse_reading(*output.store, output.name, sources);
   io::merge::MergeJob job = merge_job(cmd, sources);
   job.place = output.store.get();

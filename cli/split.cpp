@@ -84,7 +84,7 @@ void print_split_summary(const SplitCommand& cmd, const io::store::Store& place,
 using SplitRun = io::split::ShareRun;
 
 io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, const Source& input,
-                              io::store::Store& place) {
+                              io::store::WritableStore& place) {
   io::split::SplitJob job;
   job.input = input;
   job.place = &place;
@@ -143,7 +143,7 @@ void log_shard(const SplitCommand& cmd, const Shard& shard, const io::tree::Prep
 
 // Plans and writes this process's files; returns what it wrote.
 std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitCommand& cmd, const SplitRun& run,
-                                                                 io::store::Store& place) {
+                                                                 io::store::WritableStore& place) {
   const SplitOptions& options = cmd.partition;
   if (options.count.has_value() == options.micro_batch_size.has_value())
     throw usage_error("split: give exactly one of -n/--chunks and --micro-batch-size");
@@ -163,7 +163,7 @@ std::pair<io::tree::Prepared, io::split::SplitResult> split_once(const SplitComm
   return {std::move(prepared), std::move(result)};
 }
 
-void run_alone(const SplitCommand& cmd, io::store::Store& place) {
+void run_alone(const SplitCommand& cmd, io::store::WritableStore& place) {
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
   std::optional<WarningCapture> capture;
   if (cmd.json) capture.emplace();
@@ -180,7 +180,7 @@ void run_alone(const SplitCommand& cmd, io::store::Store& place) {
     log_split(cmd, prepared, result);
 }
 
-void split_with_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::Store& place) {
+void split_with_team(const SplitCommand& cmd, const Launch& launch, const CLI::App& sub, io::store::WritableStore& place) {
   if (cmd.shard) throw usage_error("split: --shard and an MPI launch: the ranks are the shards already");
   if (cmd.keep_local) throw usage_error("split: --keep-local and an MPI launch: each rank spools its own files");
   Summary summary{"split", {}, {}, 0, 0, 0, {}, std::chrono::steady_clock::now()};
@@ -206,7 +206,7 @@ void run_split(const SplitCommand& cmd, const CLI::App& sub) {
   if (cmd.resume && cmd.force) throw usage_error("split: give one of --resume (keep an earlier run's files) and --force");
   if (cmd.resume && cmd.keep_local) throw usage_error("split: --resume and --keep-local: give one of them");
   // The output place, opened once: everything below takes it.
-  const std::unique_ptr<io::store::Store> place = io::store::open_store(cmd.output_dir, process_settings());
+  const std::unique_ptr<io::store::WritableStore> place = io::store::open_writable(cmd.output_dir, process_settings());
   if (const auto launch = team_launch("split")) return split_with_team(cmd, *launch, sub, *place);
   run_alone(cmd, *place);
 }

@@ -43,7 +43,7 @@ struct MergeJob {
   // caller owns; a team's is a local directory); `output` names it in
   // messages. A team's scratch files are named after `output_name`, beside
   // the file rank 0 writes (team.hpp).
-  store::Store* place = nullptr;
+  store::WritableStore* place = nullptr;
   std::string output_name;
   std::string output;
   bool force = false;

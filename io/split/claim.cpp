@@ -63,7 +63,7 @@ void refuse_input_among(const store::Store& place, const std::vector<store::Entr
   }
 }
 
-Claimed claim_for_team(store::Store& place, const Source& input) {
+Claimed claim_for_team(store::WritableStore& place, const Source& input) {
   Claimed out{place.claim(specs::kLockName), {}};
   std::vector<store::Entry> seen;
   for (auto& entry : place.list())
@@ -72,7 +72,7 @@ Claimed claim_for_team(store::Store& place, const Source& input) {
   return out;
 }
 
-Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files) {
+Claimed claim_split(store::WritableStore& place, bool force, const Source& input, bool keep_files) {
   Claimed out{place.claim(specs::kLockName), {}};
   if (out.claim) say_what_resume_keeps(place, out.claim->removed_temporaries());
   std::vector<store::Entry> seen;  // split outputs, temporaries left by a run still writing among them

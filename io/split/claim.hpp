@@ -20,13 +20,13 @@ using store::Claimed;  // `earlier`: an earlier split's files left in place (`ke
 // `keep_files`: earlier microbatch files stay (a new file of the same name
 // overwrites one; the rest are removed after the commit) — for a place
 // whose writes replace, where removing first costs a request per file.
-Claimed claim_split(store::Store& place, bool force, const Source& input, bool keep_files);
+Claimed claim_split(store::WritableStore& place, bool force, const Source& input, bool keep_files);
 
 // A --resume team's place, claimed by rank 0 for the team before any work:
 // its lock (what killed runs left removed), the input refused among the
 // outputs; what stays is each rank's to decide for its shard
 // (io/split/resume.hpp).
-Claimed claim_for_team(store::Store& place, const Source& input);
+Claimed claim_for_team(store::WritableStore& place, const Source& input);
 
 // Anything under a split output's name (a temporary's too) that is not a
 // regular file is never removed or replaced, nor is the input under a split

@@ -157,7 +157,7 @@ void stat_input(const Source& input, PartRecord& part) {
   part.input_etag = version.etag;
 }
 
-std::unique_ptr<store::Claim> claim_shard(store::Store& place, bool force, const PartRecord& ours,
+std::unique_ptr<store::Claim> claim_shard(store::WritableStore& place, bool force, const PartRecord& ours,
                                           const Source& input) {
   auto claim = place.claim(shard_lock_name(ours.shard));
   const auto outputs = outputs_of(ours);
@@ -300,14 +300,14 @@ std::string finished_manifest(const store::Store& place) {
   return specs::assemble_manifest(head, parts[0].datasets);
 }
 
-std::string finish(store::Store& place) {
+std::string finish(store::WritableStore& place) {
   place.list();  // a directory that is not there is no split to finish, and claiming it would create it
   // finish and split both write the manifest: one at a time where the place has a lock.
   const auto claim = place.claim(specs::kLockName);
   return finish_claimed(place);
 }
 
-std::string finish_claimed(store::Store& place) {
+std::string finish_claimed(store::WritableStore& place) {
   const std::string text = finished_manifest(place);
   store::commit(place, specs::kManifestName, text);
   std::vector<std::string> names;  // their journal entries, where shards ran with --resume, go now
@@ -316,7 +316,7 @@ std::string finish_claimed(store::Store& place) {
   return text;
 }
 
-void remove_split_outputs(store::Store& place) {
+void remove_split_outputs(store::WritableStore& place) {
   // A manifest whose answer was lost may have landed; the run claimed the place, so it is the run's.
   place.remove(specs::kManifestName);
   std::vector<std::string> parts, files;
@@ -329,7 +329,7 @@ void remove_split_outputs(store::Store& place) {
     for (const auto& name : *names) place.remove(name);
 }
 
-void remove_part_records(store::Store& place, std::uint64_t count) {
+void remove_part_records(store::WritableStore& place, std::uint64_t count) {
   for (std::uint64_t k = 0; k < count; ++k) place.remove(part_name({k, count}));
 }
 

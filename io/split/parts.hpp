@@ -59,7 +59,7 @@ void stat_input(const Source& input, PartRecord& part);
 // output's name) is refused, or with `force` the manifest and this shard's
 // own files and part record are removed (manifest first, then the part
 // record, then the files).
-[[nodiscard]] std::unique_ptr<store::Claim> claim_shard(store::Store& place, bool force, const PartRecord& ours,
+[[nodiscard]] std::unique_ptr<store::Claim> claim_shard(store::WritableStore& place, bool force, const PartRecord& ours,
                                                         const Source& input);
 
 // The manifest of the place's split: checks that it has none yet, that the
@@ -70,20 +70,20 @@ std::string finished_manifest(const store::Store& place);
 // finish DIR (or s3://BUCKET/PREFIX/): claims the place (a directory's lock:
 // finish and split write the manifest one at a time), then commits the
 // manifest a one-process split writes. Returns the manifest's text.
-std::string finish(store::Store& place);
+std::string finish(store::WritableStore& place);
 // The same, by the holder of the place's claim (a team's rank 0, which
 // claimed it before any work).
-std::string finish_claimed(store::Store& place);
+std::string finish_claimed(store::WritableStore& place);
 
 // Removes every split output under a final name, the manifest first, then
 // the part records, then the files, none of which can pass for finished
 // without a manifest: a team whose run failed after its ranks published
 // undoes it. Only by the holder of the place's claim, which kept every
 // other run out (a prefix has none: one run per prefix).
-void remove_split_outputs(store::Store& place);
+void remove_split_outputs(store::WritableStore& place);
 
 // After finish, the P part records are no longer needed: a split written by
 // a team (mpirun) leaves the place a one-process split leaves.
-void remove_part_records(store::Store& place, std::uint64_t count);
+void remove_part_records(store::WritableStore& place, std::uint64_t count);
 
 }  // namespace mb::io::split

@@ -165,7 +165,7 @@ bool ours_elsewhere(const store::Store& place, const ResumeRequest& request, con
 
 // Keeps the recorded files whose bytes match their entries; removes every
 // other file of the run there and its entry (the file first).
-std::vector<std::optional<specs::FileRecord>> keep_matching(store::Store& place, const ResumeRequest& request,
+std::vector<std::optional<specs::FileRecord>> keep_matching(store::WritableStore& place, const ResumeRequest& request,
                                                             Journal journal, const std::set<std::string>& present) {
   std::vector<specs::FileRecord> candidates;
   for (const auto& r : journal.recorded)
@@ -231,7 +231,7 @@ std::string run_identity(const Source& input, const std::string& planned_manifes
       fmt::format("{}\n{}\n{}\n{}\n{}", id.input, id.input_size, id.input_mtime_ns, id.input_etag, planned_manifest));
 }
 
-Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
+Resumed claim_resumed(store::WritableStore& place, const ResumeRequest& request) {
   Resumed out{place.claim(request.part ? shard_lock_name(request.part->shard) : specs::kLockName),
               std::nullopt,
               {}};
@@ -270,7 +270,7 @@ Resumed claim_resumed(store::Store& place, const ResumeRequest& request) {
   return out;
 }
 
-void remove_journal(store::Store& place, const std::vector<std::string>& names) {
+void remove_journal(store::WritableStore& place, const std::vector<std::string>& names) {
   try {
     std::set<std::string> entries;
     for (const auto& entry : place.list())

@@ -64,10 +64,10 @@ struct Resumed {
 // entries there are removed (a whole split: the part records of shards of
 // the split too). Anything else is refused (mb::Error) as a plain split
 // refuses it.
-Resumed claim_resumed(store::Store& place, const ResumeRequest& request);
+Resumed claim_resumed(store::WritableStore& place, const ResumeRequest& request);
 
 // A finished split's journal entries removed (best effort: one left is
 // harmless once the manifest is there): of the files `names`.
-void remove_journal(store::Store& place, const std::vector<std::string>& names);
+void remove_journal(store::WritableStore& place, const std::vector<std::string>& names);
 
 }  // namespace mb::io::split

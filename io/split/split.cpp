@@ -86,7 +86,7 @@ std::string last_text(const SplitJob& job, const specs::Manifest& planned, PartR
 }
 
 // Claims `where` for this run: a whole split's claim, or a shard's.
-store::Claimed claim_run(const SplitJob& job, const PartRecord& part, store::Store& where, bool keep_files) {
+store::Claimed claim_run(const SplitJob& job, const PartRecord& part, store::WritableStore& where, bool keep_files) {
   if (job.shard) return {claim_shard(where, job.force, part, job.input), {}};
   return claim_split(where, job.force, job.input, keep_files);
 }
@@ -100,7 +100,7 @@ store::PublicationPlan publication_plan(const SplitJob& job, const specs::Manife
   plan.mine = mine;
   plan.last = job.shard ? part_name(*job.shard) : std::string(specs::kManifestName);
   plan.alone = !job.shard;
-  plan.claim = [&job, &part](store::Store& where, bool keep_files) { return claim_run(job, part, where, keep_files); };
+  plan.claim = [&job, &part](store::WritableStore& where, bool keep_files) { return claim_run(job, part, where, keep_files); };
   plan.claimed = job.claimed;
   plan.workers = job.workers;
   plan.keep_local = job.keep_local;
@@ -204,7 +204,7 @@ SplitResult finished_result(const Finished& finished) {
 void resume_publishing(store::PublicationPlan& publishing, const SplitJob& job, const PartRecord& part,
                        Earlier& earlier, const std::string& run) {
   publishing.claimed = true;
-  publishing.claim = [&job, &part, &earlier](store::Store& where, bool keep_files) -> store::Claimed {
+  publishing.claim = [&job, &part, &earlier](store::WritableStore& where, bool keep_files) -> store::Claimed {
     if (earlier.claim && &where == job.place) return {std::move(earlier.claim), {}};
     return claim_run(job, part, where, keep_files);  // a spool's
   };

@@ -20,7 +20,7 @@ namespace mb::io::split {
 
 struct SplitJob {
   Source input;                     // the batch file
-  store::Store* place = nullptr;    // where the outputs go (-o)
+  store::WritableStore* place = nullptr;  // where the outputs go (-o)
   bool force = false;      // replace an earlier split there
   // --resume: keep what an interrupted run of the same command published
   // (io/split/resume.hpp), publish each file as it is complete.

@@ -11,7 +11,7 @@ namespace {
 
 // Never throws: the run's own error is the one to report, and every rank
 // must still reach the team's last vote.
-void undo_published(store::Store& place) noexcept {
+void undo_published(store::WritableStore& place) noexcept {
   try {
     remove_split_outputs(place);
   } catch (const std::exception& e) {

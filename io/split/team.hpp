@@ -35,7 +35,7 @@ struct ShareRun {
 
 // Where a team's split goes, as the command line says.
 struct TeamOutput {
-  store::Store* place = nullptr;
+  store::WritableStore* place = nullptr;
   bool force = false;
   bool resume = false;  // each rank keeps what an interrupted run of the team published of its shard
   Source input;  // never removed from the place

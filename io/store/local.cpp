@@ -54,7 +54,7 @@ class DirectoryClaim final : public Claim {
 // lock, and the directories it made) is declared first, so that it goes last.
 class DirectoryPublication final : public Publication {
  public:
-  DirectoryPublication(Store& place, std::string dir, const PublicationPlan& plan)
+  DirectoryPublication(WritableStore& place, std::string dir, const PublicationPlan& plan)
       : place_(place),
         claim_(plan.claim(place, false).claim),
         files_(std::move(dir), plan),
@@ -126,7 +126,7 @@ class DirectoryPublication final : public Publication {
     return out;
   }
 
-  Store& place_;
+  WritableStore& place_;
   std::unique_ptr<Claim> claim_;
   WrittenFiles files_;
   std::vector<std::string> names_;
@@ -167,7 +167,7 @@ class DirectoryFile final : public FilePublication {
   std::string temp_;
 };
 
-class LocalDirectory final : public Store {
+class LocalDirectory final : public WritableStore {
  public:
   // "" is the current directory, whose members are named bare.
   explicit LocalDirectory(std::string dir) : bare_(dir.empty()), dir_(bare_ ? "." : std::move(dir)) {}
@@ -276,6 +276,6 @@ class LocalDirectory final : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> local_directory(std::string dir) { return std::make_unique<LocalDirectory>(std::move(dir)); }
+std::unique_ptr<WritableStore> local_directory(std::string dir) { return std::make_unique<LocalDirectory>(std::move(dir)); }
 
 }  // namespace mb::io::store

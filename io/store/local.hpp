@@ -11,6 +11,6 @@
 namespace mb::io::store {
 
 // `dir` "" is the current directory, its members named bare ("x.h5").
-std::unique_ptr<Store> local_directory(std::string dir);
+std::unique_ptr<WritableStore> local_directory(std::string dir);
 
 }  // namespace mb::io::store

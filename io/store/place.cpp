@@ -40,7 +40,7 @@ void undo_lost(const Error& failed, const std::function<void()>& remove) {
   throw;
 }
 
-void commit(Store& store, std::string_view name, const std::string& text) {
+void commit(WritableStore& store, std::string_view name, const std::string& text) {
   ready_to_commit();
   try {
     store.put_text(name, text);

@@ -43,6 +43,6 @@ void ready_to_commit();
 // A failure that a retry may cure can have landed all the same (the store
 // kept the object but its answer was lost): the member is then removed
 // before the error goes on, so a failed run leaves no commit behind.
-void commit(Store& store, std::string_view name, const std::string& text);
+void commit(WritableStore& store, std::string_view name, const std::string& text);
 
 }  // namespace mb::io::store

@@ -23,8 +23,10 @@ class NoClaim final : public Claim {
   void keep() override {}
 };
 
-// What every place named by URL shares: members are base + name.
-class UrlStore : public Store {
+// What every place named by URL shares: members are base + name. `Kind`
+// is Store (read-only) or WritableStore.
+template <typename Kind>
+class UrlStore : public Kind {
  public:
   UrlStore(std::string base, const Settings& settings) : base_(std::move(base)), settings_(settings) {}
 
@@ -45,9 +47,9 @@ class UrlStore : public Store {
   Settings settings_;
 };
 
-class S3Prefix final : public UrlStore {
+class S3Prefix final : public UrlStore<WritableStore> {
  public:
-  S3Prefix(std::string prefix, const Settings& settings) : UrlStore(std::move(prefix), settings) {
+  S3Prefix(std::string prefix, const Settings& settings) : UrlStore<WritableStore>(std::move(prefix), settings) {
     resolve_listing(base_, settings_);  // a malformed prefix, or no credentials: before any request
   }
 
@@ -94,9 +96,9 @@ class S3Prefix final : public UrlStore {
   }
 };
 
-class HttpLocation final : public UrlStore {
+class HttpLocation final : public UrlStore<Store> {
  public:
-  using UrlStore::UrlStore;
+  using UrlStore<Store>::UrlStore;
 
   std::vector<Entry> list() const override {
     throw Error(fmt::format("{}: an HTTP(S) URL cannot be listed", shown()));
@@ -117,23 +119,11 @@ class HttpLocation final : public UrlStore {
       return std::nullopt;
     }
   }
-
-  void put_text(std::string_view name, const std::string&) override { refuse(name); }
-  void remove(std::string_view name) override { refuse(name); }
-  std::unique_ptr<Claim> claim(std::string_view) override { refuse(""); }
-  std::unique_ptr<Publication> publication(const PublicationPlan&) override { refuse(""); }
-  std::unique_ptr<FilePublication> file_publication(std::string_view name, bool) override { refuse(name); }
-
- private:
-  [[noreturn]] void refuse(std::string_view name) const {
-    throw usage_error(fmt::format("{}: an HTTP(S) location is read-only; write to a directory or an s3:// prefix",
-                                  shown(name)));
-  }
 };
 
 }  // namespace
 
-std::unique_ptr<Store> s3_prefix(std::string prefix, const Settings& settings) {
+std::unique_ptr<WritableStore> s3_prefix(std::string prefix, const Settings& settings) {
   return std::make_unique<S3Prefix>(std::move(prefix), settings);
 }
 

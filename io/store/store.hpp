@@ -48,7 +48,7 @@ class Claim {
   virtual std::size_t removed_temporaries() const { return 0; }
 };
 
-class Store;
+class WritableStore;
 
 // A place claimed for a run, and the names of an earlier run's files left
 // there until the run commits (a place whose writes replace keeps them
@@ -71,7 +71,7 @@ struct PublicationPlan {
   bool alone = true;
   // How the run claims a place it writes to (io/split: a whole split's
   // claim or a shard's); `keep_files` as Claimed says.
-  std::function<Claimed(Store& place, bool keep_files)> claim;
+  std::function<Claimed(WritableStore& place, bool keep_files)> claim;
   // The place was claimed for this run already (a team's rank 0 did): a
   // place without a lock is not claimed again; a directory still is, for
   // its lock is the run's own.
@@ -143,6 +143,7 @@ class FilePublication {
   virtual void keep() = 0;
 };
 
+// A place as every kind has it: read.
 class Store {
  public:
   virtual ~Store() = default;
@@ -167,9 +168,18 @@ class Store {
   // not there.
   virtual std::optional<std::string> read_text(std::string_view name) const = 0;
 
+  // Whether `source` is member `name` of this place: the same file (device
+  // and inode), or the same object (address).
+  virtual bool holds(const Source& source, std::string_view name) const = 0;
+};
+
+// A place a run writes to: a local directory or an S3 prefix (an HTTP(S)
+// location is read-only, and has none of this).
+class WritableStore : public Store {
+ public:
   // Writes a small member whole, atomically: it appears complete or not at
   // all. A failure after the bytes left (an answer lost) may still leave it:
-  // the caller undoes it (io/publish/place.hpp's commit). Of two runs
+  // the caller undoes it (io/store/place.hpp's commit). Of two runs
   // committing one name, one wins: a directory's claim (its lock) keeps
   // them apart; on a prefix, the put is conditional (If-None-Match: *) and
   // the loser gets remote::Exists, an error the caller must not undo.
@@ -185,22 +195,17 @@ class Store {
   // held fails at once (a retry may help). A prefix has no lock.
   [[nodiscard]] virtual std::unique_ptr<Claim> claim(std::string_view lock_name) = 0;
 
-  // Whether `source` is member `name` of this place: the same file (device
-  // and inode), or the same object (address).
-  virtual bool holds(const Source& source, std::string_view name) const = 0;
-
   // Opens the publication of a run's files (claiming the place, through
   // plan.claim): in a directory, temporaries beside the finals, renamed at
   // the commit; onto a prefix, a local spool uploaded round by round while
-  // the next is written. An HTTP(S) location refuses it.
+  // the next is written.
   [[nodiscard]] virtual std::unique_ptr<Publication> publication(const PublicationPlan& plan) = 0;
 
   // Opens the publication of one file as member `name`, checked before any
   // work: a member already there is refused unless `force`. In a
   // directory, a temporary beside it renamed into place (under the lock
   // ".NAME.lock", what killed runs left removed); onto a prefix, a local
-  // spool uploaded whole (multipart from 16 MiB). An HTTP(S) location
-  // refuses it.
+  // spool uploaded whole (multipart from 16 MiB).
   [[nodiscard]] virtual std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) = 0;
 };
 
@@ -209,6 +214,9 @@ class Store {
 // directory (which need not exist yet). Throws mb::Error (a usage error) for
 // a malformed name or half-given credentials, before any request.
 std::unique_ptr<Store> open_store(const std::string& where, const Settings& settings);
+// The same for a place the run writes to: a directory or an S3 prefix; an
+// HTTP(S) location is a usage error.
+std::unique_ptr<WritableStore> open_writable(const std::string& where, const Settings& settings);
 
 // The place holding the file `path` names, and the file's name in it:
 // s3://B/P/x.h5 -> (s3://B/P/, x.h5); out/x.h5 -> (out, x.h5).
@@ -217,6 +225,12 @@ struct Member {
   std::string name;
 };
 Member open_member(const std::string& path, const Settings& settings);
+// The same for a file the run writes (merge's output).
+struct WritableMember {
+  std::unique_ptr<WritableStore> store;
+  std::string name;
+};
+WritableMember open_writable_member(const std::string& path, const Settings& settings);
 
 // The split `argument` names as a whole, and its manifest's name there: a
 // local path that is a directory or nothing at all (a split that is not

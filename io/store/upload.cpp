@@ -40,7 +40,7 @@ std::string spool_directory(const PublicationPlan& plan, const Environment& env)
 // The object each file goes to (from its local copy, "" for those of other
 // shards), the commit object's, and the earlier split's objects that this
 // one does not overwrite.
-publish::UploadPlan upload_plan(Store& prefix, const std::string& base, const Settings& settings,
+publish::UploadPlan upload_plan(WritableStore& prefix, const std::string& base, const Settings& settings,
                                 const PublicationPlan& plan, const WrittenFiles& files,
                                 const std::vector<std::string>& earlier) {
   const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, settings); };
@@ -66,7 +66,7 @@ publish::UploadPlan upload_plan(Store& prefix, const std::string& base, const Se
 // declared before the files and the uploads, so that it goes last.
 class PrefixPublication final : public Publication {
  public:
-  PrefixPublication(Store& prefix, const std::string& base, const Settings& settings, const PublicationPlan& plan)
+  PrefixPublication(WritableStore& prefix, const std::string& base, const Settings& settings, const PublicationPlan& plan)
       : shown_(prefix.shown()),
         earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix, true).earlier),
         spool_dir_(spool_directory(plan, settings.environment())),
@@ -122,7 +122,7 @@ class PrefixPublication final : public Publication {
   std::string shown_;
   std::vector<std::string> earlier_;  // an earlier split's files, left until the commit (--force)
   std::string spool_dir_;
-  std::unique_ptr<Store> spool_;
+  std::unique_ptr<WritableStore> spool_;
   std::unique_ptr<Claim> spool_claim_;
   WrittenFiles files_;
   FileRange mine_;
@@ -222,7 +222,7 @@ std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool 
   return std::make_unique<PrefixFile>(address, force);
 }
 
-std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Settings& settings,
+std::unique_ptr<Publication> prefix_publication(WritableStore& prefix, const std::string& base, const Settings& settings,
                                                 const PublicationPlan& plan) {
   return std::make_unique<PrefixPublication>(prefix, base, settings, plan);
 }

@@ -22,7 +22,7 @@ namespace mb::io::store {
 // run that fails uploads nothing and leaves no spool.
 std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool force);
 
-std::unique_ptr<Publication> prefix_publication(Store& prefix, const std::string& base, const Settings& settings,
+std::unique_ptr<Publication> prefix_publication(WritableStore& prefix, const std::string& base, const Settings& settings,
                                                 const PublicationPlan& plan);
 
 }  // namespace mb::io::store

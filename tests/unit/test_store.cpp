@@ -28,12 +28,13 @@ namespace {
 namespace fs = std::filesystem;
 using mb::io::store::Entry;
 using mb::io::store::Store;
+using mb::io::store::WritableStore;
 using mb::test::message_of;
 
 // A store in memory. `lose_next_put`: the next put is kept but answered
 // with a failure a retry may cure (an answer lost on the way back);
 // `refuse_next_put`: the next put is refused (nothing kept).
-class MemoryStore final : public Store {
+class MemoryStore final : public WritableStore {
  public:
   std::map<std::string, std::string> members;
   std::vector<std::string> removed;  // in the order removed
@@ -88,7 +89,7 @@ void write(const fs::path& path, const std::string& text) { std::ofstream(path, 
 // What every Store keeps: members written whole, listed in name order with
 // their sizes, read back, removed (a missing one too), and told apart from
 // what is not there.
-void check_contract(Store& store) {
+void check_contract(WritableStore& store) {
   CHECK(store.size("a.json") == std::nullopt);
   CHECK(store.read_text("a.json") == std::nullopt);
   store.put_text("b.json", "bee\n");
@@ -115,7 +116,7 @@ void check_contract(Store& store) {
 // name before publish(), an existing member refused without --force and
 // replaced with it, nothing left by a run that ends before publishing,
 // nothing of the run's own (lock, temporaries, spool) left after.
-void check_file_publication(Store& store) {
+void check_file_publication(WritableStore& store) {
   {
     const auto file = store.file_publication("merged.h5", false);
     write(file->path(), "one");
@@ -196,12 +197,33 @@ TEST_CASE("store: --force replaces only the file the run found there") {
   CHECK(store->read_text("merged.h5") == "another run's");
 }
 
+TEST_CASE("store: an HTTP(S) location is opened to read, and refused as a place to write") {
+  const mb::Settings settings;
+  const auto read = mb::io::store::open_store("https://example.invalid/split", settings);
+  CHECK(read->shown() == "https://example.invalid/split/");
+  CHECK(dynamic_cast<WritableStore*>(read.get()) == nullptr);  // it has no write methods at all
+  for (const auto* where : {"https://example.invalid/split/", "http://example.invalid/m.h5"}) {
+    mb::ErrorKind kind{};
+    const std::string said = message_of([&] {
+      try {
+        (void)mb::io::store::open_writable_member(where, settings);
+      } catch (const mb::Error& e) {
+        kind = e.kind();
+        throw;
+      }
+    });
+    CHECK(said.find("an HTTP(S) location is read-only") != std::string::npos);
+    CHECK(kind == mb::ErrorKind::Usage);
+  }
+  CHECK(dynamic_cast<WritableStore*>(mb::io::store::open_store("some/dir", settings).get()) != nullptr);
+}
+
 TEST_CASE("store: a bare output name is a member of the current directory, named bare") {
   TempDir dir;
   fs::create_directories(dir.path);
   const fs::path was = fs::current_path();
   fs::current_path(dir.path);
-  const mb::io::store::Member member = mb::io::store::open_member("merged.h5", mb::Settings());
+  const mb::io::store::WritableMember member = mb::io::store::open_writable_member("merged.h5", mb::Settings());
   CHECK(member.name == "merged.h5");
   CHECK(member.store->shown("merged.h5") == "merged.h5");
   CHECK(member.store->shown() == ".");
@@ -227,7 +249,7 @@ TEST_CASE("store contract: an S3 prefix, when a loopback server is named") {
   // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
   const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
   if (prefix == nullptr) return;
-  const auto store = mb::io::store::open_store(prefix, s3_settings());
+  const auto store = mb::io::store::open_writable(prefix, s3_settings());
   check_contract(*store);
   check_file_publication(*store);
   const std::string ran = std::string("the S3 contract ran against ") + prefix;
@@ -334,7 +356,7 @@ mb::io::store::PublicationPlan two_files() {
   plan.names = {"microbatch-00000.h5", "microbatch-00001.h5"};
   plan.mine = {0, 2};
   plan.last = "manifest.json";
-  plan.claim = [](Store& place, bool) { return mb::io::store::Claimed{place.claim(".microbatch.lock"), {}}; };
+  plan.claim = [](WritableStore& place, bool) { return mb::io::store::Claimed{place.claim(".microbatch.lock"), {}}; };
   return plan;
 }
 
@@ -431,7 +453,7 @@ TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, wh
   // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
   const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
   if (prefix == nullptr) return;
-  const auto store = mb::io::store::open_store(prefix, s3_settings());
+  const auto store = mb::io::store::open_writable(prefix, s3_settings());
   mb::io::store::PublicationPlan plan = two_files();
   plan.names.push_back("microbatch-00002.h5");
   plan.mine = {0, 3};
