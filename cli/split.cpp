@@ -88,10 +88,6 @@ io::split::SplitJob split_job(const SplitCommand& cmd, const SplitRun& run, cons
   io::split::SplitJob job;
   job.input = input;
   job.place = &place;
-  if (cmd.keep_local && !is_remote(cmd.output_dir))
-    throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
-  job.keep_local = cmd.keep_local;
-  job.uploads = cmd.uploads;
   job.claimed = run.prepared_directory;  // by a team's rank 0
   job.force = cmd.force && !run.prepared_directory;  // a team's rank 0 cleared the directory
   job.resume = cmd.resume;
@@ -205,8 +201,11 @@ void split_with_team(const SplitCommand& cmd, const Launch& launch, const CLI::A
 void run_split(const SplitCommand& cmd, const CLI::App& sub) {
   if (cmd.resume && cmd.force) throw usage_error("split: give one of --resume (keep an earlier run's files) and --force");
   if (cmd.resume && cmd.keep_local) throw usage_error("split: --resume and --keep-local: give one of them");
+  if (cmd.keep_local && !is_remote(cmd.output_dir))
+    throw usage_error("split: --keep-local is for an s3:// output (-o s3://BUCKET/PREFIX/)");
   // The output place, opened once: everything below takes it.
-  const std::unique_ptr<io::store::WritableStore> place = io::store::open_writable(cmd.output_dir, process_settings());
+  const std::unique_ptr<io::store::WritableStore> place =
+      io::store::open_writable(cmd.output_dir, process_settings(), {cmd.keep_local, cmd.uploads});
   if (const auto launch = team_launch("split")) return split_with_team(cmd, *launch, sub, *place);
   run_alone(cmd, *place);
 }

@@ -103,8 +103,6 @@ store::PublicationPlan publication_plan(const SplitJob& job, const specs::Manife
   plan.claim = [&job, &part](store::WritableStore& where, bool keep_files) { return claim_run(job, part, where, keep_files); };
   plan.claimed = job.claimed;
   plan.workers = job.workers;
-  plan.keep_local = job.keep_local;
-  plan.uploads = job.uploads;
   plan.uploaded = [&meter](std::uint64_t bytes) { meter.uploaded(bytes); };
   return plan;
 }

@@ -36,10 +36,6 @@ struct SplitJob {
   std::function<void()> before_publish;
   // A team's rank 0 claimed the place for this run (io/split/team.hpp).
   bool claimed = false;
-  // Onto a place that is not a directory (-o s3://): --keep-local's
-  // directory, and how many files go up at once (store::PublicationPlan).
-  std::optional<std::string> keep_local;
-  unsigned uploads = 4;
   unsigned stall_seconds = 600;  // the workers' own stall watchdog
   std::string tool_version;
   run::Progress progress;  // bytes of data written of all (none: not counted)

@@ -13,17 +13,18 @@ namespace mb::io::store {
 
 std::unique_ptr<Store> open_store(const std::string& where, const Settings& settings) {
   check_place(where);
-  if (!is_remote(where) || is_s3(where)) return open_writable(where, settings);
+  if (!is_remote(where) || is_s3(where)) return open_writable(where, settings, {});
   return http_location(where.ends_with("/") ? where : where + "/", settings);
 }
 
-std::unique_ptr<WritableStore> open_writable(const std::string& where, const Settings& settings) {
+std::unique_ptr<WritableStore> open_writable(const std::string& where, const Settings& settings,
+                                             const WriteOptions& options) {
   check_place(where);
   if (!is_remote(where)) return local_directory(where);
   if (!is_s3(where))
     throw usage_error(fmt::format("{}: an HTTP(S) location is read-only; write to a directory or an s3:// prefix",
                                   shown_name(where)));
-  return s3_prefix(where.ends_with("/") ? where : where + "/", settings);
+  return s3_prefix(where.ends_with("/") ? where : where + "/", settings, options);
 }
 
 namespace {
@@ -45,11 +46,15 @@ Opened member(const std::string& path, const Settings& settings, auto open) {
 }  // namespace
 
 Member open_member(const std::string& path, const Settings& settings) {
-  return member<Member>(path, settings, open_store);
+  return member<Member>(path, settings, [](const std::string& where, const Settings& s) {
+    return open_store(where, s);
+  });
 }
 
 WritableMember open_writable_member(const std::string& path, const Settings& settings) {
-  return member<WritableMember>(path, settings, open_writable);
+  return member<WritableMember>(path, settings, [](const std::string& where, const Settings& s) {
+    return open_writable(where, s, {});
+  });
 }
 
 std::optional<Member> open_split(const Source& argument) {

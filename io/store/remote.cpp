@@ -49,7 +49,8 @@ class UrlStore : public Kind {
 
 class S3Prefix final : public UrlStore<WritableStore> {
  public:
-  S3Prefix(std::string prefix, const Settings& settings) : UrlStore<WritableStore>(std::move(prefix), settings) {
+  S3Prefix(std::string prefix, const Settings& settings, WriteOptions options)
+      : UrlStore<WritableStore>(std::move(prefix), settings), options_(std::move(options)) {
     resolve_listing(base_, settings_);  // a malformed prefix, or no credentials: before any request
   }
 
@@ -87,13 +88,16 @@ class S3Prefix final : public UrlStore<WritableStore> {
   std::unique_ptr<Claim> claim(std::string_view) override { return std::make_unique<NoClaim>(); }
 
   std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
-    return prefix_publication(*this, base_, settings_, plan);
+    return prefix_publication({*this, base_, settings_, options_}, plan);
   }
 
   std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {
     if (name.empty()) throw usage_error(fmt::format("-o/--output: {} names a prefix, not an object", shown()));
     return prefix_file(address(name), force);
   }
+
+ private:
+  WriteOptions options_;
 };
 
 class HttpLocation final : public UrlStore<Store> {
@@ -123,8 +127,9 @@ class HttpLocation final : public UrlStore<Store> {
 
 }  // namespace
 
-std::unique_ptr<WritableStore> s3_prefix(std::string prefix, const Settings& settings) {
-  return std::make_unique<S3Prefix>(std::move(prefix), settings);
+std::unique_ptr<WritableStore> s3_prefix(std::string prefix, const Settings& settings,
+                                         const WriteOptions& options) {
+  return std::make_unique<S3Prefix>(std::move(prefix), settings, options);
 }
 
 std::unique_ptr<Store> http_location(std::string base, const Settings& settings) {

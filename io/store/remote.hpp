@@ -11,7 +11,8 @@
 namespace mb::io::store {
 
 // `prefix` ends in "/"; `settings` resolve every member's address.
-std::unique_ptr<WritableStore> s3_prefix(std::string prefix, const Settings& settings);
+std::unique_ptr<WritableStore> s3_prefix(std::string prefix, const Settings& settings,
+                                         const WriteOptions& options);
 std::unique_ptr<Store> http_location(std::string base, const Settings& settings);
 
 }  // namespace mb::io::store

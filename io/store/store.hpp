@@ -77,11 +77,6 @@ struct PublicationPlan {
   // its lock is the run's own.
   bool claimed = false;
   std::uint64_t workers = 1;  // processes writing files at once
-  // Onto a place that is not a local directory: the directory the files
-  // (and the last object) are written to and kept in, else a spool under
-  // $TMPDIR removed as they go up; and how many go up at once.
-  std::optional<std::string> keep_local;
-  unsigned uploads = 4;
   std::function<void(std::uint64_t bytes)> uploaded;  // bytes of files up so far
   // split --resume: each file is published as soon as it is complete, after
   // its journal entry (specs/journal.hpp), whose text this gives; what is
@@ -214,9 +209,19 @@ class WritableStore : public Store {
 // directory (which need not exist yet). Throws mb::Error (a usage error) for
 // a malformed name or half-given credentials, before any request.
 std::unique_ptr<Store> open_store(const std::string& where, const Settings& settings);
+// What only a place of objects has: where a run's files wait for their
+// upload, and how many go up at once. A directory has no use for them.
+struct WriteOptions {
+  // The directory the files (and the commit object) are written to and kept
+  // in (--keep-local), else a spool under $TMPDIR removed as they go up.
+  std::optional<std::string> keep_local;
+  unsigned uploads = 4;
+};
+
 // The same for a place the run writes to: a directory or an S3 prefix; an
 // HTTP(S) location is a usage error.
-std::unique_ptr<WritableStore> open_writable(const std::string& where, const Settings& settings);
+std::unique_ptr<WritableStore> open_writable(const std::string& where, const Settings& settings,
+                                             const WriteOptions& options = {});
 
 // The place holding the file `path` names, and the file's name in it:
 // s3://B/P/x.h5 -> (s3://B/P/, x.h5); out/x.h5 -> (out, x.h5).

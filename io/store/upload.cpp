@@ -33,30 +33,30 @@ std::string spool_name(const Environment& env) {
 }
 
 // The directory the files are written in: --keep-local's, else a spool.
-std::string spool_directory(const PublicationPlan& plan, const Environment& env) {
-  return plan.keep_local ? *plan.keep_local : spool_name(env);
+std::string spool_directory(const PrefixTarget& prefix) {
+  return prefix.options.keep_local ? *prefix.options.keep_local : spool_name(prefix.settings.environment());
 }
 
 // The object each file goes to (from its local copy, "" for those of other
 // shards), the commit object's, and the earlier split's objects that this
 // one does not overwrite.
-publish::UploadPlan upload_plan(WritableStore& prefix, const std::string& base, const Settings& settings,
-                                const PublicationPlan& plan, const WrittenFiles& files,
+publish::UploadPlan upload_plan(const PrefixTarget& prefix, const PublicationPlan& plan, const WrittenFiles& files,
                                 const std::vector<std::string>& earlier) {
-  const auto address_of = [&](const std::string& name) { return resolve_remote(base + name, settings); };
+  const auto address_of = [&](const std::string& name) { return resolve_remote(prefix.base + name, prefix.settings); };
+  const bool keep_local = prefix.options.keep_local.has_value();
   publish::UploadPlan out;
   for (std::uint64_t i = 0; i < plan.names.size(); ++i)
-    out.files.push_back({files.temporary(i), address_of(plan.names[i]), !plan.keep_local,
+    out.files.push_back({files.temporary(i), address_of(plan.names[i]), !keep_local,
                          address_of(specs::journal_name(plan.names[i]))});
   out.keep_confirmed = static_cast<bool>(plan.journal);
   // Run in the uploading process, a copy of this one made by fork: the Store and the watch on inputs are there.
-  out.commit = [&prefix, last = plan.last](const std::string& text) { store::commit(prefix, last, text); };
+  out.commit = [&store = prefix.store, last = plan.last](const std::string& text) { store::commit(store, last, text); };
   for (const auto& old : earlier)
     if (std::find(plan.names.begin(), plan.names.end(), old) == plan.names.end())
       out.stale.push_back(address_of(old));
-  out.settings = remote::settings_from(settings.environment());
-  out.concurrency = plan.uploads;
-  if (!plan.keep_local) out.spool = files.directory();
+  out.settings = remote::settings_from(prefix.settings.environment());
+  out.concurrency = prefix.options.uploads;
+  if (!keep_local) out.spool = files.directory();
   out.confirmed = plan.uploaded;
   return out;
 }
@@ -66,21 +66,21 @@ publish::UploadPlan upload_plan(WritableStore& prefix, const std::string& base, 
 // declared before the files and the uploads, so that it goes last.
 class PrefixPublication final : public Publication {
  public:
-  PrefixPublication(WritableStore& prefix, const std::string& base, const Settings& settings, const PublicationPlan& plan)
-      : shown_(prefix.shown()),
-        earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix, true).earlier),
-        spool_dir_(spool_directory(plan, settings.environment())),
+  PrefixPublication(const PrefixTarget& prefix, const PublicationPlan& plan)
+      : shown_(prefix.store.shown()),
+        earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix.store, true).earlier),
+        spool_dir_(spool_directory(prefix)),
         spool_(local_directory(spool_dir_)),
         spool_claim_(plan.claim(*spool_, false).claim),
         files_(spool_dir_, plan),
         mine_(plan.mine),
         last_(plan.last),
-        keep_local_(plan.keep_local.has_value()),
+        keep_local_(prefix.options.keep_local.has_value()),
         journal_(plan.journal),
-        round_(std::max<std::uint64_t>({plan.workers, 2ull * plan.uploads, 1})),
+        round_(std::max<std::uint64_t>({plan.workers, 2ull * prefix.options.uploads, 1})),
         handed_(plan.names.size(), false) {
     if (plan.uploaded) plan.uploaded(0);
-    uploads_.emplace(upload_plan(prefix, base, settings, plan, files_, earlier_));
+    uploads_.emplace(upload_plan(prefix, plan, files_, earlier_));
   }
 
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }
@@ -222,9 +222,8 @@ std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool 
   return std::make_unique<PrefixFile>(address, force);
 }
 
-std::unique_ptr<Publication> prefix_publication(WritableStore& prefix, const std::string& base, const Settings& settings,
-                                                const PublicationPlan& plan) {
-  return std::make_unique<PrefixPublication>(prefix, base, settings, plan);
+std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan) {
+  return std::make_unique<PrefixPublication>(prefix, plan);
 }
 
 }  // namespace mb::io::store

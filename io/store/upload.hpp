@@ -14,15 +14,22 @@
 
 namespace mb::io::store {
 
-// `prefix` is the Store (claimed through plan.claim), `base` its URL
-// ending in "/", `env` what resolves its members' addresses.
 // One object (merge -o s3://BUCKET/KEY.h5), checked before any work,
 // written to a spool under $TMPDIR and uploaded whole (multipart from
 // 16 MiB, checked: io/remote/upload.hpp), so that it appears only whole; a
 // run that fails uploads nothing and leaves no spool.
 std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool force);
 
-std::unique_ptr<Publication> prefix_publication(WritableStore& prefix, const std::string& base, const Settings& settings,
-                                                const PublicationPlan& plan);
+// The prefix a run's files go to: its Store, its URL ending in "/", what
+// resolves its members' addresses, and its options.
+struct PrefixTarget {
+  WritableStore& store;
+  std::string base;
+  Settings settings;
+  WriteOptions options;
+};
+
+// A run's files onto `prefix` (claimed through plan.claim).
+std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan);
 
 }  // namespace mb::io::store

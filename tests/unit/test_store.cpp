@@ -453,11 +453,10 @@ TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, wh
   // tests/e2e/test_store_contract.py runs this case against s3rver; alone it has no store to talk to.
   const char* prefix = std::getenv("MB_TEST_S3_PREFIX");
   if (prefix == nullptr) return;
-  const auto store = mb::io::store::open_writable(prefix, s3_settings());
+  const auto store = mb::io::store::open_writable(prefix, s3_settings(), {.keep_local = {}, .uploads = 1});  // rounds of two files
   mb::io::store::PublicationPlan plan = two_files();
   plan.names.push_back("microbatch-00002.h5");
   plan.mine = {0, 3};
-  plan.uploads = 1;  // rounds of two files
   fs::path spool;
   {
     const auto publication = store->publication(plan);
