@@ -94,14 +94,12 @@ store::Claimed claim_run(const SplitJob& job, const PartRecord& part, store::Wri
 // What this run publishes: its share of the files and, once every one is
 // published, the manifest or its part record.
 store::PublicationPlan publication_plan(const SplitJob& job, const specs::Manifest& planned, FileRange mine,
-                                        const PartRecord& part, run::ByteMeter& meter) {
+                                        run::ByteMeter& meter) {
   store::PublicationPlan plan;
   for (const auto& f : planned.files) plan.names.push_back(f.name);
   plan.mine = mine;
   plan.last = job.shard ? part_name(*job.shard) : std::string(specs::kManifestName);
   plan.alone = !job.shard;
-  plan.claim = [&job, &part](store::WritableStore& where, bool keep_files) { return claim_run(job, part, where, keep_files); };
-  plan.claimed = job.claimed;
   plan.workers = job.workers;
   plan.uploaded = [&meter](std::uint64_t bytes) { meter.uploaded(bytes); };
   return plan;
@@ -197,17 +195,32 @@ SplitResult finished_result(const Finished& finished) {
   return result;
 }
 
-// --resume: the place is claimed already (look_back holds its claim), and
-// each file is published with its journal entry as soon as it is written.
-void resume_publishing(store::PublicationPlan& publishing, const SplitJob& job, const PartRecord& part,
-                       Earlier& earlier, const std::string& run) {
-  publishing.claimed = true;
-  publishing.claim = [&job, &part, &earlier](store::WritableStore& where, bool keep_files) -> store::Claimed {
-    if (earlier.claim && &where == job.place) return {std::move(earlier.claim), {}};
-    return claim_run(job, part, where, keep_files);  // a spool's
-  };
+// --resume: each file is published with its journal entry as soon as it
+// is written.
+void resume_publishing(store::PublicationPlan& publishing, const Earlier& earlier, const std::string& run) {
   const Records& records = earlier.kept;
   publishing.journal = [run, &records](std::uint64_t i) { return specs::journal_text(run, *records[i]); };
+}
+
+// What the run holds before its publication opens: the place (a resumed
+// run's claim, held since it looked back; a team rank's own lock, rank 0
+// having claimed the place for the team; else a whole split's claim or a
+// shard's), and the directory that keeps a local copy, claimed as a place
+// of its own.
+store::Claims claim_places(const SplitJob& job, const PartRecord& part, Earlier& earlier) {
+  store::WritableStore& place = *job.place;
+  store::Claims claims;
+  if (job.resume)
+    claims.place.claim = std::move(earlier.claim);
+  else if (job.claimed)
+    claims.place.claim = place.claim(shard_lock_name(*job.shard));
+  else
+    claims.place = claim_run(job, part, place, place.overwrites());
+  if (const std::optional<std::string> copy = place.local_copy()) {
+    claims.copy = store::open_writable(*copy, job.input.settings());
+    claims.copy_claimed = claim_run(job, part, *claims.copy, false);
+  }
+  return claims;
 }
 
 // The kept files told to the publication, and counted.
@@ -255,9 +268,10 @@ SplitResult execute(const SplitJob& job, const tree::Prepared& prepared) {
   // record) is written: a second split (of this shard) into a directory
   // fails at once, and a directory the claim creates is removed again if
   // the split fails.
-  store::PublicationPlan publishing = publication_plan(job, planned, mine, part, meter);
-  if (job.resume) resume_publishing(publishing, job, part, earlier, run);
-  const std::unique_ptr<store::Publication> publication = job.place->publication(publishing);
+  store::PublicationPlan publishing = publication_plan(job, planned, mine, meter);
+  if (job.resume) resume_publishing(publishing, earlier, run);
+  const std::unique_ptr<store::Publication> publication =
+      job.place->publication(publishing, claim_places(job, part, earlier));
   SplitResult result = standing(*publication, records, mine);
   const OutputFiles files = output_files(planned, mine, *publication);
   try {

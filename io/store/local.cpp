@@ -54,9 +54,9 @@ class DirectoryClaim final : public Claim {
 // lock, and the directories it made) is declared first, so that it goes last.
 class DirectoryPublication final : public Publication {
  public:
-  DirectoryPublication(WritableStore& place, std::string dir, const PublicationPlan& plan)
+  DirectoryPublication(WritableStore& place, std::string dir, const PublicationPlan& plan, Claims claims)
       : place_(place),
-        claim_(plan.claim(place, false).claim),
+        claim_(std::move(claims.place.claim)),
         files_(std::move(dir), plan),
         names_(plan.names),
         mine_(plan.mine),
@@ -256,8 +256,8 @@ class LocalDirectory final : public WritableStore {
     return !source.is_remote() && fs::equivalent(source.name(), path(name), ec);
   }
 
-  std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
-    return std::make_unique<DirectoryPublication>(*this, dir_, plan);
+  std::unique_ptr<Publication> publication(const PublicationPlan& plan, Claims claims) override {
+    return std::make_unique<DirectoryPublication>(*this, dir_, plan, std::move(claims));
   }
 
   std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {

@@ -87,8 +87,11 @@ class S3Prefix final : public UrlStore<WritableStore> {
 
   std::unique_ptr<Claim> claim(std::string_view) override { return std::make_unique<NoClaim>(); }
 
-  std::unique_ptr<Publication> publication(const PublicationPlan& plan) override {
-    return prefix_publication({*this, base_, settings_, options_}, plan);
+  bool overwrites() const override { return true; }
+  std::optional<std::string> local_copy() const override { return options_.keep_local; }
+
+  std::unique_ptr<Publication> publication(const PublicationPlan& plan, Claims claims) override {
+    return prefix_publication({*this, base_, settings_, options_}, plan, std::move(claims));
   }
 
   std::unique_ptr<FilePublication> file_publication(std::string_view name, bool force) override {

@@ -58,6 +58,17 @@ struct Claimed {
   std::vector<std::string> earlier;
 };
 
+// What a run holds before its publication opens, claimed by the caller
+// (io/split: a whole split's claim, a shard's, a resumed run's, a team
+// rank's lock): the place, and the local directory that keeps a copy of
+// what it publishes there (WritableStore::local_copy), opened and claimed
+// alike. Without one, a publication that needs a spool makes its own.
+struct Claims {
+  Claimed place;
+  std::unique_ptr<WritableStore> copy;
+  Claimed copy_claimed;
+};
+
 // What a run publishes on a place: files written locally, then published
 // together, and the object that commits them (a manifest, a shard's part
 // record), published last: nothing passes for finished before it.
@@ -69,13 +80,6 @@ struct PublicationPlan {
   // its neighbours): a split output it did not write that appears in its
   // directory meanwhile fails it.
   bool alone = true;
-  // How the run claims a place it writes to (io/split: a whole split's
-  // claim or a shard's); `keep_files` as Claimed says.
-  std::function<Claimed(WritableStore& place, bool keep_files)> claim;
-  // The place was claimed for this run already (a team's rank 0 did): a
-  // place without a lock is not claimed again; a directory still is, for
-  // its lock is the run's own.
-  bool claimed = false;
   std::uint64_t workers = 1;  // processes writing files at once
   std::function<void(std::uint64_t bytes)> uploaded;  // bytes of files up so far
   // split --resume: each file is published as soon as it is complete, after
@@ -190,11 +194,20 @@ class WritableStore : public Store {
   // held fails at once (a retry may help). A prefix has no lock.
   [[nodiscard]] virtual std::unique_ptr<Claim> claim(std::string_view lock_name) = 0;
 
-  // Opens the publication of a run's files (claiming the place, through
-  // plan.claim): in a directory, temporaries beside the finals, renamed at
-  // the commit; onto a prefix, a local spool uploaded round by round while
+  // Whether a write over a member replaces it at once (an object store):
+  // an earlier split's files are then best left to be overwritten, and
+  // those not overwritten removed after the commit (Claimed::earlier),
+  // rather than removed first at a request each.
+  virtual bool overwrites() const { return false; }
+  // A local directory that also receives what a run publishes here
+  // (--keep-local on a prefix), claimed by the caller as a place of its own.
+  virtual std::optional<std::string> local_copy() const { return std::nullopt; }
+
+  // Opens the publication of a run's files, on what the run claimed: in a
+  // directory, temporaries beside the finals, renamed at the commit; onto a
+  // prefix, a local spool (or the local copy) uploaded round by round while
   // the next is written.
-  [[nodiscard]] virtual std::unique_ptr<Publication> publication(const PublicationPlan& plan) = 0;
+  [[nodiscard]] virtual std::unique_ptr<Publication> publication(const PublicationPlan& plan, Claims claims) = 0;
 
   // Opens the publication of one file as member `name`, checked before any
   // work: a member already there is refused unless `force`. In a

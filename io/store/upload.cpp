@@ -20,6 +20,7 @@
 #include "io/store/local.hpp"
 #include "io/store/place.hpp"
 #include "io/store/written.hpp"
+#include "specs/file_names.hpp"
 #include "specs/journal.hpp"
 
 namespace mb::io::store {
@@ -66,12 +67,14 @@ publish::UploadPlan upload_plan(const PrefixTarget& prefix, const PublicationPla
 // declared before the files and the uploads, so that it goes last.
 class PrefixPublication final : public Publication {
  public:
-  PrefixPublication(const PrefixTarget& prefix, const PublicationPlan& plan)
+  PrefixPublication(const PrefixTarget& prefix, const PublicationPlan& plan, Claims claims)
       : shown_(prefix.store.shown()),
-        earlier_(plan.claimed ? std::vector<std::string>{} : plan.claim(prefix.store, true).earlier),
+        claim_(std::move(claims.place.claim)),
+        earlier_(std::move(claims.place.earlier)),
         spool_dir_(spool_directory(prefix)),
-        spool_(local_directory(spool_dir_)),
-        spool_claim_(plan.claim(*spool_, false).claim),
+        spool_(claims.copy ? std::move(claims.copy) : local_directory(spool_dir_)),
+        spool_claim_(claims.copy_claimed.claim ? std::move(claims.copy_claimed.claim)
+                                               : spool_->claim(specs::kLockName)),
         files_(spool_dir_, plan),
         mine_(plan.mine),
         last_(plan.last),
@@ -120,6 +123,7 @@ class PrefixPublication final : public Publication {
 
  private:
   std::string shown_;
+  std::unique_ptr<Claim> claim_;      // the prefix's (it has no lock: nothing)
   std::vector<std::string> earlier_;  // an earlier split's files, left until the commit (--force)
   std::string spool_dir_;
   std::unique_ptr<WritableStore> spool_;
@@ -141,6 +145,7 @@ void PrefixPublication::commit(const std::string& last_text) {
   const std::uint64_t bytes = uploads_->uploaded_bytes();
   uploads_.reset();  // its process ends with its last report
   spdlog::debug("split: {} files uploaded to {} ({})", mine_.size(), shown_, byte_text(static_cast<double>(bytes)));
+  if (claim_) claim_->keep();
   if (!keep_local_) return;
   files_.publish();
   publish::write_text_atomically((std::filesystem::path(spool_dir_) / last_).string(), last_text);
@@ -222,8 +227,9 @@ std::unique_ptr<FilePublication> prefix_file(const RemoteAddress& address, bool 
   return std::make_unique<PrefixFile>(address, force);
 }
 
-std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan) {
-  return std::make_unique<PrefixPublication>(prefix, plan);
+std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan,
+                                                Claims claims) {
+  return std::make_unique<PrefixPublication>(prefix, plan, std::move(claims));
 }
 
 }  // namespace mb::io::store

@@ -29,7 +29,8 @@ struct PrefixTarget {
   WriteOptions options;
 };
 
-// A run's files onto `prefix` (claimed through plan.claim).
-std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan);
+// A run's files onto `prefix`, on what the run claimed (Claims).
+std::unique_ptr<Publication> prefix_publication(const PrefixTarget& prefix, const PublicationPlan& plan,
+                                                Claims claims);
 
 }  // namespace mb::io::store

@@ -69,7 +69,8 @@ class MemoryStore final : public WritableStore {
   }
   std::unique_ptr<mb::io::store::Claim> claim(std::string_view) override { return nullptr; }
   bool holds(const mb::Source& source, std::string_view name) const override { return source.name() == shown(name); }
-  std::unique_ptr<mb::io::store::Publication> publication(const mb::io::store::PublicationPlan&) override {
+  std::unique_ptr<mb::io::store::Publication> publication(const mb::io::store::PublicationPlan&,
+                                                          mb::io::store::Claims) override {
     throw std::logic_error("a memory store publishes nothing");
   }
   std::unique_ptr<mb::io::store::FilePublication> file_publication(std::string_view, bool) override {
@@ -350,14 +351,20 @@ TEST_CASE("claim: the input among the place's outputs is refused even with force
 
 namespace {
 
-// Two files and the manifest of a whole split into `dir`, claimed by the directory's lock.
+// Two files and the manifest of a whole split.
 mb::io::store::PublicationPlan two_files() {
   mb::io::store::PublicationPlan plan;
   plan.names = {"microbatch-00000.h5", "microbatch-00001.h5"};
   plan.mine = {0, 2};
   plan.last = "manifest.json";
-  plan.claim = [](WritableStore& place, bool) { return mb::io::store::Claimed{place.claim(".microbatch.lock"), {}}; };
   return plan;
+}
+
+// `place` claimed by its lock, as a whole split's claim takes it.
+mb::io::store::Claims locked(WritableStore& place) {
+  mb::io::store::Claims claims;
+  claims.place.claim = place.claim(".microbatch.lock");
+  return claims;
 }
 
 // The names that appear in `dir` under a final name (not hidden), in the order they appear.
@@ -389,7 +396,7 @@ class Appearing {
 TEST_CASE("publication: a directory's files appear only at the commit, the manifest last") {
   TempDir dir;
   const auto store = mb::io::store::local_directory(dir.path.string());
-  const auto publication = store->publication(two_files());
+  const auto publication = store->publication(two_files(), locked(*store));
   REQUIRE(fs::is_directory(dir.path));  // claimed: created
   Appearing appearing(dir.path);
   CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}});
@@ -414,7 +421,7 @@ TEST_CASE("publication: abandoned, a directory's temporaries go, and the directo
   fs::create_directories(dir.path);
   const auto store = mb::io::store::local_directory(out.string());
   {
-    const auto publication = store->publication(two_files());
+    const auto publication = store->publication(two_files(), locked(*store));
     write(publication->path(0), "half");
     REQUIRE(fs::exists(publication->path(0)));
     CHECK(publication->abandon().empty());
@@ -426,7 +433,7 @@ TEST_CASE("publication: abandoned, a directory's temporaries go, and the directo
 TEST_CASE("publication: a split output that appears meanwhile fails a whole split's commit, nothing published") {
   TempDir dir;
   const auto store = mb::io::store::local_directory(dir.path.string());
-  const auto publication = store->publication(two_files());
+  const auto publication = store->publication(two_files(), locked(*store));
   for (std::uint64_t i = 0; i < 2; ++i) write(publication->path(i), "x");
   write(dir.path / "microbatch-00007.h5", "stray");
   CHECK(message_of([&] { publication->commit("{}"); }).find("appeared") != std::string::npos);
@@ -459,7 +466,7 @@ TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, wh
   plan.mine = {0, 3};
   fs::path spool;
   {
-    const auto publication = store->publication(plan);
+    const auto publication = store->publication(plan, locked(*store));
     CHECK(publication->rounds() == std::vector<mb::FileRange>{{0, 2}, {2, 3}});
     spool = fs::path(publication->path(0)).parent_path();
     write_rounds(*publication);
@@ -473,7 +480,7 @@ TEST_CASE("publication: onto an S3 prefix, in rounds, the commit object last, wh
   plan.names = {"microbatch-00009.h5"};
   plan.mine = {0, 1};
   {
-    const auto publication = store->publication(plan);
+    const auto publication = store->publication(plan, locked(*store));
     write_rounds(*publication);
     CHECK(publication->abandon().empty());  // what it uploaded is deleted
   }
