@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/error.hpp"
@@ -64,6 +65,26 @@ Shard parse_shard(const std::string& text, const std::map<std::string, std::stri
   if (slash == std::string::npos || !whole(text.substr(0, slash), index) || !whole(text.substr(slash + 1), count))
     throw usage_error(fmt::format("--shard \"{}\": expected K/P (shard K of P, 0 <= K < P) or auto", text));
   return checked_shard(index, count, text);
+}
+
+Handing::Handing(FileRange mine, std::uint64_t round, std::uint64_t files)
+    : mine_(mine), round_(round == 0 ? std::max<std::uint64_t>(mine.size(), 1) : round), handed_(files, false) {}
+
+std::vector<FileRange> Handing::rounds() const {
+  std::vector<FileRange> out;
+  for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
+    out.push_back({begin, std::min(begin + round_, mine_.end)});
+  return out;
+}
+
+std::vector<std::uint64_t> Handing::take(FileRange done) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t i = done.begin; i < done.end; ++i)
+    if (!handed_.at(i)) {
+      handed_[i] = true;
+      out.push_back(i);
+    }
+  return out;
 }
 
 }  // namespace mb

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mb {
 
@@ -21,6 +22,25 @@ FileRange share_of(std::uint64_t files, std::uint64_t parts, std::uint64_t part)
 
 // The same partition applied inside a range (split -j within a shard).
 FileRange share_of(const FileRange& range, std::uint64_t parts, std::uint64_t part);
+
+// A run's files `mine` handed on (to be published) a round at a time, each
+// once: the rounds, and which files are handed on already or stand (an
+// earlier run's, never handed on). One bookkeeping for every kind of place.
+class Handing {
+ public:
+  // `files` is the split's file count; `round` the files of a round (0:
+  // one round of them all).
+  Handing(FileRange mine, std::uint64_t round, std::uint64_t files);
+  std::vector<FileRange> rounds() const;
+  // The files of `done` not handed on yet, in order, marked handed now.
+  std::vector<std::uint64_t> take(FileRange done);
+  void stands(std::uint64_t index) { handed_.at(index) = true; }
+
+ private:
+  FileRange mine_;
+  std::uint64_t round_;
+  std::vector<bool> handed_;
+};
 
 // split --shard: this process writes shard `index` of `count`.
 struct Shard {

@@ -63,31 +63,21 @@ class DirectoryPublication final : public Publication {
         last_(plan.last),
         alone_(plan.alone),
         journal_(plan.journal),
-        round_(std::max<std::uint64_t>(plan.workers, 1)),
-        handed_(plan.names.size(), false) {
+        // Renames wait for the commit: nothing is gained by rounds, unless each file is published as it is
+        // complete and -j workers write them (their files are hashed once a round is written).
+        handing_(plan.mine, journal_ && plan.workers > 1 ? plan.workers : 0, plan.names.size()) {
     if (journal_) files_.keep_published();
   }
 
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }
   std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
 
-  // Renames wait for the commit: nothing is gained by rounds, unless each
-  // file is published as it is complete and -j workers write them (their
-  // files are hashed once a round is written).
-  std::vector<FileRange> rounds() const override {
-    if (!journal_ || round_ <= 1) return {mine_};
-    std::vector<FileRange> out;
-    for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
-      out.push_back({begin, std::min(begin + round_, mine_.end)});
-    return out;
-  }
+  std::vector<FileRange> rounds() const override { return handing_.rounds(); }
   void make_room() override {}
 
   void complete(FileRange done) override {
-    if (!journal_) return;
-    for (std::uint64_t i = done.begin; i < done.end; ++i) {
-      if (handed_[i]) continue;
-      handed_[i] = true;
+    if (!journal_) return;  // renamed at the commit
+    for (const std::uint64_t i : handing_.take(done)) {
       // The entry before its file: a kill between the two leaves an entry without its file, which a rerun
       // drops, never a file no entry vouches for. Not synced: an entry lost or torn in a crash is not
       // trusted, and one that outlived its file's bytes does not match them; either way the file is
@@ -99,7 +89,7 @@ class DirectoryPublication final : public Publication {
   }
 
   void stands(std::uint64_t index) override {
-    handed_[index] = true;
+    handing_.stands(index);
     files_.stands(index);
   }
 
@@ -134,8 +124,7 @@ class DirectoryPublication final : public Publication {
   std::string last_;
   bool alone_;
   std::function<std::string(std::uint64_t)> journal_;
-  std::uint64_t round_;
-  std::vector<bool> handed_;  // standing, or handed on already
+  Handing handing_;
 };
 
 // One file in its directory: checked and locked before any work (what

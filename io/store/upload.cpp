@@ -81,7 +81,7 @@ class PrefixPublication final : public Publication {
         keep_local_(prefix.options.keep_local.has_value()),
         journal_(plan.journal),
         round_(std::max<std::uint64_t>({plan.workers, 2ull * prefix.options.uploads, 1})),
-        handed_(plan.names.size(), false) {
+        handing_(plan.mine, round_, plan.names.size()) {
     if (plan.uploaded) plan.uploaded(0);
     uploads_.emplace(upload_plan(prefix, plan, files_, earlier_));
   }
@@ -89,27 +89,18 @@ class PrefixPublication final : public Publication {
   std::string path(std::uint64_t index) const override { return files_.temporary(index); }
   std::string local_name(std::uint64_t index) const override { return files_.final_path(index); }
 
-  std::vector<FileRange> rounds() const override {
-    std::vector<FileRange> out;
-    for (std::uint64_t begin = mine_.begin; begin < mine_.end; begin += round_)
-      out.push_back({begin, std::min(begin + round_, mine_.end)});
-    return out;
-  }
+  std::vector<FileRange> rounds() const override { return handing_.rounds(); }
 
   void make_room() override { uploads_->wait_for(round_); }
 
   void complete(FileRange done) override {
-    for (std::uint64_t i = done.begin; i < done.end; ++i) {
-      if (handed_[i]) continue;
-      handed_[i] = true;
-      uploads_->upload(i, journal_ ? journal_(i) : "");
-    }
+    for (const std::uint64_t i : handing_.take(done)) uploads_->upload(i, journal_ ? journal_(i) : "");
     spdlog::debug("split: {} of {} files written, {} uploaded ({})", done.end - mine_.begin, mine_.size(),
                   uploads_->confirmed(), byte_text(static_cast<double>(uploads_->uploaded_bytes())));
   }
 
   void stands(std::uint64_t index) override {
-    handed_[index] = true;
+    handing_.stands(index);
     files_.stands(index);
   }
 
@@ -134,7 +125,7 @@ class PrefixPublication final : public Publication {
   bool keep_local_;
   std::function<std::string(std::uint64_t)> journal_;
   std::uint64_t round_;
-  std::vector<bool> handed_;  // standing, or handed on already
+  Handing handing_;
   std::optional<publish::Uploader> uploads_;
 };
 

@@ -60,3 +60,16 @@ TEST_CASE("shards: --shard K/P and auto") {
   below["SLURM_ARRAY_TASK_ID"] = "4";
   CHECK_THROWS_AS(mb::parse_shard("auto", below), mb::Error);
 }
+
+TEST_CASE("shards: a run's files are handed on in rounds, each once, those that stand never") {
+  mb::Handing handing({2, 9}, 3, 10);
+  CHECK(handing.rounds() == std::vector<mb::FileRange>{{2, 5}, {5, 8}, {8, 9}});
+  handing.stands(3);
+  CHECK(handing.take({2, 5}) == std::vector<std::uint64_t>{2, 4});
+  CHECK(handing.take({4, 6}) == std::vector<std::uint64_t>{5});  // 4 went already
+  CHECK(handing.take({2, 6}).empty());
+  // Round 0: one round of them all; a run with no files has no round.
+  CHECK(mb::Handing({2, 9}, 0, 10).rounds() == std::vector<mb::FileRange>{{2, 9}});
+  CHECK(mb::Handing({4, 4}, 0, 10).rounds().empty());
+  CHECK(mb::Handing({4, 4}, 2, 10).rounds().empty());
+}
