@@ -2,10 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "core/error.hpp"
 #include "specs/emit.hpp"
 #include "specs/parse.hpp"
@@ -341,17 +337,6 @@ json row_maps_json(const std::vector<RowMap>& maps) {
     rows.push_back(slices);
   }
   return rows;
-}
-
-Manifest read_manifest(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / kManifestName).string();
-  std::ifstream in(path);
-  if (!in)
-    throw Error(fmt::format("{}: no manifest (is {} the output of a finished split? merge also takes the files)",
-                            path, dir));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_manifest(text.str(), path);
 }
 
 Manifest parse_manifest(const std::string& text, const std::string& path) {

@@ -90,11 +90,9 @@ nlohmann::ordered_json manifest_head(const Manifest& manifest);
 std::string manifest_datasets_text(const Manifest& manifest);
 std::string assemble_manifest(const nlohmann::ordered_json& head, const std::string& datasets);
 
-// Reads DIR/manifest.json, checking its format, version, options and that
+// A manifest's text read, checking its format, version, options and that
 // it lists one plain file name per output. Throws mb::Error naming the
-// manifest.
-Manifest read_manifest(const std::string& dir);
-// The same checks on a manifest's text; messages name `path`.
+// manifest as `path`.
 Manifest parse_manifest(const std::string& text, const std::string& path);
 
 // The text the split id is the digest of: spec, options and file records.

@@ -25,6 +25,12 @@ struct TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   void write(const std::string& text) const { std::ofstream(path / "manifest.json") << text; }
+  // The manifest written, read back as merge and verify read one (through a Store).
+  Manifest read() const {
+    std::ifstream in(path / "manifest.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return mb::specs::parse_manifest(text, (path / "manifest.json").string());
+  }
 };
 
 Manifest sample() {
@@ -45,7 +51,7 @@ Manifest sample() {
 
 std::string error_of(const TempDir& dir) {
   try {
-    mb::specs::read_manifest(dir.path.string());
+    dir.read();
   } catch (const mb::Error& e) {
     return e.what();
   }
@@ -73,7 +79,7 @@ TEST_CASE("manifest: written and read back") {
   TempDir dir;
   const Manifest m = sample();
   dir.write(mb::specs::manifest_text(m));
-  const Manifest back = mb::specs::read_manifest(dir.path.string());
+  const Manifest back = dir.read();
   CHECK(back.microbatches == 2);
   CHECK(back.files == m.files);
   CHECK(back.spec == m.spec);
@@ -103,7 +109,7 @@ TEST_CASE("manifest: block digests from version 3, and version 2's whole-file di
     f.erase("xxh3_128_blocks");
   }
   dir.write(j.dump());
-  const Manifest old = mb::specs::read_manifest(dir.path.string());
+  const Manifest old = dir.read();
   CHECK(old.digests == mb::specs::DigestKind::whole_file);
   CHECK(old.files == m.files);
   const auto back = nlohmann::json::parse(mb::specs::manifest_text(old));
@@ -119,7 +125,7 @@ TEST_CASE("manifest: a dataset's sequence axis and positions, and escaped paths,
   m.datasets["/tok"] = {0, 5, {{{0, 2, 1}}, {{2, 3, 1}}}, {}, {}, {{{0, 4, 1}}, {{0, 4, 1}}}};  // --cp-pad
   TempDir dir;
   dir.write(mb::specs::manifest_text(m));
-  const Manifest back = mb::specs::read_manifest(dir.path.string());
+  const Manifest back = dir.read();
   REQUIRE(back.datasets.size() == 4);
   CHECK(back.datasets.at("/tok").file_rows == m.datasets.at("/tok").file_rows);
   CHECK(back.datasets.at("/tok").held(1) == 4);  // pads included
@@ -210,7 +216,6 @@ TEST_CASE("manifest: per-rank placement and file names") {
 
 TEST_CASE("manifest: what is refused, naming the manifest") {
   TempDir dir;
-  CHECK(error_of(dir).find("no manifest") != std::string::npos);
   dir.write("{");
   CHECK(error_of(dir).find("malformed manifest") != std::string::npos);
   auto j = nlohmann::json::parse(mb::specs::manifest_text(sample()));
