@@ -1,44 +1,23 @@
 #include "io/source/input.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "core/error.hpp"
 #include "io/remote/driver.hpp"
-#include "io/run/fd.hpp"
 #include "io/run/identity.hpp"
 
 namespace mb::io::source {
 namespace {
-
-constexpr std::size_t kWindow = 1u << 20;  // a file's bytes read at a time
 
 struct stat stat_of(const Source& input) {
   struct stat st {};
   if (::stat(input.name().c_str(), &st) != 0)
     throw Error(fmt::format("{}: cannot stat the input: {}", input.shown(), std::strerror(errno)), kind_of_errno(errno));
   return st;
-}
-
-std::uint64_t read_file(const Source& input, const std::function<void(const char*, std::size_t)>& sink) {
-  const run::Fd fd(::open(input.name().c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid())
-    throw Error(fmt::format("{}: cannot open: {}", input.shown(), std::strerror(errno)), kind_of_errno(errno));
-  std::vector<char> window(kWindow);
-  std::uint64_t total = 0;
-  while (true) {
-    const ssize_t n = run::retry_on_eintr([&] { return ::read(fd.get(), window.data(), window.size()); });
-    if (n < 0) throw Error(fmt::format("{}: cannot read: {}", input.shown(), std::strerror(errno)), kind_of_errno(errno));
-    if (n == 0) return total;
-    sink(window.data(), static_cast<std::size_t>(n));
-    total += static_cast<std::uint64_t>(n);
-  }
 }
 
 }  // namespace
@@ -68,7 +47,9 @@ std::uint64_t size(const Source& input) {
 }
 
 std::uint64_t read_all(const Source& input, const std::function<void(const char*, std::size_t)>& sink) {
-  return input.is_remote() ? remote::read_all(input.address(), sink) : read_file(input, sink);
+  if (!input.is_remote())
+    throw Error(fmt::format("internal: {} streamed as an object; a file is read by its local_path", input.shown()));
+  return remote::read_all(input.address(), sink);
 }
 
 void watch(const Source& input) {

@@ -36,7 +36,8 @@ Version version(const Source& input);
 // first block a read then finds cached).
 std::uint64_t size(const Source& input);
 
-// Its bytes, in order, to `sink`, read once; returns how many.
+// An object's bytes, in order, to `sink`, read once; returns how many. (A
+// file on disk is read by its local_path, as the kernel reads it.)
 std::uint64_t read_all(const Source& input, const std::function<void(const char*, std::size_t)>& sink);
 
 // Held to one version while the run reads it: a file is watched
